@@ -1,0 +1,533 @@
+// Package alloc places the processes of jobs on the slots of a DVM using the
+// stack policy of thesis fig. 7.1, and hands out ranks.
+//
+// The slots of all nodes are numbered in one global order: node 0 has slots
+// 0..s0-1, node 1 the next s1 slots, and so on. A job grows into the lowest
+// free slots and shrinks from its highest ones, so nodes join a job as it
+// grows and leave it again as it shrinks.
+//
+// Ranks come from a per-job counter that only goes up: a rank freed by a SUB
+// is never handed out again (thesis §7.4.3, DESIGN §3), so a job's ranks can
+// have holes.
+//
+// # Placement
+//
+// MapBySlot (the default) takes the lowest free slots in global order.
+// MapByNode deals processes round robin over the nodes that still have a
+// free slot, starting at node 0 on every call and taking the lowest free
+// slot of each node, like `mpirun --map-by node`. Ranks are given in
+// placement order.
+//
+// Without Oversubscribe, a request larger than the number of free slots
+// fails with wire.ErrNoResources and changes nothing. With it, the free
+// slots are used first (by the MapBy rule) and every remaining process goes,
+// one at a time, to the node that holds the fewest oversubscribed processes
+// at that moment (ties go to the lowest node index). That is a round robin
+// over all nodes that stays balanced across calls. Such a process has Slot
+// Oversubscribed (-1): it sits on the node, but on no slot.
+//
+// When a slot frees up on a node that carries oversubscribed processes, the
+// oldest of them takes that slot over (only the bookkeeping changes; the
+// process does not move). So a node has oversubscribed processes only while
+// all its slots are used, and the free count never counts a slot that is
+// physically busy.
+//
+// # Removal
+//
+// Victims picks the processes a SUB removes: the job's oversubscribed
+// processes first (highest rank first), then those on the highest global
+// slots. VictimsRanks checks caller-named ranks. Neither changes anything;
+// Release frees the chosen processes and ReleaseJob drops a whole job.
+//
+// An Alloc is plain data owned by the master's event loop: no I/O, no
+// goroutines, not safe for concurrent use.
+package alloc
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/dynrt/dynrt/wire"
+)
+
+// Oversubscribed is the Slot of a process placed beyond its node's slots.
+const Oversubscribed = -1
+
+// Node is one node of the DVM and the number of processes it may run.
+type Node struct {
+	Name  string `json:"name"`
+	Slots int    `json:"slots"`
+}
+
+// MapBy chooses how new processes are spread over nodes.
+type MapBy uint8
+
+// Mapping policies.
+const (
+	MapBySlot MapBy = iota // lowest free slots in global order (stack policy)
+	MapByNode              // round robin over nodes with a free slot
+)
+
+func (m MapBy) String() string {
+	switch m {
+	case MapBySlot:
+		return "slot"
+	case MapByNode:
+		return "node"
+	}
+	return fmt.Sprintf("MapBy(%d)", uint8(m))
+}
+
+// ParseMapBy accepts "slot" or "node" in any case ("" means slot).
+func ParseMapBy(s string) (MapBy, error) {
+	switch strings.ToLower(s) {
+	case "", "slot":
+		return MapBySlot, nil
+	case "node":
+		return MapByNode, nil
+	}
+	return 0, wire.Errorf(wire.ErrInvalid, "unknown mapping %q (want slot or node)", s)
+}
+
+// Options tune Allocate.
+type Options struct {
+	MapBy         MapBy
+	Oversubscribe bool
+}
+
+// Proc is one process of a job: its rank, its global slot (or
+// Oversubscribed) and the index of its node.
+type Proc struct {
+	Rank uint32 `json:"rank"`
+	Slot int    `json:"slot"`
+	Node int    `json:"node"`
+}
+
+type job struct {
+	name  string
+	next  uint32 // next rank to hand out
+	procs map[uint32]Proc
+}
+
+// Alloc is the slot table of one DVM.
+type Alloc struct {
+	nodes  []Node
+	base   []int  // first global slot of each node
+	nodeOf []int  // node index of each global slot
+	holder []*job // job on each global slot, nil when free
+	rankOf []uint32
+	used   []int      // occupied slots per node
+	over   [][]uint32 // per node: oversubscribed (job, rank), oldest first
+	overJ  [][]*job
+	free   int
+	jobs   map[string]*job
+}
+
+// New builds an empty slot table. Node names must be unique and non-empty;
+// slot counts must not be negative.
+func New(nodes []Node) (*Alloc, error) {
+	if len(nodes) == 0 {
+		return nil, wire.Errorf(wire.ErrInvalid, "alloc: no nodes")
+	}
+	a := &Alloc{
+		nodes: slices.Clone(nodes),
+		base:  make([]int, len(nodes)),
+		used:  make([]int, len(nodes)),
+		over:  make([][]uint32, len(nodes)),
+		overJ: make([][]*job, len(nodes)),
+		jobs:  make(map[string]*job),
+	}
+	seen := make(map[string]bool, len(nodes))
+	total := 0
+	for i, n := range nodes {
+		switch {
+		case n.Name == "":
+			return nil, wire.Errorf(wire.ErrInvalid, "alloc: node %d has no name", i)
+		case seen[n.Name]:
+			return nil, wire.Errorf(wire.ErrInvalid, "alloc: node name %q used twice", n.Name)
+		case n.Slots < 0:
+			return nil, wire.Errorf(wire.ErrInvalid, "alloc: node %s has %d slots", n.Name, n.Slots)
+		}
+		seen[n.Name] = true
+		a.base[i] = total
+		total += n.Slots
+	}
+	a.nodeOf = make([]int, total)
+	for i, n := range nodes {
+		for s := 0; s < n.Slots; s++ {
+			a.nodeOf[a.base[i]+s] = i
+		}
+	}
+	a.holder = make([]*job, total)
+	a.rankOf = make([]uint32, total)
+	a.free = total
+	return a, nil
+}
+
+// Allocate places n new processes of job (creating the job on first use)
+// and returns them in rank order. On error nothing changes.
+func (a *Alloc) Allocate(name string, n int, opts Options) ([]Proc, error) {
+	switch {
+	case name == "":
+		return nil, wire.Errorf(wire.ErrInvalid, "alloc: empty job name")
+	case n <= 0:
+		return nil, wire.Errorf(wire.ErrInvalid, "alloc: job %s: asked for %d processes; need at least 1", name, n)
+	case opts.MapBy > MapByNode:
+		return nil, wire.Errorf(wire.ErrInvalid, "alloc: job %s: unknown mapping %d", name, opts.MapBy)
+	}
+	j := a.jobs[name]
+	if j == nil {
+		j = &job{name: name, procs: make(map[uint32]Proc)}
+	}
+	if uint64(j.next)+uint64(n) > math.MaxUint32+1 {
+		return nil, wire.Errorf(wire.ErrNoResources, "alloc: job %s: rank counter would pass %d", name, uint32(math.MaxUint32))
+	}
+	if n > a.free && !opts.Oversubscribe {
+		return nil, wire.Errorf(wire.ErrNoResources,
+			"alloc: job %s: asked for %d processes but only %d of %d slots are free (oversubscribe to place more)",
+			name, n, a.free, len(a.holder))
+	}
+	onSlots := min(n, a.free)
+	var slots []int
+	if opts.MapBy == MapByNode {
+		slots = a.pickByNode(onSlots)
+	} else {
+		slots = a.pickBySlot(onSlots)
+	}
+	a.jobs[name] = j
+	out := make([]Proc, 0, n)
+	for _, s := range slots {
+		p := Proc{Rank: j.next, Slot: s, Node: a.nodeOf[s]}
+		j.next++
+		a.holder[s], a.rankOf[s] = j, p.Rank
+		a.used[p.Node]++
+		a.free--
+		j.procs[p.Rank] = p
+		out = append(out, p)
+	}
+	for range n - onSlots {
+		node := 0
+		for i := range a.over {
+			if len(a.over[i]) < len(a.over[node]) {
+				node = i
+			}
+		}
+		p := Proc{Rank: j.next, Slot: Oversubscribed, Node: node}
+		j.next++
+		a.over[node] = append(a.over[node], p.Rank)
+		a.overJ[node] = append(a.overJ[node], j)
+		j.procs[p.Rank] = p
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// pickBySlot returns the k lowest free slots.
+func (a *Alloc) pickBySlot(k int) []int {
+	out := make([]int, 0, k)
+	for s := 0; s < len(a.holder) && len(out) < k; s++ {
+		if a.holder[s] == nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// pickByNode deals k free slots round robin over nodes, lowest slot first on
+// each node. k must not exceed the free count.
+func (a *Alloc) pickByNode(k int) []int {
+	out := make([]int, 0, k)
+	next := slices.Clone(a.base) // next slot to look at on each node
+	for len(out) < k {
+		for i := range a.nodes {
+			end := a.base[i] + a.nodes[i].Slots
+			for next[i] < end && a.holder[next[i]] != nil {
+				next[i]++
+			}
+			if next[i] < end {
+				out = append(out, next[i])
+				next[i]++
+				if len(out) == k {
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (a *Alloc) job(name string) (*job, error) {
+	j := a.jobs[name]
+	if j == nil {
+		return nil, wire.Errorf(wire.ErrNotFound, "alloc: no job %s", name)
+	}
+	return j, nil
+}
+
+// Victims returns the n processes a SUB of job removes under the stack
+// policy: oversubscribed ones first (highest rank first), then the highest
+// global slots. It fails if n would remove every process of the job.
+func (a *Alloc) Victims(name string, n int) ([]uint32, error) {
+	j, err := a.job(name)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case n <= 0:
+		return nil, wire.Errorf(wire.ErrInvalid, "alloc: job %s: asked to remove %d processes; need at least 1", name, n)
+	case n >= len(j.procs):
+		return nil, wire.Errorf(wire.ErrInvalid,
+			"alloc: job %s: removing %d processes would remove every process (it has %d); end the job instead",
+			name, n, len(j.procs))
+	}
+	// The job's oversubscribed processes sit above every slot; then walk
+	// the slots downwards. O(slots + oversubscribed), no sorting of the job.
+	out := make([]uint32, 0, n)
+	for i := range a.over {
+		for k, oj := range a.overJ[i] {
+			if oj == j {
+				out = append(out, a.over[i][k])
+			}
+		}
+	}
+	slices.SortFunc(out, func(x, y uint32) int { return cmp.Compare(y, x) })
+	if len(out) > n {
+		out = out[:n]
+	}
+	for s := len(a.holder) - 1; s >= 0 && len(out) < n; s-- {
+		if a.holder[s] == j {
+			out = append(out, a.rankOf[s])
+		}
+	}
+	return out, nil
+}
+
+// VictimsRanks checks that ranks name distinct processes of job and leave at
+// least one, and returns a copy of them.
+func (a *Alloc) VictimsRanks(name string, ranks []uint32) ([]uint32, error) {
+	j, err := a.job(name)
+	if err != nil {
+		return nil, err
+	}
+	if len(ranks) == 0 {
+		return nil, wire.Errorf(wire.ErrInvalid, "alloc: job %s: no ranks to remove", name)
+	}
+	if err := j.checkRanks(ranks); err != nil {
+		return nil, err
+	}
+	if len(ranks) == len(j.procs) {
+		return nil, wire.Errorf(wire.ErrInvalid,
+			"alloc: job %s: removing ranks %v would remove every process; end the job instead", name, ranks)
+	}
+	return slices.Clone(ranks), nil
+}
+
+func (j *job) checkRanks(ranks []uint32) error {
+	seen := make(map[uint32]bool, len(ranks))
+	for _, r := range ranks {
+		if seen[r] {
+			return wire.Errorf(wire.ErrInvalid, "alloc: job %s: rank %d named twice", j.name, r)
+		}
+		seen[r] = true
+		if _, ok := j.procs[r]; !ok {
+			return wire.Errorf(wire.ErrNotFound, "alloc: job %s: rank %d is not a process of the job", j.name, r)
+		}
+	}
+	return nil
+}
+
+// Release frees the given processes of job (victims of a SUB, processes of
+// an aborted ADD, or processes that died). All ranks are checked before
+// anything changes. The job stays known, with its rank counter, even if it
+// ends up empty.
+func (a *Alloc) Release(name string, ranks []uint32) error {
+	j, err := a.job(name)
+	if err != nil {
+		return err
+	}
+	if err := j.checkRanks(ranks); err != nil {
+		return err
+	}
+	// Oversubscribed victims go first so that a freed slot is never handed
+	// to a process that is itself being released.
+	for _, r := range ranks {
+		if p := j.procs[r]; p.Slot == Oversubscribed {
+			a.dropOver(p.Node, j, r)
+			delete(j.procs, r)
+		}
+	}
+	for _, r := range ranks {
+		if p, ok := j.procs[r]; ok {
+			delete(j.procs, r)
+			a.freeSlot(p.Slot)
+		}
+	}
+	return nil
+}
+
+// ReleaseJob frees every process of job and forgets it (its rank counter
+// included: job names are unique in a DVM, so a later job of the same name
+// is a new job).
+func (a *Alloc) ReleaseJob(name string) error {
+	j, err := a.job(name)
+	if err != nil {
+		return err
+	}
+	ranks := make([]uint32, 0, len(j.procs))
+	for r := range j.procs {
+		ranks = append(ranks, r)
+	}
+	if err := a.Release(name, ranks); err != nil {
+		return err
+	}
+	delete(a.jobs, name)
+	return nil
+}
+
+func (a *Alloc) dropOver(node int, j *job, rank uint32) {
+	for i := range a.over[node] {
+		if a.overJ[node][i] == j && a.over[node][i] == rank {
+			a.over[node] = slices.Delete(a.over[node], i, i+1)
+			a.overJ[node] = slices.Delete(a.overJ[node], i, i+1)
+			return
+		}
+	}
+}
+
+// freeSlot empties slot s, or hands it to the oldest oversubscribed process
+// of the same node.
+func (a *Alloc) freeSlot(s int) {
+	node := a.nodeOf[s]
+	if len(a.over[node]) > 0 {
+		j, r := a.overJ[node][0], a.over[node][0]
+		a.over[node], a.overJ[node] = a.over[node][1:], a.overJ[node][1:]
+		a.holder[s], a.rankOf[s] = j, r
+		p := j.procs[r]
+		p.Slot = s
+		j.procs[r] = p
+		return
+	}
+	a.holder[s], a.rankOf[s] = nil, 0
+	a.used[node]--
+	a.free++
+}
+
+// Nodes returns the DVM's nodes in slot order.
+func (a *Alloc) Nodes() []Node { return slices.Clone(a.nodes) }
+
+// Total returns the number of slots of the DVM.
+func (a *Alloc) Total() int { return len(a.holder) }
+
+// Free returns the number of free slots.
+func (a *Alloc) Free() int { return a.free }
+
+// NodeUsage is the load of one node.
+type NodeUsage struct {
+	Name  string `json:"name"`
+	Slots int    `json:"slots"`
+	Used  int    `json:"used"` // slots in use
+	Over  int    `json:"over"` // oversubscribed processes beyond Slots
+}
+
+// Usage returns per-node used/total counts in node order.
+func (a *Alloc) Usage() []NodeUsage {
+	out := make([]NodeUsage, len(a.nodes))
+	for i, n := range a.nodes {
+		out[i] = NodeUsage{Name: n.Name, Slots: n.Slots, Used: a.used[i], Over: len(a.over[i])}
+	}
+	return out
+}
+
+// SlotInfo says who holds one slot.
+type SlotInfo struct {
+	Slot int    `json:"slot"`
+	Node int    `json:"node"`
+	Job  string `json:"job,omitempty"` // "" when free
+	Rank uint32 `json:"rank"`
+}
+
+// SlotMap lists every slot in global order with its holder (dyntop's slot
+// map). Oversubscribed processes are not on any slot; see Usage and Procs.
+func (a *Alloc) SlotMap() []SlotInfo {
+	out := make([]SlotInfo, len(a.holder))
+	for s, j := range a.holder {
+		out[s] = SlotInfo{Slot: s, Node: a.nodeOf[s]}
+		if j != nil {
+			out[s].Job, out[s].Rank = j.name, a.rankOf[s]
+		}
+	}
+	return out
+}
+
+// Jobs returns the names of the known jobs, sorted.
+func (a *Alloc) Jobs() []string {
+	out := make([]string, 0, len(a.jobs))
+	for n := range a.jobs {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Size returns the number of processes of job (0 if unknown).
+func (a *Alloc) Size(name string) int {
+	if j := a.jobs[name]; j != nil {
+		return len(j.procs)
+	}
+	return 0
+}
+
+// NextRank returns the rank the next process of job will get.
+func (a *Alloc) NextRank(name string) uint32 {
+	if j := a.jobs[name]; j != nil {
+		return j.next
+	}
+	return 0
+}
+
+// Proc returns the process of job with the given rank.
+func (a *Alloc) Proc(name string, rank uint32) (Proc, bool) {
+	if j := a.jobs[name]; j != nil {
+		p, ok := j.procs[rank]
+		return p, ok
+	}
+	return Proc{}, false
+}
+
+// Procs returns the processes of job in rank order.
+func (a *Alloc) Procs(name string) []Proc {
+	j := a.jobs[name]
+	if j == nil {
+		return nil
+	}
+	out := make([]Proc, 0, len(j.procs))
+	for _, p := range j.procs {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(x, y int) bool { return out[x].Rank < out[y].Rank })
+	return out
+}
+
+// JobNodes returns the indices of the nodes that run at least one process
+// of job, ascending.
+func (a *Alloc) JobNodes(name string) []int {
+	j := a.jobs[name]
+	if j == nil {
+		return nil
+	}
+	on := make([]bool, len(a.nodes))
+	for _, p := range j.procs {
+		on[p.Node] = true
+	}
+	var out []int
+	for i, b := range on {
+		if b {
+			out = append(out, i)
+		}
+	}
+	return out
+}
