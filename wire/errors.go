@@ -64,8 +64,8 @@ var sentinels = []*Error{
 
 // Error is the structured error carried in an envelope's err field.
 type Error struct {
-	Code Code   `msgpack:"code"`
-	Msg  string `msgpack:"msg"`
+	Code Code   `msgpack:"code"` // stable code, one of the Code* values
+	Msg  string `msgpack:"msg"`  // human-readable message; never parse it
 }
 
 func (e *Error) Error() string {

@@ -1,0 +1,84 @@
+package wire
+
+// KindInfo describes one message kind of the catalogue.
+type KindInfo struct {
+	Kind  string // envelope kind
+	Dir   string // who sends it to whom
+	Event bool   // pushed with id 0; there is no reply
+	Req   any    // pointer to a zero value of the request (or event) body; nil = no body
+	Reply any    // pointer to a zero value of the reply body; nil = empty reply
+}
+
+// Catalogue lists every message kind with its body types, in the order of
+// docs/wire.md. It returns fresh values on each call; tools use it to
+// decode frames generically, tests to check coverage.
+func Catalogue() []KindInfo {
+	return []KindInfo{
+		{Kind: KindHello, Dir: "any dialer→acceptor (first frame)", Req: &Hello{}, Reply: &HelloReply{}},
+		{Kind: KindPing, Dir: "either way", Req: &Ping{}, Reply: &Ping{}},
+
+		{Kind: KindSessionInit, Dir: "client→daemon", Req: &SessionInitReq{}, Reply: &SessionInfo{}},
+		{Kind: KindSessionFinalize, Dir: "client→daemon", Req: &SessionFinReq{}},
+		{Kind: KindSessionAbort, Dir: "client→daemon→master", Req: &AbortReq{}},
+		{Kind: KindGroupConstruct, Dir: "client→daemon→master", Req: &GroupReq{}, Reply: &GroupReply{}},
+		{Kind: KindGroupDestruct, Dir: "client→daemon→master", Req: &GroupReq{}},
+
+		{Kind: KindPsetOp, Dir: "client/tool→master", Req: &PsetOpReq{}, Reply: &PsetOpReply{}},
+		{Kind: KindPsetGet, Dir: "client→daemon, tool→master", Req: &PsetGetReq{}, Reply: &PsetInfo{}},
+		{Kind: KindPsetList, Dir: "client→daemon, tool→master", Req: &PsetListReq{}, Reply: &PsetList{}},
+		{Kind: KindPsetQuery, Dir: "client→daemon, tool→master", Req: &PsetQueryReq{}, Reply: &PsetList{}},
+		{Kind: KindPsetDelete, Dir: "client/tool→master", Req: &PsetDeleteReq{}},
+		{Kind: KindPsetPush, Dir: "master→daemon", Req: &PsetPush{}},
+
+		{Kind: KindRCRequest, Dir: "client/tool→master", Req: &RCRequest{}, Reply: &RC{}},
+		{Kind: KindRCQuery, Dir: "client→daemon, tool→master", Req: &RCQueryReq{}, Reply: &RCQueryReply{}},
+		{Kind: KindRCList, Dir: "tool→master", Req: &RCListReq{}, Reply: &RCList{}},
+		{Kind: KindRCCancel, Dir: "tool→master", Req: &RCCancelReq{}, Reply: &RC{}},
+		{Kind: KindRCAccept, Dir: "client→daemon→master", Req: &RCAcceptReq{}, Reply: &RCAcceptReply{}},
+		{Kind: KindRCConfirm, Dir: "client→daemon→master", Req: &RCConfirmReq{}, Reply: &RCAcceptReply{}},
+		{Kind: KindRCPush, Dir: "master→daemon", Req: &RC{}},
+
+		{Kind: KindKVPut, Dir: "client→daemon", Req: &KVPutReq{}},
+		{Kind: KindKVCommit, Dir: "client→daemon", Req: &KVCommitReq{}},
+		{Kind: KindKVGet, Dir: "client→daemon", Req: &KVGetReq{}, Reply: &KVGetReply{}},
+		{Kind: KindKVFetch, Dir: "daemon→master/daemon", Req: &KVFetchReq{}, Reply: &KVFetchReply{}},
+		{Kind: KindFence, Dir: "client→daemon→master", Req: &FenceReq{}, Reply: &FenceReply{}},
+
+		{Kind: KindPublish, Dir: "client→daemon→master", Req: &PublishReq{}},
+		{Kind: KindLookup, Dir: "client→daemon→master", Req: &LookupReq{}, Reply: &LookupReply{}},
+		{Kind: KindUnpublish, Dir: "client→daemon→master", Req: &UnpublishReq{}},
+
+		{Kind: KindEvent, Dir: "master→subscriber (daemon relays to clients)", Event: true, Req: &Event{}},
+		{Kind: KindEventSub, Dir: "client→daemon→master, tool→master", Req: &EventSubReq{}, Reply: &EventSubReply{}},
+		{Kind: KindEventUnsub, Dir: "client→daemon→master, tool→master", Req: &EventUnsubReq{}},
+		{Kind: KindEventNotify, Dir: "client→daemon→master", Req: &EventNotifyReq{}},
+
+		{Kind: KindJobLaunch, Dir: "tool→master", Req: &JobLaunchReq{}, Reply: &JobLaunchReply{}},
+		{Kind: KindJobState, Dir: "tool→master", Req: &JobStateReq{}, Reply: &JobInfo{}},
+		{Kind: KindJobList, Dir: "tool→master", Req: &JobListReq{}, Reply: &JobList{}},
+		{Kind: KindJobKill, Dir: "tool→master", Req: &JobKillReq{}},
+		{Kind: KindJobWait, Dir: "tool→master", Req: &JobWaitReq{}, Reply: &JobInfo{}},
+
+		{Kind: KindNodeRegister, Dir: "daemon→master", Req: &NodeRegister{}, Reply: &NodeRegisterReply{}},
+		{Kind: KindNodeJobData, Dir: "master→daemon", Req: &JobData{}},
+		{Kind: KindNodeLaunch, Dir: "master→daemon", Req: &LaunchReq{}, Reply: &LaunchReply{}},
+		{Kind: KindNodeKill, Dir: "master→daemon", Req: &KillReq{}, Reply: &KillReply{}},
+		{Kind: KindNodeStop, Dir: "master→daemon", Req: &NodeStopReq{}},
+		{Kind: KindProcStarted, Dir: "daemon→master", Event: true, Req: &ProcStarted{}},
+		{Kind: KindProcExited, Dir: "daemon→master", Event: true, Req: &ProcExited{}},
+		{Kind: KindProcOutput, Dir: "daemon→master, master→launcher", Event: true, Req: &OutputLine{}},
+
+		{Kind: KindDVMState, Dir: "tool→master", Req: &DVMStateReq{}, Reply: &DVMState{}},
+		{Kind: KindDVMStop, Dir: "tool→master", Req: &DVMStopReq{}},
+	}
+}
+
+// LookupKind returns the catalogue entry of kind.
+func LookupKind(kind string) (KindInfo, bool) {
+	for _, k := range Catalogue() {
+		if k.Kind == kind {
+			return k, true
+		}
+	}
+	return KindInfo{}, false
+}

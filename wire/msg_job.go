@@ -1,0 +1,125 @@
+package wire
+
+// Job family: launching and watching jobs (dynrun and tools to the master).
+
+const (
+	KindJobLaunch = "job.launch" // tool→master: JobLaunchReq → JobLaunchReply
+	KindJobState  = "job.state"  // tool→master: JobStateReq → JobInfo
+	KindJobList   = "job.list"   // tool→master: JobListReq → JobList
+	KindJobKill   = "job.kill"   // tool→master: JobKillReq → empty
+	KindJobWait   = "job.wait"   // tool→master: JobWaitReq → JobInfo (once the job has ended)
+)
+
+// Job states.
+const (
+	JobStateLaunching = "launching" // processes being started
+	JobStateRunning   = "running"   // every initial process started
+	JobStateDone      = "done"      // every process exited with status 0
+	JobStateFailed    = "failed"    // a process failed (and keep-going was off), or launch failed
+	JobStateKilled    = "killed"    // killed on request, abort or timeout
+)
+
+// Process states.
+const (
+	ProcStateLaunching = "launching" // launch sent, not yet forked
+	ProcStateRunning   = "running"   // forked and alive
+	ProcStateExited    = "exited"    // ended by itself (see code and signal)
+	ProcStateFailed    = "failed"    // could not be started
+	ProcStateKilled    = "killed"    // ended by the runtime
+)
+
+// Map-by policies (JobLaunchReq.MapBy).
+const (
+	MapBySlot = "slot" // fill each node's slots before the next node (default)
+	MapByNode = "node" // round-robin over nodes
+)
+
+// OutputFlags say how process output is handled.
+type OutputFlags struct {
+	Forward   bool   `msgpack:"fwd,omitempty"` // stream output lines to the launcher as events
+	Tag       bool   `msgpack:"tag,omitempty"` // prefix lines with [job,rank]
+	Timestamp bool   `msgpack:"ts,omitempty"`  // prefix lines with the time
+	Merge     bool   `msgpack:"mrg,omitempty"` // send stderr as stdout
+	Dir       string `msgpack:"dir,omitempty"` // also write one file per rank and stream under this directory
+}
+
+// JobLaunchReq starts a job (what dynrun sends).
+type JobLaunchReq struct {
+	Argv          []string    `msgpack:"argv,omitempty"` // program and arguments
+	N             uint32      `msgpack:"n,omitempty"`    // number of processes
+	MapBy         string      `msgpack:"map,omitempty"`  // MapBySlot (default) or MapByNode
+	Oversubscribe bool        `msgpack:"os,omitempty"`   // allow more processes than slots
+	Name          string      `msgpack:"name,omitempty"` // application name; empty = derived from argv[0]
+	Env           []string    `msgpack:"env,omitempty"`  // extra environment, "KEY=value"
+	Wdir          string      `msgpack:"wd,omitempty"`   // working directory; empty = the launcher's
+	KeepGoing     bool        `msgpack:"kg,omitempty"`   // keep the job running when a process fails
+	TimeoutMS     int64       `msgpack:"tmo,omitempty"`  // kill the job after this many ms (0 = no limit)
+	Output        OutputFlags `msgpack:"out,omitempty"`  // output handling
+}
+
+// JobLaunchReply identifies the new job.
+type JobLaunchReply struct {
+	ID        uint32      `msgpack:"id,omitempty"`  // job number (high half of process UIDs)
+	Job       string      `msgpack:"j,omitempty"`   // job namespace, used by every other message
+	App       string      `msgpack:"app,omitempty"` // application name
+	Placement []Placement `msgpack:"pl,omitempty"`  // where the ranks run
+}
+
+// ProcInfo describes one process of a job.
+type ProcInfo struct {
+	Rank    uint32 `msgpack:"r,omitempty"`    // rank
+	Node    string `msgpack:"n,omitempty"`    // node
+	PID     int    `msgpack:"pid,omitempty"`  // pid on that node
+	State   string `msgpack:"st,omitempty"`   // one of the ProcState* values
+	Code    int    `msgpack:"code,omitempty"` // exit code
+	Signal  int    `msgpack:"sig,omitempty"`  // terminating signal
+	Started int64  `msgpack:"t0,omitempty"`   // unix ns
+	Ended   int64  `msgpack:"t1,omitempty"`   // unix ns
+}
+
+// JobInfo describes a job.
+type JobInfo struct {
+	ID        uint32      `msgpack:"id,omitempty"`    // job number
+	Job       string      `msgpack:"j,omitempty"`     // job namespace
+	App       string      `msgpack:"app,omitempty"`   // application name
+	State     string      `msgpack:"st,omitempty"`    // one of the JobState* values
+	Argv      []string    `msgpack:"argv,omitempty"`  // program and arguments
+	Size      uint32      `msgpack:"sz,omitempty"`    // processes currently alive
+	NextRank  uint32      `msgpack:"next,omitempty"`  // next rank to hand out (ranks are never reused)
+	Code      int         `msgpack:"code,omitempty"`  // job exit status once ended
+	Started   int64       `msgpack:"t0,omitempty"`    // unix ns
+	Ended     int64       `msgpack:"t1,omitempty"`    // unix ns
+	Delta     string      `msgpack:"rc,omitempty"`    // resource change in flight, if any
+	Placement []Placement `msgpack:"pl,omitempty"`    // where live ranks run
+	Procs     []ProcInfo  `msgpack:"procs,omitempty"` // per process detail (when asked for)
+}
+
+// JobStateReq asks for one job.
+type JobStateReq struct {
+	Job   string `msgpack:"j,omitempty"`     // job namespace
+	Procs bool   `msgpack:"procs,omitempty"` // include per-process detail
+}
+
+// JobListReq lists jobs.
+type JobListReq struct {
+	All bool `msgpack:"all,omitempty"` // include ended jobs
+}
+
+// JobList is a list of jobs, oldest first (without per-process detail).
+type JobList struct {
+	Jobs []JobInfo `msgpack:"jobs,omitempty"` // jobs
+}
+
+// JobKillReq signals every process of a job, then kills what is left after
+// the grace period.
+type JobKillReq struct {
+	Job     string `msgpack:"j,omitempty"`     // job namespace
+	Signal  int    `msgpack:"sig,omitempty"`   // first signal (0 = SIGTERM)
+	GraceMS int64  `msgpack:"grace,omitempty"` // then SIGKILL after this many ms (0 = runtime default)
+}
+
+// JobWaitReq waits for a job to end.
+type JobWaitReq struct {
+	Job       string `msgpack:"j,omitempty"`   // job namespace
+	TimeoutMS int64  `msgpack:"tmo,omitempty"` // give up after this many ms (0 = no limit)
+}

@@ -1,0 +1,70 @@
+package wire
+
+// KV family: the put/commit/get store and fences (DESIGN §6). A client puts
+// and commits through its daemon; a get for a remote rank is fetched on
+// demand from the owner's daemon (kv.fetch). Fences run daemon-to-master:
+// each daemon contributes once for its local participants.
+
+const (
+	KindKVPut    = "kv.put"    // client→daemon: KVPutReq → empty
+	KindKVCommit = "kv.commit" // client→daemon: KVCommitReq → empty
+	KindKVGet    = "kv.get"    // client→daemon: KVGetReq → KVGetReply
+	KindKVFetch  = "kv.fetch"  // daemon→master/daemon: KVFetchReq → KVFetchReply
+	KindFence    = "kv.fence"  // client→daemon→master: FenceReq → FenceReply
+)
+
+// KVPutReq stores one value for the caller, visible to others after commit.
+type KVPutReq struct {
+	Job   string `msgpack:"j,omitempty"` // caller's job
+	Rank  uint32 `msgpack:"r,omitempty"` // caller's rank (the owner)
+	Key   string `msgpack:"k,omitempty"` // key
+	Value []byte `msgpack:"v,omitempty"` // value
+}
+
+// KVCommitReq publishes the caller's staged values, plus Data.
+type KVCommitReq struct {
+	Job  string `msgpack:"j,omitempty"` // caller's job
+	Rank uint32 `msgpack:"r,omitempty"` // caller's rank
+	Data []KV   `msgpack:"d,omitempty"` // entries put client-side and sent in one go
+}
+
+// KVGetReq reads a value committed by (Job, Rank).
+type KVGetReq struct {
+	Job       string `msgpack:"j,omitempty"`   // owner's job
+	Rank      uint32 `msgpack:"r,omitempty"`   // owner's rank
+	Key       string `msgpack:"k,omitempty"`   // key
+	Wait      bool   `msgpack:"w,omitempty"`   // wait for the key to be committed instead of ErrNotFound
+	TimeoutMS int64  `msgpack:"tmo,omitempty"` // with Wait: give up after this many ms (0 = no limit)
+}
+
+// KVGetReply carries the value.
+type KVGetReply struct {
+	Value []byte `msgpack:"v,omitempty"` // value
+}
+
+// KVFetchReq asks for everything some processes have committed.
+type KVFetchReq struct {
+	Procs []ProcRanges `msgpack:"p,omitempty"` // owners
+}
+
+// KVFetchReply carries committed data per owner.
+type KVFetchReply struct {
+	Data []ProcKV `msgpack:"d,omitempty"` // one entry per owner that has data
+}
+
+// FenceReq enters a fence over Procs. The fence completes when every
+// participant has entered; with Collect, the reply carries everything the
+// participants committed.
+type FenceReq struct {
+	ID        string       `msgpack:"id,omitempty"`  // fence name; participants must agree (empty = derived from Procs)
+	Procs     []ProcRanges `msgpack:"p,omitempty"`   // participants
+	Collect   bool         `msgpack:"c,omitempty"`   // gather committed data
+	TimeoutMS int64        `msgpack:"tmo,omitempty"` // give up after this many ms (0 = no limit)
+	Data      []ProcKV     `msgpack:"d,omitempty"`   // daemon→master: the local participants' data
+	Local     RankRanges   `msgpack:"loc,omitempty"` // daemon→master: the participants this entry stands for
+}
+
+// FenceReply completes a fence.
+type FenceReply struct {
+	Data []ProcKV `msgpack:"d,omitempty"` // with Collect: the participants' data
+}

@@ -1,0 +1,146 @@
+package wire
+
+// Node family: the master and its daemons. The master pushes job data, sets
+// and changes (pset.push, rc.push) and asks for launches and kills; daemons
+// report process starts and exits and forward output as events (id 0), so
+// that they arrive in order.
+
+const (
+	KindNodeRegister = "node.register" // daemon→master: NodeRegister → NodeRegisterReply
+	KindNodeJobData  = "node.jobdata"  // master→daemon: JobData → empty
+	KindNodeLaunch   = "node.launch"   // master→daemon: LaunchReq → LaunchReply
+	KindNodeKill     = "node.kill"     // master→daemon: KillReq → KillReply
+	KindNodeStop     = "node.stop"     // master→daemon: NodeStopReq → empty (daemon kills its processes and exits)
+	KindProcStarted  = "proc.started"  // daemon→master, event: ProcStarted
+	KindProcExited   = "proc.exited"   // daemon→master, event: ProcExited
+	KindProcOutput   = "proc.output"   // daemon→master and master→launcher, event: OutputLine
+	KindPing         = "ping"          // either way: Ping → Ping (echoed)
+)
+
+// Output streams.
+const (
+	StreamStdout = 1 // standard output
+	StreamStderr = 2 // standard error
+)
+
+// NodeRegister is a daemon's first request to the master.
+type NodeRegister struct {
+	Name  string `msgpack:"n,omitempty"`   // node name (unique in the DVM)
+	Host  string `msgpack:"h,omitempty"`   // host name
+	Slots uint32 `msgpack:"s,omitempty"`   // process slots
+	PID   int    `msgpack:"pid,omitempty"` // daemon pid
+	Addr  string `msgpack:"a,omitempty"`   // the daemon's client socket (unix path or host:port)
+}
+
+// NodeRegisterReply admits a daemon.
+type NodeRegisterReply struct {
+	Index uint32 `msgpack:"i,omitempty"`   // node index: the order of slots across nodes
+	DVM   string `msgpack:"dvm,omitempty"` // DVM id
+}
+
+// NodeInfo describes a node (tool queries).
+type NodeInfo struct {
+	Name  string `msgpack:"n,omitempty"`   // node name
+	Index uint32 `msgpack:"i,omitempty"`   // node index
+	Host  string `msgpack:"h,omitempty"`   // host name
+	Slots uint32 `msgpack:"s,omitempty"`   // slots
+	Used  uint32 `msgpack:"u,omitempty"`   // slots in use
+	PID   int    `msgpack:"pid,omitempty"` // daemon pid
+	Addr  string `msgpack:"a,omitempty"`   // daemon client socket
+	State string `msgpack:"st,omitempty"`  // "up" or "down"
+}
+
+// Node states.
+const (
+	NodeUp   = "up"   // registered and connected
+	NodeDown = "down" // connection lost
+)
+
+// JobData is the master's current picture of a job, pushed to every daemon
+// before anything that depends on it (launch, RC announce).
+type JobData struct {
+	Gen       uint64      `msgpack:"gen,omitempty"`  // generation, increasing with each change of the job
+	ID        uint32      `msgpack:"id,omitempty"`   // job number
+	Job       string      `msgpack:"j,omitempty"`    // job namespace
+	App       string      `msgpack:"app,omitempty"`  // application name
+	Size      uint32      `msgpack:"sz,omitempty"`   // live processes
+	NextRank  uint32      `msgpack:"next,omitempty"` // next rank to hand out
+	Placement []Placement `msgpack:"pl,omitempty"`   // node of every live rank
+	Gone      bool        `msgpack:"gone,omitempty"` // the job has ended: drop its data
+}
+
+// LaunchReq asks a daemon to start processes of a job. Argv, Env and Wdir
+// are the same for every rank.
+type LaunchReq struct {
+	Job    string      `msgpack:"j,omitempty"`    // job namespace
+	App    string      `msgpack:"app,omitempty"`  // application name
+	ID     uint32      `msgpack:"id,omitempty"`   // job number
+	Ranks  RankRanges  `msgpack:"r,omitempty"`    // ranks to start on this node
+	Argv   []string    `msgpack:"argv,omitempty"` // program and arguments
+	Env    []string    `msgpack:"env,omitempty"`  // extra environment, "KEY=value"
+	Wdir   string      `msgpack:"wd,omitempty"`   // working directory
+	Output OutputFlags `msgpack:"out,omitempty"`  // output handling
+	Delta  string      `msgpack:"rc,omitempty"`   // delta set when launched for a resource change
+}
+
+// LaunchReply lists what was forked; failures to start are reported as
+// ProcExited events with Err set.
+type LaunchReply struct {
+	Started []ProcStarted `msgpack:"p,omitempty"` // processes forked
+}
+
+// ProcStarted reports a forked process.
+type ProcStarted struct {
+	Job  string `msgpack:"j,omitempty"`   // job namespace
+	Rank uint32 `msgpack:"r,omitempty"`   // rank
+	PID  int    `msgpack:"pid,omitempty"` // pid
+	Node string `msgpack:"n,omitempty"`   // node
+	Time int64  `msgpack:"t,omitempty"`   // unix ns
+}
+
+// ProcExited reports a process that ended, or could not start.
+type ProcExited struct {
+	Job    string `msgpack:"j,omitempty"`    // job namespace
+	Rank   uint32 `msgpack:"r,omitempty"`    // rank
+	PID    int    `msgpack:"pid,omitempty"`  // pid (0 if it never started)
+	Node   string `msgpack:"n,omitempty"`    // node
+	Code   int    `msgpack:"code,omitempty"` // exit code
+	Signal int    `msgpack:"sig,omitempty"`  // terminating signal, 0 if it exited
+	Forced bool   `msgpack:"frc,omitempty"`  // the runtime killed it (kill request, grace expired)
+	Err    string `msgpack:"err,omitempty"`  // why it could not start
+	Time   int64  `msgpack:"t,omitempty"`    // unix ns
+}
+
+// OutputLine is one line of a process's output, without its newline.
+type OutputLine struct {
+	Job    string `msgpack:"j,omitempty"` // job namespace
+	Rank   uint32 `msgpack:"r,omitempty"` // rank
+	Stream uint8  `msgpack:"s,omitempty"` // StreamStdout or StreamStderr
+	Line   []byte `msgpack:"l,omitempty"` // bytes as written (not necessarily UTF-8)
+	Time   int64  `msgpack:"t,omitempty"` // unix ns when read
+}
+
+// KillReq asks a daemon to end processes: Signal first, SIGKILL after the
+// grace period for any still alive.
+type KillReq struct {
+	Job     string     `msgpack:"j,omitempty"`     // job namespace
+	Ranks   RankRanges `msgpack:"r,omitempty"`     // ranks; empty = all of the job on this node
+	Signal  int        `msgpack:"sig,omitempty"`   // first signal (0 = SIGTERM)
+	GraceMS int64      `msgpack:"grace,omitempty"` // ms before SIGKILL (0 = runtime default)
+}
+
+// KillReply says how many processes were signalled.
+type KillReply struct {
+	N uint32 `msgpack:"n,omitempty"` // processes signalled
+}
+
+// NodeStopReq shuts a daemon down.
+type NodeStopReq struct {
+	GraceMS int64 `msgpack:"grace,omitempty"` // ms before SIGKILL of remaining processes
+}
+
+// Ping checks liveness and measures round trips; the reply echoes it.
+type Ping struct {
+	Seq  uint64 `msgpack:"seq,omitempty"` // sender's counter
+	Time int64  `msgpack:"t,omitempty"`   // sender's clock, unix ns
+}

@@ -1,0 +1,109 @@
+package wire
+
+// Pset family: process sets (DESIGN §4). Requests go from clients (through
+// their daemon) or tools to the master; the master pushes every change to
+// all daemons (pset.push) before answering, and daemons answer get/list/
+// query from their copy.
+
+const (
+	KindPsetOp     = "pset.op"     // →master: PsetOpReq → PsetOpReply
+	KindPsetGet    = "pset.get"    // →daemon/master: PsetGetReq → PsetInfo
+	KindPsetList   = "pset.list"   // →daemon/master: PsetListReq → PsetList
+	KindPsetQuery  = "pset.query"  // →daemon/master: PsetQueryReq → PsetList
+	KindPsetDelete = "pset.delete" // →master: PsetDeleteReq → empty
+	KindPsetPush   = "pset.push"   // master→daemon: PsetPush → empty
+)
+
+// Set operations (PsetOpReq.Op).
+const (
+	OpUnion        = "union"        // members of P1 or P2
+	OpDifference   = "difference"   // members of P1 not in P2
+	OpIntersection = "intersection" // members of both
+	OpNull         = "null"         // no set operation: only update the attributes of P1
+)
+
+// PsetRef names one exact membership: a set name and a version.
+type PsetRef struct {
+	Name    string `msgpack:"n,omitempty"`   // set name (URI)
+	Version uint32 `msgpack:"ver,omitempty"` // version (0 at creation)
+}
+
+// PsetInfo describes one version of a process set.
+type PsetInfo struct {
+	Name    string            `msgpack:"n,omitempty"`   // set name, e.g. mpi://app/<app>/<name>
+	Job     string            `msgpack:"j,omitempty"`   // job namespace the ranks belong to
+	Version uint32            `msgpack:"ver,omitempty"` // mpi_ps_version: bumped whenever members change
+	Epoch   uint32            `msgpack:"ep,omitempty"`  // mpi_ps_epoch
+	Active  bool              `msgpack:"act,omitempty"` // mpi_ps_active
+	Size    uint32            `msgpack:"sz,omitempty"`  // mpi_size: number of members
+	Hints   map[string]string `msgpack:"h,omitempty"`   // mpi_ps_sched_* hints, keys without the prefix
+	Members RankRanges        `msgpack:"m,omitempty"`   // member ranks (omitted when not asked for)
+	Time    int64             `msgpack:"t,omitempty"`   // unix ns when this version was defined
+}
+
+// PsetOpReq applies Op to P1 and P2 and stores the result as Target (a
+// Target equal to P1 makes a new version of P1). When P2 is a delta set the
+// same operation is applied to every set recursively affected by it.
+type PsetOpReq struct {
+	Job    string            `msgpack:"j,omitempty"`   // job namespace
+	Op     string            `msgpack:"op,omitempty"`  // one of the Op* values
+	P1     string            `msgpack:"p1,omitempty"`  // first operand
+	P2     string            `msgpack:"p2,omitempty"`  // second operand (unused for null)
+	Target string            `msgpack:"t,omitempty"`   // result name; empty = P1
+	Active *bool             `msgpack:"act,omitempty"` // set mpi_ps_active of the result; absent = unchanged
+	Hints  map[string]string `msgpack:"h,omitempty"`   // hints to set on the result ("" value deletes)
+	Rank   uint32            `msgpack:"r,omitempty"`   // requesting rank (for the record)
+}
+
+// PsetOpReply is the result of a set operation.
+type PsetOpReply struct {
+	Name    string     `msgpack:"n,omitempty"`   // result set name
+	Version uint32     `msgpack:"ver,omitempty"` // its new version
+	Size    uint32     `msgpack:"sz,omitempty"`  // its size
+	Members RankRanges `msgpack:"m,omitempty"`   // its members
+	Updated []PsetRef  `msgpack:"upd,omitempty"` // other sets updated recursively, with their new versions
+}
+
+// PsetGetReq asks for one set, at a version or the latest.
+type PsetGetReq struct {
+	Job     string  `msgpack:"j,omitempty"`   // job namespace
+	Name    string  `msgpack:"n,omitempty"`   // set name
+	Version *uint32 `msgpack:"ver,omitempty"` // exact version; absent = latest
+	Members bool    `msgpack:"m,omitempty"`   // include the member list
+}
+
+// PsetListReq lists the latest version of the sets of a job.
+type PsetListReq struct {
+	Job     string `msgpack:"j,omitempty"`   // job namespace
+	Prefix  string `msgpack:"pfx,omitempty"` // only names starting with this
+	Members bool   `msgpack:"m,omitempty"`   // include member lists
+	Deleted bool   `msgpack:"del,omitempty"` // include deleted sets
+}
+
+// PsetQueryReq asks for several exact versions at once, or for the sets
+// that contain a rank.
+type PsetQueryReq struct {
+	Job     string    `msgpack:"j,omitempty"`    // job namespace
+	Refs    []PsetRef `msgpack:"refs,omitempty"` // name@version pairs wanted
+	Rank    *uint32   `msgpack:"r,omitempty"`    // when set: the latest sets that contain this rank
+	Members bool      `msgpack:"m,omitempty"`    // include member lists
+}
+
+// PsetList is a list of sets.
+type PsetList struct {
+	Sets []PsetInfo `msgpack:"s,omitempty"` // sets, sorted by name then version
+}
+
+// PsetDeleteReq deletes a set (its history stays queryable by version).
+type PsetDeleteReq struct {
+	Job  string `msgpack:"j,omitempty"` // job namespace
+	Name string `msgpack:"n,omitempty"` // set name
+}
+
+// PsetPush carries set changes from the master to a daemon.
+type PsetPush struct {
+	Seq     uint64     `msgpack:"seq,omitempty"` // master's change counter, increasing
+	Job     string     `msgpack:"j,omitempty"`   // job namespace
+	Defined []PsetInfo `msgpack:"def,omitempty"` // new sets and new versions, with members
+	Deleted []string   `msgpack:"del,omitempty"` // names of deleted sets
+}

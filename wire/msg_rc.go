@@ -1,0 +1,147 @@
+package wire
+
+// RC family: resource changes (DESIGN §5). Requests go to the master
+// (from tools directly, from clients through their daemon); the master
+// pushes every record update to the daemons (rc.push), which answer
+// rc.query from their copy.
+
+const (
+	KindRCRequest = "rc.request" // →master: RCRequest → RC
+	KindRCQuery   = "rc.query"   // →daemon/master: RCQueryReq → RCQueryReply
+	KindRCList    = "rc.list"    // →master: RCListReq → RCList
+	KindRCCancel  = "rc.cancel"  // →master: RCCancelReq → RC
+	KindRCAccept  = "rc.accept"  // →daemon→master: RCAcceptReq → RCAcceptReply
+	KindRCConfirm = "rc.confirm" // →daemon→master: RCConfirmReq → RCAcceptReply
+	KindRCPush    = "rc.push"    // master→daemon: RC → empty
+)
+
+// RC types.
+const (
+	RCAdd     = "ADD"     // grow: new processes are started
+	RCSub     = "SUB"     // shrink: processes are asked to leave
+	RCReplace = "REPLACE" // reserved
+)
+
+// RC statuses. NULL means "no change available" in a query.
+const (
+	RCNull      = "NULL"      // no change
+	RCAnnounced = "ANNOUNCED" // delta set defined, processes told (and, for ADD, being launched)
+	RCPending   = "PENDING"   // accepted by the application, waiting for confirmation or exits
+	RCFinalized = "FINALIZED" // done
+	RCAborted   = "ABORTED"   // given up and rolled back (see RC.Reason)
+)
+
+// Who asked for a change (RC.Requester).
+const (
+	ByTool  = "tool"  // an operator, through dynrc
+	ByApp   = "app"   // the application itself
+	BySched = "sched" // a scheduler
+)
+
+// RCTimes holds the time of every step of a change, as unix ns (0 = not
+// reached).
+type RCTimes struct {
+	Requested int64 `msgpack:"req,omitempty"` // request received
+	Placed    int64 `msgpack:"plc,omitempty"` // slots and ranks chosen
+	Defined   int64 `msgpack:"def,omitempty"` // delta set defined on all daemons
+	JobData   int64 `msgpack:"jd,omitempty"`  // new job data pushed
+	Announced int64 `msgpack:"ann,omitempty"` // status ANNOUNCED
+	Launched  int64 `msgpack:"lau,omitempty"` // launch sent to the daemons (ADD)
+	Started   int64 `msgpack:"sta,omitempty"` // every new process running (ADD)
+	Accepted  int64 `msgpack:"acc,omitempty"` // accept published: status PENDING
+	Confirmed int64 `msgpack:"cnf,omitempty"` // confirmation published (ADD)
+	Finalized int64 `msgpack:"fin,omitempty"` // status FINALIZED
+	Exited    int64 `msgpack:"ext,omitempty"` // every removed process gone (SUB)
+	Aborted   int64 `msgpack:"abt,omitempty"` // status ABORTED
+}
+
+// RC is the record of one resource change, identified by its delta set.
+type RC struct {
+	Delta       string      `msgpack:"d,omitempty"`    // delta set name, mpi://rte/<app>/rc/<n>
+	Job         string      `msgpack:"j,omitempty"`    // job namespace
+	Type        string      `msgpack:"t,omitempty"`    // RCAdd or RCSub
+	Status      string      `msgpack:"st,omitempty"`   // one of the RC* statuses
+	Bound       []string    `msgpack:"b,omitempty"`    // bound set(s)
+	Requester   string      `msgpack:"by,omitempty"`   // ByTool, ByApp or BySched
+	RequesterID string      `msgpack:"byid,omitempty"` // e.g. "dynrc pid 4242" or "rank 3"
+	N           uint32      `msgpack:"n,omitempty"`    // number of processes added or removed
+	Ranks       RankRanges  `msgpack:"r,omitempty"`    // the delta's ranks
+	Placement   []Placement `msgpack:"pl,omitempty"`   // where the delta's processes run
+	NewSet      *PsetRef    `msgpack:"set,omitempty"`  // set published by the accept
+	Accepts     uint32      `msgpack:"accn,omitempty"` // accepts received (SUB needs one per bound-set member)
+	Reason      string      `msgpack:"why,omitempty"`  // abort reason
+	Times       RCTimes     `msgpack:"ts,omitempty"`   // step timestamps
+}
+
+// RCRequest asks for a change. For SUB, Ranks may name the processes to
+// remove; otherwise the runtime picks the highest-slot ones.
+type RCRequest struct {
+	Job         string            `msgpack:"j,omitempty"`    // job namespace
+	Type        string            `msgpack:"t,omitempty"`    // RCAdd or RCSub
+	N           uint32            `msgpack:"n,omitempty"`    // processes to add or remove
+	Ranks       RankRanges        `msgpack:"r,omitempty"`    // SUB: exact ranks to remove
+	Bound       []string          `msgpack:"b,omitempty"`    // sets to bind the change to; empty = the runtime's choice
+	Requester   string            `msgpack:"by,omitempty"`   // ByTool, ByApp or BySched
+	RequesterID string            `msgpack:"byid,omitempty"` // free-form
+	Hints       map[string]string `msgpack:"h,omitempty"`    // scheduling hints for the delta set
+	Wait        bool              `msgpack:"w,omitempty"`    // reply only once FINALIZED or ABORTED
+	TimeoutMS   int64             `msgpack:"tmo,omitempty"`  // with Wait: give up after this many ms
+}
+
+// RCQueryReq asks for the change a process should act on: by delta name,
+// else the job's change in flight (or the latest one).
+type RCQueryReq struct {
+	Job   string  `msgpack:"j,omitempty"` // job namespace
+	Delta string  `msgpack:"d,omitempty"` // delta set name; empty = current
+	Rank  *uint32 `msgpack:"r,omitempty"` // caller's rank, to compute Incl
+}
+
+// RCQueryReply answers an rc.query. RC is absent when there is no change
+// (status NULL).
+type RCQueryReply struct {
+	RC   *RC  `msgpack:"rc,omitempty"`   // the change
+	Incl bool `msgpack:"incl,omitempty"` // the asking rank is in the delta set
+}
+
+// RCListReq lists changes.
+type RCListReq struct {
+	Job string `msgpack:"j,omitempty"`   // job namespace; empty = all jobs
+	All bool   `msgpack:"all,omitempty"` // include FINALIZED and ABORTED ones
+}
+
+// RCList is a list of changes, oldest first.
+type RCList struct {
+	RCs []RC `msgpack:"rcs,omitempty"` // records
+}
+
+// RCCancelReq aborts a change that is not FINALIZED.
+type RCCancelReq struct {
+	Delta  string `msgpack:"d,omitempty"`   // delta set name
+	Reason string `msgpack:"why,omitempty"` // recorded in RC.Reason
+}
+
+// RCAcceptReq is sent by the root of the bound set's communicator (ADD) or
+// by each bound-set member (SUB) once it has built the new set.
+type RCAcceptReq struct {
+	Delta     string  `msgpack:"d,omitempty"`   // delta set name
+	Job       string  `msgpack:"j,omitempty"`   // caller's job
+	Rank      uint32  `msgpack:"r,omitempty"`   // caller's rank
+	Set       PsetRef `msgpack:"set,omitempty"` // the new set to continue with
+	Block     bool    `msgpack:"blk,omitempty"` // wait until FINALIZED (or ABORTED)
+	TimeoutMS int64   `msgpack:"tmo,omitempty"` // with Block: give up after this many ms
+}
+
+// RCConfirmReq is sent by one new process once the new processes have
+// looked up the accept and fenced.
+type RCConfirmReq struct {
+	Delta string  `msgpack:"d,omitempty"`   // delta set name
+	Job   string  `msgpack:"j,omitempty"`   // caller's job
+	Rank  uint32  `msgpack:"r,omitempty"`   // caller's rank
+	Set   PsetRef `msgpack:"set,omitempty"` // the set named by the accept
+}
+
+// RCAcceptReply reports where a change stands after an accept or confirm.
+type RCAcceptReply struct {
+	Status    string `msgpack:"st,omitempty"`   // PENDING until confirmed, then FINALIZED
+	Terminate bool   `msgpack:"term,omitempty"` // SUB: the caller is in the delta and must exit
+}

@@ -1,0 +1,140 @@
+package wire
+
+// samples returns one fully populated value of every catalogue type, keyed
+// by type name. TestSamplesComplete checks that every exported struct type
+// of the catalogue files is here and that every field is set.
+func samples() map[string]any {
+	u32 := func(v uint32) *uint32 { return &v }
+	yes := true
+	rr := RankRanges{{0, 3}, {7, 7}, {9, 1000}}
+	ref := PsetRef{Name: "mpi://app/lu/grid", Version: 3}
+	pset := PsetInfo{
+		Name: "mpi://app/lu/grid", Job: "dvm1.1", Version: 3, Epoch: 2, Active: true, Size: 997,
+		Hints: map[string]string{"walltime": "60", "min": "4", "b": "x", "a": "y"}, Members: rr, Time: 1700000000123456789,
+	}
+	times := RCTimes{
+		Requested: 1700000000000000001, Placed: 1700000000000000002, Defined: 1700000000000000003,
+		JobData: 1700000000000000004, Announced: 1700000000000000005, Launched: 1700000000000000006,
+		Started: 1700000000000000007, Accepted: 1700000000000000008, Confirmed: 1700000000000000009,
+		Finalized: 1700000000000000010, Exited: 1700000000000000011, Aborted: 1700000000000000012,
+	}
+	pl := []Placement{{Node: "n0", Ranks: RankRanges{{0, 3}}}, {Node: "n1", Ranks: RankRanges{{4, 7}, {12, 12}}}}
+	rc := RC{
+		Delta: "mpi://rte/lu/rc/1", Job: "dvm1.1", Type: RCAdd, Status: RCPending,
+		Bound: []string{"mpi://app/lu"}, Requester: ByTool, RequesterID: "dynrc pid 4242", N: 4,
+		Ranks: RankRanges{{8, 11}}, Placement: pl, NewSet: &ref, Accepts: 1, Reason: "none", Times: times,
+	}
+	out := OutputLine{Job: "dvm1.1", Rank: 5, Stream: StreamStderr, Line: []byte("hello\x00\xffworld"), Time: 1700000000000000099}
+	proc := ProcInfo{Rank: 2, Node: "n0", PID: 31337, State: ProcStateExited, Code: 3, Signal: 9, Started: 1, Ended: 2}
+	job := JobInfo{
+		ID: 7, Job: "dvm1.7", App: "lu", State: JobStateRunning, Argv: []string{"./lu", "-n", "64"}, Size: 8,
+		NextRank: 12, Code: 1, Started: 3, Ended: 4, Delta: "mpi://rte/lu/rc/1", Placement: pl, Procs: []ProcInfo{proc},
+	}
+	node := NodeInfo{Name: "n0", Index: 1, Host: "h0", Slots: 8, Used: 6, PID: 100, Addr: "/run/d0.sock", State: NodeUp}
+	procs := []ProcRanges{{Job: "dvm1.1", Ranks: rr}, {Job: "dvm1.2", Ranks: RankRanges{{0, 0}}}}
+	kv := []KV{{Key: "addr", Value: []byte{1, 2, 3}}, {Key: "port", Value: []byte("5000")}}
+	pkv := []ProcKV{{Job: "dvm1.1", Rank: 3, Data: kv}}
+	outFlags := OutputFlags{Forward: true, Tag: true, Timestamp: true, Merge: true, Dir: "/tmp/out"}
+	started := ProcStarted{Job: "dvm1.1", Rank: 4, PID: 999, Node: "n1", Time: 5}
+	return map[string]any{
+		"ProcID":     &ProcID{Job: "dvm1.1", Rank: 42},
+		"ProcRanges": &procs[0],
+		"Placement":  &pl[1],
+		"KV":         &kv[0],
+		"ProcKV":     &pkv[0],
+		"Hello":      &Hello{Min: 1, Max: 2, Role: RoleTool, Name: "dynrc", Token: "s3cret", PID: 4242},
+		"HelloReply": &HelloReply{V: 1, Name: "master", PeerUID: 1000, Role: RoleMaster, PID: 77},
+		"Envelope": &Envelope{V: 1, ID: 12345678901, Kind: KindPsetOp, Body: []byte{0x81, 0xa1, 0x6e, 0x01},
+			Err: &Error{Code: CodeBusy, Msg: "rc in flight"}},
+		"Error": &Error{Code: CodeNotFound, Msg: "no such set"},
+
+		"SessionInitReq": &SessionInitReq{Job: "dvm1.1", Rank: 3, PID: 1234},
+		"SessionInfo": &SessionInfo{Job: "dvm1.1", App: "lu", Rank: 3, UID: ProcUID(1, 3), Size: 8, Node: "n0",
+			LocalRank: 3, LocalPeers: RankRanges{{0, 3}}, DVM: "ab12cd", Delta: "mpi://rte/lu/rc/1"},
+		"SessionFinReq": &SessionFinReq{Job: "dvm1.1", Rank: 3},
+		"AbortReq":      &AbortReq{Job: "dvm1.1", Rank: 3, Status: 2, Msg: "bad input", Procs: procs},
+		"GroupReq":      &GroupReq{ID: "g1", Job: "dvm1.1", Rank: 3, Procs: procs, TimeoutMS: 5000},
+		"GroupReply":    &GroupReply{CID: 1<<40 | 5},
+
+		"PsetRef":  &ref,
+		"PsetInfo": &pset,
+		"PsetOpReq": &PsetOpReq{Job: "dvm1.1", Op: OpUnion, P1: "mpi://app/lu", P2: "mpi://rte/lu/rc/1",
+			Target: "mpi://app/lu/grid", Active: &yes, Hints: map[string]string{"k": "v", "a": ""}, Rank: 2},
+		"PsetOpReply": &PsetOpReply{Name: "mpi://app/lu/grid", Version: 4, Size: 12, Members: rr,
+			Updated: []PsetRef{ref, {Name: "mpi://app/lu", Version: 1}}},
+		"PsetGetReq":    &PsetGetReq{Job: "dvm1.1", Name: "mpi://WORLD", Version: u32(0), Members: true},
+		"PsetListReq":   &PsetListReq{Job: "dvm1.1", Prefix: "mpi://app/", Members: true, Deleted: true},
+		"PsetQueryReq":  &PsetQueryReq{Job: "dvm1.1", Refs: []PsetRef{ref}, Rank: u32(7), Members: true},
+		"PsetList":      &PsetList{Sets: []PsetInfo{pset, {Name: "mpi://SELF", Version: 0, Size: 1}}},
+		"PsetDeleteReq": &PsetDeleteReq{Job: "dvm1.1", Name: "mpi://app/lu/grid"},
+		"PsetPush":      &PsetPush{Seq: 17, Job: "dvm1.1", Defined: []PsetInfo{pset}, Deleted: []string{"mpi://app/lu/old"}},
+
+		"RCTimes": &times,
+		"RC":      &rc,
+		"RCRequest": &RCRequest{Job: "dvm1.1", Type: RCSub, N: 2, Ranks: RankRanges{{6, 7}}, Bound: []string{"mpi://app/lu"},
+			Requester: ByApp, RequesterID: "rank 0", Hints: map[string]string{"z": "1", "y": "2"}, Wait: true, TimeoutMS: 1000},
+		"RCQueryReq":    &RCQueryReq{Job: "dvm1.1", Delta: "mpi://rte/lu/rc/1", Rank: u32(9)},
+		"RCQueryReply":  &RCQueryReply{RC: &rc, Incl: true},
+		"RCListReq":     &RCListReq{Job: "dvm1.1", All: true},
+		"RCList":        &RCList{RCs: []RC{rc}},
+		"RCCancelReq":   &RCCancelReq{Delta: "mpi://rte/lu/rc/1", Reason: "operator"},
+		"RCAcceptReq":   &RCAcceptReq{Delta: "mpi://rte/lu/rc/1", Job: "dvm1.1", Rank: 1, Set: ref, Block: true, TimeoutMS: 3000},
+		"RCConfirmReq":  &RCConfirmReq{Delta: "mpi://rte/lu/rc/1", Job: "dvm1.1", Rank: 8, Set: ref},
+		"RCAcceptReply": &RCAcceptReply{Status: RCFinalized, Terminate: true},
+
+		"KVPutReq":     &KVPutReq{Job: "dvm1.1", Rank: 1, Key: "ep", Value: []byte("tcp://h0:4000")},
+		"KVCommitReq":  &KVCommitReq{Job: "dvm1.1", Rank: 1, Data: kv},
+		"KVGetReq":     &KVGetReq{Job: "dvm1.1", Rank: 2, Key: "ep", Wait: true, TimeoutMS: 100},
+		"KVGetReply":   &KVGetReply{Value: []byte("tcp://h1:4000")},
+		"KVFetchReq":   &KVFetchReq{Procs: procs},
+		"KVFetchReply": &KVFetchReply{Data: pkv},
+		"FenceReq":     &FenceReq{ID: "f1", Procs: procs, Collect: true, TimeoutMS: 2000, Data: pkv, Local: RankRanges{{0, 3}}},
+		"FenceReply":   &FenceReply{Data: pkv},
+
+		"PublishReq":   &PublishReq{Job: "dvm1.1", Rank: 1, Range: RangeDVM, Data: kv},
+		"LookupReq":    &LookupReq{Job: "dvm1.1", Rank: 8, Range: RangeJob, Keys: []string{"a", "b"}, Wait: true, TimeoutMS: 10},
+		"LookupReply":  &LookupReply{Data: kv},
+		"UnpublishReq": &UnpublishReq{Job: "dvm1.1", Rank: 1, Range: RangeDVM, Keys: []string{"a"}},
+
+		"Event": &Event{Seq: 99, Time: 1700000000000000000, Kind: EvRCState, Job: "dvm1.1", Ranks: rr, Node: "n0",
+			State: "running", Code: 1, Signal: 15, Pset: &pset, RC: &rc, Output: &out, Source: &ProcID{Job: "dvm1.1", Rank: 1},
+			Msg: "hello", Data: map[string]string{"b": "2", "a": "1", "c": "3"}},
+		"EventSubReq":    &EventSubReq{Kinds: []string{"rc.", "job."}, Job: "dvm1.1", Since: 12},
+		"EventSubReply":  &EventSubReply{ID: 3, Seq: 120},
+		"EventUnsubReq":  &EventUnsubReq{ID: 3},
+		"EventNotifyReq": &EventNotifyReq{Job: "dvm1.1", Rank: 2, Msg: "phase 2", Data: map[string]string{"iter": "10"}},
+
+		"OutputFlags": &outFlags,
+		"JobLaunchReq": &JobLaunchReq{Argv: []string{"./lu", "-n", "64"}, N: 8, MapBy: MapByNode, Oversubscribe: true,
+			Name: "lu", Env: []string{"OMP_NUM_THREADS=1", "A=b"}, Wdir: "/home/u", KeepGoing: true, TimeoutMS: 60000, Output: outFlags},
+		"JobLaunchReply": &JobLaunchReply{ID: 7, Job: "dvm1.7", App: "lu", Placement: pl},
+		"ProcInfo":       &proc,
+		"JobInfo":        &job,
+		"JobStateReq":    &JobStateReq{Job: "dvm1.7", Procs: true},
+		"JobListReq":     &JobListReq{All: true},
+		"JobList":        &JobList{Jobs: []JobInfo{job}},
+		"JobKillReq":     &JobKillReq{Job: "dvm1.7", Signal: 2, GraceMS: 500},
+		"JobWaitReq":     &JobWaitReq{Job: "dvm1.7", TimeoutMS: 9000},
+
+		"NodeRegister":      &NodeRegister{Name: "n1", Host: "h1", Slots: 4, PID: 55, Addr: "/run/n1.sock"},
+		"NodeRegisterReply": &NodeRegisterReply{Index: 1, DVM: "ab12cd"},
+		"NodeInfo":          &node,
+		"JobData":           &JobData{Gen: 5, ID: 7, Job: "dvm1.7", App: "lu", Size: 8, NextRank: 12, Placement: pl, Gone: true},
+		"LaunchReq": &LaunchReq{Job: "dvm1.7", App: "lu", ID: 7, Ranks: RankRanges{{8, 11}}, Argv: []string{"./lu"},
+			Env: []string{"X=1"}, Wdir: "/w", Output: outFlags, Delta: "mpi://rte/lu/rc/1"},
+		"LaunchReply": &LaunchReply{Started: []ProcStarted{started}},
+		"ProcStarted": &started,
+		"ProcExited": &ProcExited{Job: "dvm1.1", Rank: 4, PID: 999, Node: "n1", Code: 137, Signal: 9, Forced: true,
+			Err: "exec: no such file", Time: 6},
+		"OutputLine":  &out,
+		"KillReq":     &KillReq{Job: "dvm1.7", Ranks: RankRanges{{10, 11}}, Signal: 15, GraceMS: 2000},
+		"KillReply":   &KillReply{N: 2},
+		"NodeStopReq": &NodeStopReq{GraceMS: 100},
+		"Ping":        &Ping{Seq: 1, Time: 2},
+
+		"DVMStateReq": &DVMStateReq{Ended: true},
+		"DVMState": &DVMState{ID: "ab12cd", PID: 77, Started: 1, Uptime: 2, Version: "v0.1.0", Nodes: []NodeInfo{node},
+			Jobs: []JobInfo{job}, RCs: []RC{rc}},
+		"DVMStopReq": &DVMStopReq{GraceMS: 100},
+	}
+}

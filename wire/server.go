@@ -1,0 +1,106 @@
+package wire
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+)
+
+// Server accepts connections on a listener and runs the handshake for each.
+type Server struct {
+	Policy  AcceptPolicy
+	Options Options // used for every accepted Conn
+	// OnConn is called, in the goroutine that did the handshake, for every
+	// connection that passed it. The Conn is closed by Serve on shutdown;
+	// watch c.Done() to learn when it goes away earlier.
+	OnConn func(c *Conn)
+	// Logger receives rejected handshakes and accept errors. nil discards.
+	Logger *slog.Logger
+}
+
+// Serve accepts on ln until ctx is canceled or ln fails. On return ln is
+// closed, every connection it accepted is closed and their goroutines have
+// finished. It returns nil after a cancel, else the accept error.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	log := s.Logger
+	if log == nil {
+		log = discardLogger()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() { _ = ln.Close() })
+	defer stop()
+
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		conns = make(map[*Conn]struct{})
+	)
+	defer func() {
+		_ = ln.Close()
+		cancel() // aborts handshakes in flight
+		mu.Lock()
+		for c := range conns {
+			_ = c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	}()
+
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || isTemporary(err) {
+				// e.g. EMFILE: wait instead of spinning
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				log.Warn("wire: accept failed; retrying", "err", err, "in", backoff)
+				select {
+				case <-time.After(backoff):
+					continue
+				case <-ctx.Done():
+					return nil
+				}
+			}
+			return err
+		}
+		backoff = 0
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := Accept(ctx, nc, s.Policy, s.Options)
+			if err != nil {
+				log.Info("wire: handshake failed", "remote", nc.RemoteAddr().String(), "err", err)
+				return
+			}
+			mu.Lock()
+			if ctx.Err() != nil {
+				mu.Unlock()
+				_ = c.Close()
+				<-c.Done()
+				return
+			}
+			conns[c] = struct{}{}
+			mu.Unlock()
+			if s.OnConn != nil {
+				s.OnConn(c)
+			}
+			<-c.Done()
+			mu.Lock()
+			delete(conns, c)
+			mu.Unlock()
+		}()
+	}
+}
+
+func isTemporary(err error) bool {
+	var t interface{ Temporary() bool }
+	return errors.As(err, &t) && t.Temporary()
+}

@@ -1,0 +1,95 @@
+package wire
+
+import (
+	"context"
+	"errors"
+	"net"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestServer(t *testing.T) {
+	leakCheck(t)
+	path := filepath.Join(t.TempDir(), "m.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var peers []string
+	srv := &Server{
+		Policy:  AcceptPolicy{Name: "master", Role: RoleMaster},
+		Options: Options{Handler: echoMux().Serve},
+		OnConn: func(c *Conn) {
+			mu.Lock()
+			peers = append(peers, c.Peer().Name)
+			mu.Unlock()
+		},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+
+	var conns []*Conn
+	for _, name := range []string{"a", "b", "c"} {
+		c, err := Dial(context.Background(), "unix", path, Hello{Role: RoleDaemon, Name: name}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		closeAndWait(t, c)
+		var p Ping
+		if err := c.Call(context.Background(), KindPing, &Ping{Seq: 9}, &p); err != nil || p.Seq != 9 {
+			t.Fatalf("%s: %v", name, err)
+		}
+		conns = append(conns, c)
+	}
+	// a failed handshake does not stop the server
+	if _, err := Dial(context.Background(), "unix", path, Hello{Role: "bogus"}, Options{}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("bogus role: %v", err)
+	}
+	// a client that goes away is forgotten; the others keep working
+	_ = conns[0].Close()
+	<-conns[0].Done()
+	if err := conns[1].Call(context.Background(), KindPing, &Ping{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if len(peers) != 3 {
+		t.Errorf("OnConn saw %v", peers)
+	}
+	mu.Unlock()
+
+	cancel()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("Serve = %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return after cancel")
+	}
+	for _, c := range conns[1:] {
+		select {
+		case <-c.Done():
+		case <-time.After(2 * time.Second):
+			t.Fatal("client conn not closed by server shutdown")
+		}
+	}
+	if _, err := Dial(context.Background(), "unix", path, Hello{Role: RoleTool}, Options{}); err == nil {
+		t.Fatal("listener still accepting after shutdown")
+	}
+}
+
+func TestServerListenerFailure(t *testing.T) {
+	leakCheck(t)
+	ln, err := net.Listen("unix", filepath.Join(t.TempDir(), "x.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = ln.Close()
+	if err := (&Server{}).Serve(context.Background(), ln); err == nil {
+		t.Fatal("Serve on a closed listener returned nil")
+	}
+}
