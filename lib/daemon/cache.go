@@ -1,0 +1,385 @@
+package daemon
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/dynrt/dynrt/lib/pset"
+	"github.com/dynrt/dynrt/wire"
+)
+
+// jobCache is the daemon's copy of what the master pushed about one job.
+// It is guarded by Daemon.mu.
+type jobCache struct {
+	data  wire.JobData
+	local wire.RankRanges     // ranks of the job on this node
+	sets  map[string]*setHist // by canonical name
+}
+
+// setHist holds the versions of a set pushed so far, oldest first.
+type setHist struct {
+	versions []wire.PsetInfo
+	deleted  bool
+}
+
+func (h *setHist) latest() wire.PsetInfo { return h.versions[len(h.versions)-1] }
+
+func (h *setHist) at(v uint32) (wire.PsetInfo, bool) {
+	i, ok := slices.BinarySearchFunc(h.versions, v, func(p wire.PsetInfo, v uint32) int {
+		switch {
+		case p.Version < v:
+			return -1
+		case p.Version > v:
+			return 1
+		}
+		return 0
+	})
+	if !ok {
+		return wire.PsetInfo{}, false
+	}
+	return h.versions[i], true
+}
+
+func (h *setHist) add(p wire.PsetInfo) {
+	h.deleted = false
+	n := len(h.versions)
+	if n == 0 || h.versions[n-1].Version < p.Version {
+		h.versions = append(h.versions, p)
+		return
+	}
+	for i := range h.versions {
+		if h.versions[i].Version == p.Version {
+			h.versions[i] = p // a re-push (new attributes) replaces the entry
+			return
+		}
+		if h.versions[i].Version > p.Version {
+			h.versions = slices.Insert(h.versions, i, p)
+			return
+		}
+	}
+}
+
+// ensureJob returns the cache entry of job, creating a minimal one.
+// d.mu must be held.
+func (d *Daemon) ensureJob(job string, id uint32, app string) *jobCache {
+	jc := d.jobs[job]
+	if jc == nil {
+		jc = &jobCache{data: wire.JobData{Job: job, ID: id, App: app}, sets: make(map[string]*setHist)}
+		d.jobs[job] = jc
+	}
+	return jc
+}
+
+// cacheJob stores pushed job data and sets. Data with an older generation
+// than the cached one is ignored (pushes may overtake each other). A push
+// of sets alone for an unknown job returns nil. d.mu must be held.
+func (d *Daemon) cacheJob(data *wire.JobData, push *wire.PsetPush) *jobCache {
+	var jc *jobCache
+	switch {
+	case data != nil:
+		jc = d.ensureJob(data.Job, data.ID, data.App)
+		if data.Gen >= jc.data.Gen {
+			jc.data = *data
+			jc.local = nil
+			for _, pl := range data.Placement {
+				if pl.Node == d.node {
+					jc.local = pl.Ranks
+				}
+			}
+		}
+	case push != nil:
+		jc = d.jobs[push.Job]
+	}
+	if jc == nil || push == nil {
+		return jc
+	}
+	for _, p := range push.Defined {
+		h := jc.sets[p.Name]
+		if h == nil {
+			h = &setHist{}
+			jc.sets[p.Name] = h
+		}
+		if p.Job == "" {
+			p.Job = jc.data.Job
+		}
+		h.add(p)
+	}
+	for _, name := range push.Deleted {
+		if h := jc.sets[name]; h != nil {
+			h.deleted = true
+		}
+	}
+	return jc
+}
+
+// Caller is the process a client connection speaks for, as checked when
+// it connected (see ClientName).
+type Caller struct {
+	Job  string
+	Rank uint32
+}
+
+// CallerOf returns the caller behind a request that arrived on a client
+// connection.
+func CallerOf(req *wire.Request) (Caller, error) {
+	return parseClientName(req.Conn.Peer().Name)
+}
+
+func parseClientName(name string) (Caller, error) {
+	job, r, ok := strings.Cut(name, "/")
+	rank, err := strconv.ParseUint(r, 10, 32)
+	if !ok || job == "" || err != nil {
+		return Caller{}, wire.Errorf(wire.ErrPermission, "daemon: client name %q is not <job>/<rank>", name)
+	}
+	return Caller{Job: job, Rank: uint32(rank)}, nil
+}
+
+// checkClient admits a client only if it claims a process of this node and
+// is that process or runs in its process group.
+func (d *Daemon) checkClient(h *wire.Hello, peer wire.PeerInfo) error {
+	c, err := parseClientName(h.Name)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	e := d.live[procKey{c.Job, c.Rank}]
+	pid := 0
+	if e != nil {
+		pid = e.pid
+	}
+	d.mu.Unlock()
+	if e == nil {
+		return wire.Errorf(wire.ErrPermission, "daemon %s: no process %s runs here", d.node, h.Name)
+	}
+	if peer.PID <= 0 {
+		return wire.Errorf(wire.ErrPermission, "daemon %s: cannot tell which process is connecting as %s", d.node, h.Name)
+	}
+	switch {
+	case peer.PID == pid:
+		return nil
+	case pid != 0:
+		if g, err := syscall.Getpgid(peer.PID); err == nil && g == pid {
+			return nil
+		}
+	default:
+		// Still forking: the process is ours if we are its parent.
+		if parentOf(peer.PID) == os.Getpid() {
+			return nil
+		}
+	}
+	return wire.Errorf(wire.ErrPermission, "daemon %s: pid %d is not process %s", d.node, peer.PID, h.Name)
+}
+
+// parentOf reads the parent pid from /proc/<pid>/stat (0 if unknown).
+func parentOf(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// The command name is in parentheses and may contain anything.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0
+	}
+	p, _ := strconv.Atoi(f[1])
+	return p
+}
+
+func (d *Daemon) handleSessionInit(_ context.Context, req *wire.Request, b *wire.SessionInitReq) (any, error) {
+	c, err := CallerOf(req)
+	if err != nil {
+		return nil, err
+	}
+	if (b.Job != "" && b.Job != c.Job) || (b.Job != "" && b.Rank != c.Rank) {
+		return nil, wire.Errorf(wire.ErrPermission, "daemon %s: connection of %s cannot open a session as %s", d.node, ClientName(c.Job, c.Rank), ClientName(b.Job, b.Rank))
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	jc := d.jobs[c.Job]
+	if jc == nil {
+		return nil, wire.Errorf(wire.ErrNotFound, "daemon %s: job %s is not known here", d.node, c.Job)
+	}
+	info := &wire.SessionInfo{
+		Job: c.Job, App: jc.data.App, Rank: c.Rank, UID: wire.ProcUID(jc.data.ID, c.Rank),
+		Size: jc.data.Size, Node: d.node, LocalPeers: jc.local, DVM: d.dvm,
+	}
+	for r := range jc.local.All() {
+		if r == c.Rank {
+			break
+		}
+		info.LocalRank++
+	}
+	return info, nil
+}
+
+func (d *Daemon) handleSessionFin(_ context.Context, req *wire.Request, _ *wire.SessionFinReq) (any, error) {
+	_, err := CallerOf(req)
+	return nil, err
+}
+
+// localSet describes SELF or SHARED for the caller; ok=false for other
+// names.
+func (d *Daemon) localSet(kind pset.Kind, c Caller, jc *jobCache) (wire.PsetInfo, bool) {
+	switch kind {
+	case pset.KindSelf:
+		return wire.PsetInfo{Name: pset.NameSelf, Job: c.Job, Active: true, Size: 1, Members: wire.Span(c.Rank, c.Rank)}, true
+	case pset.KindShared:
+		return wire.PsetInfo{Name: pset.NameShared, Job: c.Job, Active: true, Size: uint32(jc.local.Count()), Members: jc.local}, true
+	}
+	return wire.PsetInfo{}, false
+}
+
+func withMembers(p wire.PsetInfo, members bool) wire.PsetInfo {
+	if !members {
+		p.Members = nil
+	}
+	return p
+}
+
+// queryJob resolves the job a set query is about (the caller's by
+// default). d.mu must be held.
+func (d *Daemon) queryJob(req *wire.Request, job string) (Caller, *jobCache, error) {
+	c, err := CallerOf(req)
+	if err != nil {
+		return c, nil, err
+	}
+	if job == "" {
+		job = c.Job
+	}
+	jc := d.jobs[job]
+	if jc == nil {
+		return c, nil, wire.Errorf(wire.ErrNotFound, "daemon %s: job %s is not known here", d.node, job)
+	}
+	return c, jc, nil
+}
+
+func (d *Daemon) handlePsetGet(_ context.Context, req *wire.Request, b *wire.PsetGetReq) (any, error) {
+	n, v, err := pset.ParseRef(b.Name)
+	if err != nil {
+		return nil, wire.Errorf(wire.ErrInvalid, "daemon: pset.get: %w", err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c, jc, err := d.queryJob(req, b.Job)
+	if err != nil {
+		return nil, err
+	}
+	if n.Kind == pset.KindSelf || n.Kind == pset.KindShared {
+		if jc.data.Job != c.Job {
+			return nil, wire.Errorf(wire.ErrInvalid, "daemon: %s names the caller's own processes, not those of job %s", n, jc.data.Job)
+		}
+		p, _ := d.localSet(n.Kind, c, jc)
+		return withMembers(p, b.Members), nil
+	}
+	name := n.String()
+	h := jc.sets[name]
+	if h == nil || len(h.versions) == 0 {
+		return nil, wire.Errorf(wire.ErrNotFound, "daemon: job %s has no process set %s", jc.data.Job, name)
+	}
+	if b.Version != nil {
+		v = int(*b.Version)
+	}
+	if v == pset.Latest {
+		if h.deleted {
+			return nil, wire.Errorf(wire.ErrNotFound, "daemon: process set %s of job %s was deleted", name, jc.data.Job)
+		}
+		return withMembers(h.latest(), b.Members), nil
+	}
+	p, ok := h.at(uint32(v))
+	if !ok {
+		return nil, wire.Errorf(wire.ErrNotFound, "daemon: process set %s of job %s has no version %d here", name, jc.data.Job, v)
+	}
+	return withMembers(p, b.Members), nil
+}
+
+func (d *Daemon) handlePsetList(_ context.Context, req *wire.Request, b *wire.PsetListReq) (any, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c, jc, err := d.queryJob(req, b.Job)
+	if err != nil {
+		return nil, err
+	}
+	out := &wire.PsetList{}
+	for name, h := range jc.sets {
+		if len(h.versions) == 0 || (h.deleted && !b.Deleted) || !strings.HasPrefix(name, b.Prefix) {
+			continue
+		}
+		out.Sets = append(out.Sets, withMembers(h.latest(), b.Members))
+	}
+	if jc.data.Job == c.Job {
+		for _, k := range []pset.Kind{pset.KindSelf, pset.KindShared} {
+			if p, _ := d.localSet(k, c, jc); strings.HasPrefix(p.Name, b.Prefix) {
+				out.Sets = append(out.Sets, withMembers(p, b.Members))
+			}
+		}
+	}
+	sortSets(out.Sets)
+	return out, nil
+}
+
+func (d *Daemon) handlePsetQuery(_ context.Context, req *wire.Request, b *wire.PsetQueryReq) (any, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c, jc, err := d.queryJob(req, b.Job)
+	if err != nil {
+		return nil, err
+	}
+	out := &wire.PsetList{}
+	for _, ref := range b.Refs {
+		n, err := pset.Parse(ref.Name)
+		if err != nil {
+			return nil, wire.Errorf(wire.ErrInvalid, "daemon: pset.query: %w", err)
+		}
+		if p, ok := d.localSet(n.Kind, c, jc); ok && jc.data.Job == c.Job {
+			out.Sets = append(out.Sets, withMembers(p, b.Members))
+			continue
+		}
+		h := jc.sets[n.String()]
+		var p wire.PsetInfo
+		ok := h != nil
+		if ok {
+			p, ok = h.at(ref.Version)
+		}
+		if !ok {
+			return nil, wire.Errorf(wire.ErrNotFound, "daemon: process set %s@%d of job %s is not known here", n, ref.Version, jc.data.Job)
+		}
+		out.Sets = append(out.Sets, withMembers(p, b.Members))
+	}
+	if b.Rank != nil {
+		r := *b.Rank
+		for _, h := range jc.sets {
+			if len(h.versions) > 0 && !h.deleted && h.latest().Members.Contains(r) {
+				out.Sets = append(out.Sets, withMembers(h.latest(), b.Members))
+			}
+		}
+		if jc.data.Job == c.Job {
+			if r == c.Rank {
+				p, _ := d.localSet(pset.KindSelf, c, jc)
+				out.Sets = append(out.Sets, withMembers(p, b.Members))
+			}
+			if jc.local.Contains(c.Rank) && jc.local.Contains(r) {
+				p, _ := d.localSet(pset.KindShared, c, jc)
+				out.Sets = append(out.Sets, withMembers(p, b.Members))
+			}
+		}
+	}
+	sortSets(out.Sets)
+	return out, nil
+}
+
+func sortSets(s []wire.PsetInfo) {
+	slices.SortFunc(s, func(a, b wire.PsetInfo) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return int(a.Version) - int(b.Version)
+	})
+}

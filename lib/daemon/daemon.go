@@ -1,0 +1,286 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/dynrt/dynrt/lib/dvmdir"
+	"github.com/dynrt/dynrt/lib/proc"
+	"github.com/dynrt/dynrt/wire"
+)
+
+// DefaultKillGrace is how long a process has between SIGTERM and SIGKILL
+// when a kill request gives no grace period.
+const DefaultKillGrace = 2 * time.Second
+
+// Config configures a node daemon.
+type Config struct {
+	// Master is the master's address: an absolute unix socket path
+	// ("unix:" prefix allowed) or host:port ("tcp://" prefix allowed).
+	Master string
+	// Token is the DVM token: required to reach the master over TCP,
+	// handed to processes as DYNRT_TOKEN, and accepted from clients.
+	Token string
+	// Node is this node's name in the DVM; Slots its slot count.
+	Node  string
+	Slots int
+	// DVM is the DVM id the daemon expects; empty accepts the master's.
+	DVM string
+	// Dir is the rendezvous directory holding the daemon's client socket;
+	// empty means dvmdir.Open(Env).
+	Dir string
+	// Host is reported to the master; empty means os.Hostname().
+	Host string
+	// KillGrace is the default SIGTERM→SIGKILL grace; 0 means
+	// DefaultKillGrace.
+	KillGrace time.Duration
+	// Env reads the daemon's environment (os.Getenv when nil).
+	Env    func(string) string
+	Logger *slog.Logger
+	// Ready, when set, is called once the daemon has registered, with its
+	// client socket path.
+	Ready func(sock string)
+}
+
+// Daemon is a running node daemon. Its methods are for the request
+// handlers of this package (see doc.go for how to add one).
+type Daemon struct {
+	cfg   Config
+	log   *slog.Logger
+	grace time.Duration
+
+	node  string
+	index uint32
+	dvm   string
+	sock  string // client socket path
+
+	master *wire.Conn
+	procs  *proc.Group[procKey]
+
+	// clients serves requests from application processes; fromMaster serves
+	// requests the master sends. Handlers are registered in routes.go.
+	clients    *wire.Mux
+	fromMaster *wire.Mux
+
+	mu       sync.Mutex
+	jobs     map[string]*jobCache   // by namespace
+	live     map[procKey]*procEntry // processes started and not yet reported ended
+	stopping bool
+	wg       sync.WaitGroup // one count per live entry
+
+	stopOnce sync.Once
+	stopCh   chan struct{} // closed by node.stop
+
+	sess *sessionState // session services (session.go)
+}
+
+type procKey struct {
+	job  string
+	rank uint32
+}
+
+func (k procKey) String() string { return ClientName(k.job, k.rank) }
+
+// procEntry is a process the daemon started, from just before the fork
+// until its exit has been reported.
+type procEntry struct {
+	p       *proc.Proc // nil while forking
+	pid     int
+	forced  bool           // the runtime killed it (reported in ProcExited)
+	killSig syscall.Signal // a kill arrived while forking: apply it after the fork
+	grace   time.Duration  // with killSig
+	out     *outputSink    // output handling of the process
+}
+
+// Run runs a node daemon until ctx is canceled, the master stops it
+// (node.stop) or the connection to the master is lost. Every process it
+// started is terminated before it returns, and its socket is removed.
+// It returns nil after a stop or cancel, an error otherwise.
+func Run(ctx context.Context, cfg Config) error {
+	d, err := newDaemon(cfg)
+	if err != nil {
+		return err
+	}
+	return d.run(ctx)
+}
+
+func newDaemon(cfg Config) (*Daemon, error) {
+	if cfg.Node == "" {
+		return nil, wire.Errorf(wire.ErrInvalid, "daemon: no node name")
+	}
+	if cfg.Master == "" {
+		return nil, wire.Errorf(wire.ErrInvalid, "daemon: no master address")
+	}
+	if cfg.Env == nil {
+		cfg.Env = os.Getenv
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Host == "" {
+		cfg.Host, _ = os.Hostname()
+	}
+	d := &Daemon{
+		cfg:        cfg,
+		log:        cfg.Logger.With("node", cfg.Node),
+		grace:      cfg.KillGrace,
+		node:       cfg.Node,
+		clients:    wire.NewMux(),
+		fromMaster: wire.NewMux(),
+		jobs:       make(map[string]*jobCache),
+		live:       make(map[procKey]*procEntry),
+		stopCh:     make(chan struct{}),
+	}
+	if d.grace <= 0 {
+		d.grace = DefaultKillGrace
+	}
+	d.procs = proc.NewGroup(d.onExit)
+	d.routes()
+	return d, nil
+}
+
+// masterAddr splits the --master value into a network and an address.
+func masterAddr(s string) (string, string) {
+	switch {
+	case strings.HasPrefix(s, "unix://"):
+		return "unix", strings.TrimPrefix(s, "unix://")
+	case strings.HasPrefix(s, "unix:"):
+		return "unix", strings.TrimPrefix(s, "unix:")
+	case strings.HasPrefix(s, "tcp://"):
+		return "tcp", strings.TrimPrefix(s, "tcp://")
+	case strings.HasPrefix(s, "/"):
+		return "unix", s
+	}
+	return "tcp", s
+}
+
+func (d *Daemon) run(ctx context.Context) error {
+	network, addr := masterAddr(d.cfg.Master)
+	hello := wire.Hello{Role: wire.RoleDaemon, Name: d.node, Token: d.cfg.Token}
+	mc, err := wire.Dial(ctx, network, addr, hello, wire.Options{
+		Handler: d.fromMaster.Serve,
+		OnEvent: d.onMasterEvent,
+		Logger:  d.log,
+	})
+	if err != nil {
+		return fmt.Errorf("daemon %s: connect to master at %s: %w", d.node, d.cfg.Master, err)
+	}
+	d.master = mc
+	defer mc.Close()
+
+	// The master names itself by its DVM id in the hello reply.
+	d.dvm = mc.Peer().Name
+	if d.cfg.DVM != "" && d.dvm != d.cfg.DVM {
+		return wire.Errorf(wire.ErrInvalid, "daemon %s: master at %s runs DVM %q, not %q", d.node, d.cfg.Master, d.dvm, d.cfg.DVM)
+	}
+
+	ln, err := d.listen()
+	if err != nil {
+		return err
+	}
+	srvCtx, stopServe := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	srv := &wire.Server{
+		Policy: wire.AcceptPolicy{
+			Name:  d.node,
+			Role:  wire.RoleDaemon,
+			Token: d.cfg.Token,
+			Roles: []string{wire.RoleClient},
+			Check: d.checkClient,
+		},
+		Options: wire.Options{Handler: d.clients.Serve, Logger: d.log},
+		Logger:  d.log,
+	}
+	go func() {
+		defer close(served)
+		if err := srv.Serve(srvCtx, ln); err != nil {
+			d.log.Warn("daemon: client socket failed", "err", err)
+		}
+	}()
+	defer func() {
+		stopServe()
+		<-served
+		_ = os.Remove(d.sock)
+	}()
+
+	var reg wire.NodeRegisterReply
+	err = mc.Call(ctx, wire.KindNodeRegister, &wire.NodeRegister{
+		Name: d.node, Host: d.cfg.Host, Slots: uint32(max(d.cfg.Slots, 0)), PID: os.Getpid(), Addr: d.sock,
+	}, &reg)
+	if err != nil {
+		return fmt.Errorf("daemon %s: register with master: %w", d.node, err)
+	}
+	d.mu.Lock()
+	d.index = reg.Index
+	d.mu.Unlock()
+	d.log.Debug("daemon: registered", "index", reg.Index, "dvm", d.dvm, "socket", d.sock)
+	if d.cfg.Ready != nil {
+		d.cfg.Ready(d.sock)
+	}
+
+	var result error
+	select {
+	case <-ctx.Done():
+	case <-d.stopCh:
+	case <-mc.Done():
+		result = fmt.Errorf("daemon %s: lost the master: %w", d.node, mc.Err())
+	}
+	d.shutdown(d.grace)
+	return result
+}
+
+// listen opens the client socket <dir>/<dvm>/<node>.sock.
+func (d *Daemon) listen() (net.Listener, error) {
+	dir := d.cfg.Dir
+	if dir == "" {
+		var err error
+		if dir, err = dvmdir.Open(d.cfg.Env); err != nil {
+			return nil, fmt.Errorf("daemon %s: %w", d.node, err)
+		}
+	}
+	path, err := dvmdir.SocketPath(dir, d.dvm, d.node+".sock")
+	if err != nil {
+		return nil, fmt.Errorf("daemon %s: %w", d.node, err)
+	}
+	// A socket file left by a dead daemon of the same node would make
+	// Listen fail; nobody else has a reason to own this name.
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, wire.Errorf(wire.ErrInternal, "daemon %s: remove stale socket: %w", d.node, err)
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, wire.Errorf(wire.ErrInternal, "daemon %s: listen on %s: %w", d.node, path, err)
+	}
+	d.sock = path
+	return ln, nil
+}
+
+// shutdown refuses new launches, terminates every process and waits until
+// each exit has been reported.
+func (d *Daemon) shutdown(grace time.Duration) {
+	d.mu.Lock()
+	d.stopping = true
+	d.mu.Unlock()
+	d.kill(func(procKey) bool { return true }, syscall.SIGTERM, grace)
+	d.wg.Wait()
+}
+
+// Node returns the node name; Index its index in the DVM; DVM the DVM id.
+func (d *Daemon) Node() string { return d.node }
+func (d *Daemon) Index() uint32 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.index
+}
+func (d *Daemon) DVM() string { return d.dvm }
+
+// Master returns the connection to the master (for relaying requests).
+func (d *Daemon) Master() *wire.Conn { return d.master }

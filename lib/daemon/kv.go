@@ -1,0 +1,287 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/dynrt/dynrt/wire"
+)
+
+// The key-value store (DESIGN §6). A process's committed data stays on the
+// daemon of its node, which answers gets by local processes directly. A get
+// for a process elsewhere is fetched from the owner's daemon through the
+// master (kv.fetch, which knows where every rank runs) and the owner's
+// whole committed data is cached here; a fence over the owner makes the
+// cache stale (dropped), a fence with collect replaces it.
+
+func (s *sessionState) handlePut(_ context.Context, req *wire.Request, b *wire.KVPutReq) (any, error) {
+	c, err := CallerOf(req)
+	if err != nil {
+		return nil, err
+	}
+	if b.Key == "" {
+		return nil, wire.Errorf(wire.ErrInvalid, "daemon: kv.put with an empty key")
+	}
+	k := procKey{c.Job, c.Rank}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.staged[k]
+	if m == nil {
+		m = make(map[string][]byte)
+		s.staged[k] = m
+	}
+	m[b.Key] = b.Value
+	return nil, nil
+}
+
+func (s *sessionState) handleCommit(_ context.Context, req *wire.Request, b *wire.KVCommitReq) (any, error) {
+	c, err := CallerOf(req)
+	if err != nil {
+		return nil, err
+	}
+	for _, kv := range b.Data {
+		if kv.Key == "" {
+			return nil, wire.Errorf(wire.ErrInvalid, "daemon: kv.commit with an empty key")
+		}
+	}
+	k := procKey{c.Job, c.Rank}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.committed[k]
+	if m == nil {
+		m = make(map[string][]byte, len(b.Data)+len(s.staged[k]))
+		s.committed[k] = m
+	}
+	maps.Copy(m, s.staged[k])
+	delete(s.staged, k)
+	for _, kv := range b.Data {
+		m[kv.Key] = kv.Value
+	}
+	close(s.changed) // wake gets waiting for a key
+	s.changed = make(chan struct{})
+	return nil, nil
+}
+
+func (s *sessionState) handleGet(ctx context.Context, req *wire.Request, b *KVGetBody) (any, error) {
+	c, err := CallerOf(req)
+	if err != nil {
+		return nil, err
+	}
+	if b.Key == "" {
+		return nil, wire.Errorf(wire.ErrInvalid, "daemon: kv.get with an empty key")
+	}
+	owner := procKey{b.Job, b.Rank}
+	if owner.job == "" {
+		owner.job = c.Job
+	}
+	ctx, cancel := withTimeout(ctx, b.TimeoutMS)
+	defer cancel()
+	if s.isLocal(owner) {
+		v, err := s.waitLocal(ctx, owner, b.Key, b.Wait)
+		if err != nil {
+			return nil, err
+		}
+		return &wire.KVGetReply{Value: v}, nil
+	}
+	return s.getRemote(ctx, owner, b)
+}
+
+// isLocal reports whether owner's data lives on this daemon.
+func (s *sessionState) isLocal(owner procKey) bool {
+	s.mu.Lock()
+	_, ok := s.committed[owner]
+	s.mu.Unlock()
+	return ok || s.d.runsHere(owner.job, owner.rank)
+}
+
+// waitLocal returns the value of key committed by a local owner, waiting
+// for the commit if asked to.
+func (s *sessionState) waitLocal(ctx context.Context, owner procKey, key string, wait bool) ([]byte, error) {
+	for {
+		s.mu.Lock()
+		v, ok := s.committed[owner][key]
+		ch := s.changed
+		s.mu.Unlock()
+		if ok {
+			return v, nil
+		}
+		if !wait {
+			return nil, wire.Errorf(wire.ErrNotFound, "daemon %s: %s has committed no key %q", s.d.node, owner, key)
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctxErr(ctx, "daemon %s: waiting for key %q of %s", s.d.node, key, owner)
+		}
+	}
+}
+
+func (s *sessionState) getRemote(ctx context.Context, owner procKey, b *KVGetBody) (any, error) {
+	if !b.Refresh {
+		s.mu.Lock()
+		v, ok := s.remote[owner][b.Key]
+		s.mu.Unlock()
+		if ok {
+			return &wire.KVGetReply{Value: v}, nil
+		}
+	}
+	s.mu.Lock()
+	gen := s.remoteGen
+	s.mu.Unlock()
+	var rep wire.KVFetchReply
+	err := s.d.master.Call(ctx, wire.KindKVFetch, &FetchBody{
+		KVFetchReq: wire.KVFetchReq{Procs: []wire.ProcRanges{{Job: owner.job, Ranks: wire.Span(owner.rank, owner.rank)}}},
+		Key:        b.Key, Wait: b.Wait, TimeoutMS: msLeft(ctx),
+	}, &rep)
+	if err != nil {
+		return nil, err
+	}
+	var data map[string][]byte
+	for _, p := range rep.Data {
+		if p.Job == owner.job && p.Rank == owner.rank {
+			data = kvMap(p.Data)
+		}
+	}
+	s.mu.Lock()
+	// A fence that completed while the fetch was under way may have made
+	// what it returns stale: use it for this get but do not keep it.
+	if s.remoteGen == gen && data != nil {
+		s.remote[owner] = data
+	}
+	s.mu.Unlock()
+	v, ok := data[b.Key]
+	if !ok {
+		return nil, wire.Errorf(wire.ErrNotFound, "daemon %s: %s has committed no key %q", s.d.node, owner, b.Key)
+	}
+	return &wire.KVGetReply{Value: v}, nil
+}
+
+// handleFetch serves kv.fetch from the master: the committed data of the
+// owners that live here, optionally once Key has been committed.
+func (s *sessionState) handleFetch(ctx context.Context, _ *wire.Request, b *FetchBody) (any, error) {
+	ctx, cancel := withTimeout(ctx, b.TimeoutMS)
+	defer cancel()
+	if b.Wait && b.Key != "" {
+		if len(b.Procs) != 1 || b.Procs[0].Ranks.Count() != 1 {
+			return nil, wire.Errorf(wire.ErrInvalid, "daemon: kv.fetch waits for the key of exactly one process")
+		}
+		owner := procKey{b.Procs[0].Job, b.Procs[0].Ranks[0].Lo}
+		if _, err := s.waitLocal(ctx, owner, b.Key, true); err != nil {
+			return nil, err
+		}
+	}
+	rep := &wire.KVFetchReply{}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, pr := range b.Procs {
+		for r := range pr.Ranks.All() {
+			if m, ok := s.committed[procKey{pr.Job, r}]; ok {
+				rep.Data = append(rep.Data, wire.ProcKV{Job: pr.Job, Rank: r, Data: kvList(m)})
+			}
+		}
+	}
+	return rep, nil
+}
+
+// handleFence enters the caller into a fence at the master, with its
+// committed data when the fence collects. The collected data is kept here
+// (later gets are local) rather than sent to the client.
+func (s *sessionState) handleFence(ctx context.Context, req *wire.Request, b *wire.FenceReq) (any, error) {
+	c, err := CallerOf(req)
+	if err != nil {
+		return nil, err
+	}
+	body := &FenceBody{FenceReq: *b, Job: c.Job}
+	body.Local = wire.Span(c.Rank, c.Rank)
+	body.Data = nil
+	if b.Collect {
+		s.mu.Lock()
+		if m, ok := s.committed[procKey{c.Job, c.Rank}]; ok {
+			body.Data = []wire.ProcKV{{Job: c.Job, Rank: c.Rank, Data: kvList(m)}}
+		}
+		s.mu.Unlock()
+	}
+	var rep wire.FenceReply
+	if err := s.d.master.Call(ctx, wire.KindFence, body, &rep); err != nil {
+		return nil, err
+	}
+	s.fenced(c.Job, b.Procs, b.Collect, rep.Data)
+	return &wire.FenceReply{}, nil
+}
+
+// fenced updates the cache after a fence: the participants may have
+// committed since their data was fetched, so it is dropped, or replaced by
+// the collected data.
+func (s *sessionState) fenced(job string, procs []wire.ProcRanges, collect bool, data []wire.ProcKV) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.remoteGen++
+	if len(procs) == 0 {
+		for k := range s.remote {
+			if k.job == job {
+				delete(s.remote, k)
+			}
+		}
+	}
+	for _, pr := range procs {
+		j := pr.Job
+		if j == "" {
+			j = job
+		}
+		for r := range pr.Ranks.All() {
+			delete(s.remote, procKey{j, r})
+		}
+	}
+	if !collect {
+		return
+	}
+	for _, p := range data {
+		k := procKey{p.Job, p.Rank}
+		if _, local := s.committed[k]; !local {
+			s.remote[k] = kvMap(p.Data)
+		}
+	}
+}
+
+func kvList(m map[string][]byte) []wire.KV {
+	out := make([]wire.KV, 0, len(m))
+	for k, v := range m {
+		out = append(out, wire.KV{Key: k, Value: v})
+	}
+	slices.SortFunc(out, func(a, b wire.KV) int { return strings.Compare(a.Key, b.Key) })
+	return out
+}
+
+func kvMap(l []wire.KV) map[string][]byte {
+	m := make(map[string][]byte, len(l))
+	for _, kv := range l {
+		m[kv.Key] = kv.Value
+	}
+	return m
+}
+
+func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
+
+// msLeft is the time left until ctx's deadline in ms (at least 1), or 0
+// without a deadline: the timeout to pass on with a relayed request.
+func msLeft(ctx context.Context) int64 {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return 0
+	}
+	return max(time.Until(dl).Milliseconds(), 1)
+}
+
+// ctxErr describes why ctx ended: ErrTimeout for a deadline, else
+// ErrCanceled.
+func ctxErr(ctx context.Context, format string, args ...any) error {
+	err := ctx.Err()
+	if errors.Is(err, context.DeadlineExceeded) {
+		return wire.Errorf(wire.ErrTimeout, format+": timed out", args...)
+	}
+	return wire.Errorf(wire.ErrCanceled, format+": %w", append(args, err)...)
+}

@@ -1,0 +1,361 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/dynrt/dynrt/lib/proc"
+	"github.com/dynrt/dynrt/wire"
+)
+
+// handleLaunch starts the ranks of a node.launch request. The job data and
+// sets that ride along are cached first, so a process finds them from its
+// very first query. Processes that cannot start are reported as ProcExited
+// with Err set (and left out of the reply). The reply is sent once every
+// rank has been forked; exits may reach the master before it.
+func (d *Daemon) handleLaunch(_ context.Context, _ *wire.Request, b *LaunchBody) (any, error) {
+	if len(b.Argv) == 0 || b.Argv[0] == "" {
+		return nil, wire.Errorf(wire.ErrInvalid, "daemon %s: launch of job %s without a program", d.node, b.Job)
+	}
+	if err := b.Ranks.Check(); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	if d.stopping {
+		d.mu.Unlock()
+		return nil, wire.Errorf(wire.ErrState, "daemon %s is stopping", d.node)
+	}
+	jc := d.cacheJob(b.Data, b.Psets)
+	if jc == nil {
+		jc = d.ensureJob(b.Job, b.ID, b.App)
+	}
+	size := jc.data.Size
+	index := d.index
+	d.mu.Unlock()
+
+	base := d.baseEnv(b, size, index)
+	reply := &wire.LaunchReply{Started: make([]wire.ProcStarted, 0, b.Ranks.Count())}
+	for rank := range b.Ranks.All() {
+		st, ok := d.startRank(b, base, rank)
+		if ok {
+			reply.Started = append(reply.Started, st)
+		}
+	}
+	return reply, nil
+}
+
+// baseEnv is the environment shared by the ranks of a launch: the
+// launcher's environment with the DYNRT_* variables replaced by ours.
+func (d *Daemon) baseEnv(b *LaunchBody, size, index uint32) []string {
+	ours := []string{
+		EnvDaemon + "=" + d.sock,
+		EnvDVM + "=" + d.dvm,
+		EnvJob + "=" + b.Job,
+		EnvApp + "=" + b.App,
+		EnvNode + "=" + d.node,
+		EnvNodeIndex + "=" + strconv.FormatUint(uint64(index), 10),
+		EnvToken + "=" + d.cfg.Token,
+		EnvSize + "=" + strconv.FormatUint(uint64(size), 10),
+	}
+	env := make([]string, 0, len(b.Env)+len(ours)+2)
+	for _, kv := range b.Env {
+		if strings.HasPrefix(kv, "DYNRT_") && isOurs(kv) {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, ours...)
+}
+
+func isOurs(kv string) bool {
+	k, _, _ := strings.Cut(kv, "=")
+	switch k {
+	case EnvDaemon, EnvDVM, EnvJob, EnvApp, EnvRank, EnvUID, EnvNode, EnvNodeIndex, EnvToken, EnvSize:
+		return true
+	}
+	return false
+}
+
+// startRank forks one rank. It reports a failure to start to the master
+// itself and returns ok=false.
+func (d *Daemon) startRank(b *LaunchBody, base []string, rank uint32) (wire.ProcStarted, bool) {
+	key := procKey{b.Job, rank}
+	env := append(base[:len(base):len(base)],
+		EnvRank+"="+strconv.FormatUint(uint64(rank), 10),
+		EnvUID+"="+strconv.FormatUint(wire.ProcUID(b.ID, rank), 10))
+
+	e := &procEntry{out: d.newOutputSink(key, b.Output)}
+	d.mu.Lock()
+	if d.stopping {
+		d.mu.Unlock()
+		d.reportStartFailure(key, wire.Errorf(wire.ErrState, "daemon %s is stopping", d.node))
+		return wire.ProcStarted{}, false
+	}
+	if _, dup := d.live[key]; dup {
+		d.mu.Unlock()
+		d.reportStartFailure(key, wire.Errorf(wire.ErrExists, "rank %d of job %s already runs on %s", rank, b.Job, d.node))
+		return wire.ProcStarted{}, false
+	}
+	d.live[key] = e
+	d.wg.Add(1)
+	d.mu.Unlock()
+
+	spec := proc.Spec{Path: b.Argv[0], Args: b.Argv, Env: env, Dir: b.Wdir}
+	if e.out != nil {
+		spec.Output = e.out.write
+	}
+	// The start is not bound to the request: a process, once forked, is
+	// reported whatever happens to the master's call.
+	p, err := d.procs.Start(context.Background(), key, spec)
+	if err != nil {
+		d.mu.Lock()
+		delete(d.live, key)
+		d.mu.Unlock()
+		e.out.close()
+		d.reportStartFailure(key, err)
+		d.wg.Done()
+		return wire.ProcStarted{}, false
+	}
+	now := time.Now()
+	d.mu.Lock()
+	e.p, e.pid = p, p.Pid()
+	sig, grace := e.killSig, e.grace
+	d.mu.Unlock()
+	if sig != 0 {
+		go signalProcs([]*proc.Proc{p}, sig, grace)
+	}
+	return wire.ProcStarted{Job: b.Job, Rank: rank, PID: p.Pid(), Node: d.node, Time: now.UnixNano()}, true
+}
+
+// startCode maps a start failure to the shell's convention: 127 when the
+// program is missing, 126 when it cannot be executed, 1 otherwise.
+func startCode(err error) int {
+	switch {
+	case errors.Is(err, wire.ErrNotFound):
+		return 127
+	case errors.Is(err, wire.ErrPermission), errors.Is(err, wire.ErrInvalid):
+		return 126
+	}
+	return 1
+}
+
+func (d *Daemon) reportStartFailure(key procKey, err error) {
+	d.log.Info("daemon: process did not start", "job", key.job, "rank", key.rank, "err", err)
+	_ = d.master.Notify(wire.KindProcExited, &wire.ProcExited{
+		Job: key.job, Rank: key.rank, Node: d.node, Code: startCode(err), Err: err.Error(), Time: time.Now().UnixNano(),
+	})
+}
+
+// onExit reports an ended process to the master. It runs after the
+// process's output has been delivered, so the master sees every line of a
+// process before its exit.
+func (d *Daemon) onExit(key procKey, p *proc.Proc, st proc.ExitStatus) {
+	d.mu.Lock()
+	e := d.live[key]
+	delete(d.live, key)
+	forced := e != nil && e.forced
+	d.mu.Unlock()
+	if e != nil {
+		e.out.close() // set before the start, never changed
+	}
+	ev := &wire.ProcExited{
+		Job: key.job, Rank: key.rank, PID: p.Pid(), Node: d.node, Code: st.Code(), Signal: int(st.Signal),
+		Forced: forced, Time: time.Now().UnixNano(),
+	}
+	if err := d.master.Notify(wire.KindProcExited, ev); err != nil {
+		d.log.Debug("daemon: cannot report exit", "proc", key.String(), "err", err)
+	}
+	if e != nil {
+		d.wg.Done()
+	}
+}
+
+// kill marks the matching processes as killed by the runtime and signals
+// them (sig, then SIGKILL after grace) without waiting. A process still
+// being forked gets the signal right after its fork. It returns how many
+// processes matched.
+func (d *Daemon) kill(match func(procKey) bool, sig syscall.Signal, grace time.Duration) int {
+	d.mu.Lock()
+	var ps []*proc.Proc
+	n := 0
+	for k, e := range d.live {
+		if !match(k) {
+			continue
+		}
+		n++
+		e.forced = true
+		if e.p == nil {
+			e.killSig, e.grace = sig, grace
+			continue
+		}
+		ps = append(ps, e.p)
+	}
+	d.mu.Unlock()
+	if len(ps) > 0 {
+		go signalProcs(ps, sig, grace)
+	}
+	return n
+}
+
+// signalProcs sends sig (and SIGCONT, so stopped groups can act on it) to
+// every process group, then SIGKILL to those still running after grace.
+func signalProcs(ps []*proc.Proc, sig syscall.Signal, grace time.Duration) {
+	for _, p := range ps {
+		_ = p.Signal(sig)
+		if sig != syscall.SIGKILL && sig != syscall.SIGCONT {
+			_ = p.Signal(syscall.SIGCONT)
+		}
+	}
+	if sig == syscall.SIGKILL {
+		return
+	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	for i, p := range ps {
+		select {
+		case <-p.Done():
+		case <-t.C:
+			for _, q := range ps[i:] {
+				_ = q.Signal(syscall.SIGKILL)
+			}
+			return
+		}
+	}
+}
+
+func (d *Daemon) handleKill(_ context.Context, _ *wire.Request, b *wire.KillReq) (any, error) {
+	if err := b.Ranks.Check(); err != nil {
+		return nil, err
+	}
+	sig := syscall.Signal(b.Signal)
+	if sig == 0 {
+		sig = syscall.SIGTERM
+	}
+	if sig < 0 || sig > 64 {
+		return nil, wire.Errorf(wire.ErrInvalid, "daemon %s: bad signal %d", d.node, b.Signal)
+	}
+	grace := d.grace
+	if b.GraceMS > 0 {
+		grace = time.Duration(b.GraceMS) * time.Millisecond
+	}
+	n := d.kill(func(k procKey) bool {
+		return k.job == b.Job && (len(b.Ranks) == 0 || b.Ranks.Contains(k.rank))
+	}, sig, grace)
+	return &wire.KillReply{N: uint32(n)}, nil
+}
+
+// handleStop terminates every process, waits until their exits have been
+// reported, answers, and lets Run return.
+func (d *Daemon) handleStop(_ context.Context, _ *wire.Request, b *wire.NodeStopReq) (any, error) {
+	grace := d.grace
+	if b.GraceMS > 0 {
+		grace = time.Duration(b.GraceMS) * time.Millisecond
+	}
+	d.shutdown(grace)
+	d.stopOnce.Do(func() { close(d.stopCh) })
+	return nil, nil
+}
+
+func (d *Daemon) handleJobData(_ context.Context, _ *wire.Request, b *JobDataBody) (any, error) {
+	if b.Job == "" {
+		return nil, wire.Errorf(wire.ErrInvalid, "daemon %s: job data without a job", d.node)
+	}
+	d.mu.Lock()
+	if !b.Gone {
+		d.cacheJob(&b.JobData, b.Psets)
+		d.mu.Unlock()
+		return nil, nil
+	}
+	delete(d.jobs, b.Job)
+	d.mu.Unlock()
+	// Outside d.mu: the session state has its own lock, never nested.
+	d.dropSessionJob(b.Job)
+	return nil, nil
+}
+
+func (d *Daemon) handlePsetPush(_ context.Context, _ *wire.Request, b *wire.PsetPush) (any, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cacheJob(nil, b) == nil {
+		return nil, wire.Errorf(wire.ErrNotFound, "daemon %s: sets pushed for unknown job %s", d.node, b.Job)
+	}
+	return nil, nil
+}
+
+// outputSink delivers the output lines of one process: forwarded to the
+// master and/or written to per-rank files. Calls for one process never
+// overlap (lib/proc), and close runs after the last one.
+type outputSink struct {
+	d       *Daemon
+	key     procKey
+	forward bool
+	merge   bool
+	dir     string
+	files   [3]*os.File // by stream
+	failed  bool
+}
+
+func (d *Daemon) newOutputSink(key procKey, f wire.OutputFlags) *outputSink {
+	if !f.Forward && f.Dir == "" {
+		return nil
+	}
+	s := &outputSink{d: d, key: key, forward: f.Forward, merge: f.Merge}
+	if f.Dir != "" {
+		s.dir = filepath.Join(f.Dir, "rank."+strconv.FormatUint(uint64(key.rank), 10))
+	}
+	return s
+}
+
+func (s *outputSink) write(stream int, line []byte) {
+	if s.merge {
+		stream = proc.Stdout
+	}
+	if s.forward {
+		_ = s.d.master.Notify(wire.KindProcOutput, &wire.OutputLine{
+			Job: s.key.job, Rank: s.key.rank, Stream: uint8(stream), Line: line, Time: time.Now().UnixNano(),
+		})
+	}
+	if s.dir != "" && !s.failed {
+		f := s.files[stream]
+		if f == nil {
+			var err error
+			f, err = s.open(stream)
+			if err != nil {
+				s.failed = true
+				s.d.log.Warn("daemon: cannot write output file", "proc", s.key.String(), "err", err)
+				return
+			}
+			s.files[stream] = f
+		}
+		_, _ = f.Write(append(slices.Clip(line), '\n'))
+	}
+}
+
+func (s *outputSink) open(stream int) (*os.File, error) {
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return nil, err
+	}
+	name := "stdout"
+	if stream == proc.Stderr {
+		name = "stderr"
+	}
+	return os.OpenFile(filepath.Join(s.dir, name), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+}
+
+func (s *outputSink) close() {
+	if s == nil {
+		return
+	}
+	for _, f := range s.files {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+}

@@ -1,0 +1,117 @@
+package daemon
+
+import (
+	"context"
+	"sync"
+
+	"github.com/dynrt/dynrt/wire"
+)
+
+// sessionState is the daemon's part of the session services (DESIGN §6):
+// the key-value data committed by local processes, a cache of data fetched
+// from other nodes, and the event subscriptions of local clients. It has
+// its own lock so that store operations never hold up d.mu; s.mu may be
+// taken while d.mu is held, never the other way round.
+type sessionState struct {
+	d *Daemon
+
+	mu        sync.Mutex
+	staged    map[procKey]map[string][]byte // kv.put not yet committed
+	committed map[procKey]map[string][]byte // owner's committed data, for local owners
+	remote    map[procKey]map[string][]byte // data of owners elsewhere (fetched or collected)
+	remoteGen uint64                        // bumped when remote entries are invalidated
+	changed   chan struct{}                 // closed and replaced on every commit (wakes waiting gets)
+
+	subs    map[uint64]*clientSub       // event subscriptions of clients, by local id
+	queues  map[*wire.Conn]*clientQueue // event writers, one per subscribed client connection
+	lastSub uint64
+}
+
+func newSessionState(d *Daemon) *sessionState {
+	return &sessionState{
+		d:         d,
+		staged:    make(map[procKey]map[string][]byte),
+		committed: make(map[procKey]map[string][]byte),
+		remote:    make(map[procKey]map[string][]byte),
+		changed:   make(chan struct{}),
+		subs:      make(map[uint64]*clientSub),
+		queues:    make(map[*wire.Conn]*clientQueue),
+	}
+}
+
+// sessionRoutes registers the session services: called once from routes.
+func (d *Daemon) sessionRoutes() {
+	s := newSessionState(d)
+	d.sess = s
+
+	// Key-value store, answered here or fetched through the master.
+	wire.HandleTyped(d.clients, wire.KindKVPut, s.handlePut)
+	wire.HandleTyped(d.clients, wire.KindKVCommit, s.handleCommit)
+	wire.HandleTyped(d.clients, wire.KindKVGet, s.handleGet)
+	wire.HandleTyped(d.clients, wire.KindFence, s.handleFence)
+	wire.HandleTyped(d.fromMaster, wire.KindKVFetch, s.handleFetch)
+
+	// Event subscriptions: kept here, backed by the master's bus.
+	wire.HandleTyped(d.clients, wire.KindEventSub, s.handleEventSub)
+	wire.HandleTyped(d.clients, wire.KindEventUnsub, s.handleEventUnsub)
+
+	// Relayed to the master with the caller's identity.
+	relay(d, wire.KindPublish, func(b *wire.PublishReq, c Caller) { b.Job, b.Rank = c.Job, c.Rank })
+	relay(d, wire.KindLookup, func(b *wire.LookupReq, c Caller) { b.Job, b.Rank = c.Job, c.Rank })
+	relay(d, wire.KindUnpublish, func(b *wire.UnpublishReq, c Caller) { b.Job, b.Rank = c.Job, c.Rank })
+	relay(d, wire.KindGroupConstruct, func(b *wire.GroupReq, c Caller) { b.Job, b.Rank = c.Job, c.Rank })
+	relay(d, wire.KindGroupDestruct, func(b *wire.GroupReq, c Caller) { b.Job, b.Rank = c.Job, c.Rank })
+	relay(d, wire.KindEventNotify, func(b *wire.EventNotifyReq, c Caller) { b.Job, b.Rank = c.Job, c.Rank })
+}
+
+// dropSessionJob forgets the session data of an ended job (node.jobdata
+// with Gone).
+func (d *Daemon) dropSessionJob(job string) {
+	if d.sess != nil {
+		d.sess.dropJob(job)
+	}
+}
+
+func (s *sessionState) dropJob(job string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range []map[procKey]map[string][]byte{s.staged, s.committed, s.remote} {
+		for k := range m {
+			if k.job == job {
+				delete(m, k)
+			}
+		}
+	}
+}
+
+// onMasterEvent takes the events the master pushes to this daemon: bus
+// events for the subscriptions of local clients. It runs on the master
+// connection's reader goroutine and never blocks.
+func (d *Daemon) onMasterEvent(ev *wire.Request) {
+	if ev.Kind != wire.KindEvent || d.sess == nil {
+		d.log.Debug("daemon: ignored event from master", "kind", ev.Kind)
+		return
+	}
+	var e wire.Event
+	if err := ev.Decode(&e); err != nil {
+		d.log.Warn("daemon: bad event from master", "err", err)
+		return
+	}
+	d.sess.forward(&e)
+}
+
+// runsHere reports whether rank of job was placed on this node.
+func (d *Daemon) runsHere(job string, rank uint32) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	jc := d.jobs[job]
+	return jc != nil && jc.local.Contains(rank)
+}
+
+// withTimeout bounds ctx by a request's timeout in ms (0 = no bound).
+func withTimeout(ctx context.Context, ms int64) (context.Context, context.CancelFunc) {
+	if ms > 0 {
+		return context.WithTimeout(ctx, msDuration(ms))
+	}
+	return context.WithCancel(ctx)
+}

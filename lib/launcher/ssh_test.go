@@ -1,0 +1,121 @@
+package launcher
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dynrt/dynrt/wire"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// The exact ssh argv is the contract with the remote host: one golden line
+// per argument, the last one being the quoted remote command.
+func TestSSHCommandGolden(t *testing.T) {
+	spec := NodeSpec{Name: "n01", Host: "n01", Slots: 28, DVM: "abcd2345", Master: "10.0.0.1:40123", Token: "secret", Dir: "/tmp/x"}
+	cases := []struct {
+		name   string
+		ssh    []string
+		remote []string
+		spec   NodeSpec
+	}{
+		{name: "default", spec: spec},
+		// A remote path and a node name that need quoting.
+		{name: "quoted", ssh: []string{"ssh", "-o", "BatchMode=yes", "-p", "2222"},
+			remote: []string{"/opt/dyn rt/bin/dynrun", "daemon"},
+			spec:   NodeSpec{Name: "it's $HOME", Host: "10.0.0.9", Slots: 2, Master: "[fe80::1]:7000"}},
+	}
+	var b strings.Builder
+	for _, c := range cases {
+		s, err := New(Options{Kind: SSH, SSH: c.ssh, Remote: c.remote})
+		if err != nil {
+			t.Fatal(err)
+		}
+		argv, err := SSHCommand(s.(*sshStarter).opts.SSH, s.(*sshStarter).opts.Remote, c.spec)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if strings.Contains(strings.Join(argv, " "), "secret") {
+			t.Fatalf("%s: token in argv: %q", c.name, argv)
+		}
+		b.WriteString("# " + c.name + "\n")
+		for _, a := range argv {
+			b.WriteString(a + "\n")
+		}
+	}
+	golden := filepath.Join("testdata", "ssh.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.String() != string(want) {
+		t.Fatalf("ssh argv differs from %s (run with -update if intended):\n%s", golden, b.String())
+	}
+}
+
+func TestSSHCommandRejects(t *testing.T) {
+	base := NodeSpec{Name: "n1", Host: "n1", Slots: 1, Master: "10.0.0.1:1"}
+	cases := []struct {
+		name string
+		mod  func(*NodeSpec)
+		err  string
+	}{
+		{"unix master", func(s *NodeSpec) { s.Master = "/tmp/dynrt/x/master.sock" }, "not host:port"},
+		{"loopback master", func(s *NodeSpec) { s.Master = "127.0.0.1:4000" }, "--bind"},
+		{"localhost master", func(s *NodeSpec) { s.Master = "localhost:4000" }, "--bind"},
+		{"option host", func(s *NodeSpec) { s.Host = "-oProxyCommand=sh" }, "starts with '-'"},
+		{"no host", func(s *NodeSpec) { s.Host = "" }, "empty host name"},
+		{"no slots", func(s *NodeSpec) { s.Slots = 0 }, "0 slots"},
+	}
+	for _, c := range cases {
+		spec := base
+		c.mod(&spec)
+		_, err := SSHCommand([]string{"ssh"}, []string{"dynrun", "daemon"}, spec)
+		if !errors.Is(err, wire.ErrInvalid) || !strings.Contains(err.Error(), c.err) {
+			t.Errorf("%s: %v, want error containing %q", c.name, err, c.err)
+		}
+	}
+	// A loopback master is fine for ssh to the same host.
+	spec := base
+	spec.Master, spec.Host = "127.0.0.1:4000", "localhost"
+	if _, err := SSHCommand([]string{"ssh"}, []string{"dynrun"}, spec); err != nil {
+		t.Errorf("ssh to localhost with loopback master: %v", err)
+	}
+}
+
+func TestShellJoin(t *testing.T) {
+	cases := map[string][]string{
+		"a b":                   {"a", "b"},
+		"'' x":                  {"", "x"},
+		"'a b' 'it'\\''s' '$x'": {"a b", "it's", "$x"},
+		"host:1 a=b /p/q_r-s.t": {"host:1", "a=b", "/p/q_r-s.t"},
+		"'*' '~' 'a;b' '\n'":    {"*", "~", "a;b", "\n"},
+	}
+	for want, words := range cases {
+		if got := ShellJoin(words); got != want {
+			t.Errorf("ShellJoin(%q) = %q, want %q", words, got, want)
+		}
+	}
+}
+
+func TestJoinCommand(t *testing.T) {
+	got := JoinCommand(NodeSpec{Name: "n2", Slots: 4, Master: "10.0.0.1:5000", DVM: "abc"})
+	want := "DYNRT_TOKEN=<token> dynrun daemon --master 10.0.0.1:5000 --node n2 --slots 4 --dvm abc --join"
+	if got != want {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+	got = JoinCommand(NodeSpec{Name: "n2", Slots: 4, Master: "10.0.0.1:5000", Token: "ab cd"})
+	want = "DYNRT_TOKEN='ab cd' dynrun daemon --master 10.0.0.1:5000 --node n2 --slots 4 --join"
+	if got != want {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+}

@@ -1,0 +1,121 @@
+package master
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/dynrt/dynrt/lib/daemon"
+	"github.com/dynrt/dynrt/wire"
+)
+
+// Fences (kv.fence). A fence is named by its participant list and its
+// optional id; each process's n-th entry into a fence of that name joins
+// the n-th instance, so fences over the same processes may follow each
+// other without any sequence number on the wire: an entry joins the
+// oldest open instance it has not entered yet. An instance completes when
+// every participant has entered (the reply then carries the collected
+// data) and fails when a participant ends before entering, or was not
+// alive when the instance began, so a fence never waits forever for a
+// dead process. An entry whose requester gives up (timeout) is taken back.
+
+func (ss *sessState) handleFence(ctx context.Context, _ *wire.Request, b *daemon.FenceBody) (any, error) {
+	if b.Job == "" || len(b.Local) == 0 {
+		return nil, wire.Errorf(wire.ErrInvalid, "master: kv.fence without the entering processes")
+	}
+	if err := b.Local.Check(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := ctxTimeout(ctx, b.TimeoutMS)
+	defer cancel()
+	e := &gentry{data: b.Data}
+	for r := range b.Local.All() {
+		e.who = append(e.who, procRef{b.Job, r})
+	}
+	collect := b.Collect
+	rep, err := ask(ctx, ss.m, func(s *state, reply func(*wire.FenceReply, error)) {
+		e.finish = func(g *gather, err error) {
+			if err != nil {
+				reply(nil, err)
+				return
+			}
+			out := &wire.FenceReply{}
+			if collect {
+				out.Data = g.collected()
+			}
+			reply(out, nil)
+		}
+		if err := ss.fenceEnter(s, b, e); err != nil {
+			reply(nil, err)
+		}
+	})
+	if err != nil && ctx.Err() != nil {
+		ss.m.post(func(*state) { ss.leaveFence(e) })
+		return nil, fmt.Errorf("master: fence of %s: %w", e.who[0], err)
+	}
+	return rep, err
+}
+
+func fenceName(id string) string {
+	if id == "" {
+		return "fence"
+	}
+	return fmt.Sprintf("fence %q", id)
+}
+
+// fenceEnter puts e into the instance it belongs to, completing the
+// instance if e was the last one missing.
+func (ss *sessState) fenceEnter(s *state, b *daemon.FenceBody, e *gentry) error {
+	spec, err := s.participants(b.Job, b.Procs)
+	if err != nil {
+		return err
+	}
+	what := fenceName(b.ID)
+	key := b.ID + "\x00" + spec.key
+	var g *gather
+	for _, x := range ss.fences[key] {
+		if !x.enteredAny(e.who) {
+			g = x
+			break
+		}
+	}
+	parts := map[procRef]bool(nil)
+	if g != nil {
+		parts = g.parts
+	} else {
+		parts = s.members(spec)
+	}
+	for _, p := range e.who {
+		if _, ok := parts[p]; !ok {
+			return wire.Errorf(wire.ErrInvalid, "master: %s is not among the participants of %s (%s)", p, what, spec.key)
+		}
+	}
+	if g == nil {
+		if g, err = s.newGather(key, what, parts); err != nil {
+			return err
+		}
+		ss.fences[key] = append(ss.fences[key], g)
+	}
+	g.enter(e)
+	if g.left == 0 {
+		ss.dropFence(g)
+		g.complete()
+	}
+	return nil
+}
+
+// dropFence removes an instance from the open ones.
+func (ss *sessState) dropFence(g *gather) {
+	list := slices.DeleteFunc(ss.fences[g.key], func(x *gather) bool { return x == g })
+	if len(list) == 0 {
+		delete(ss.fences, g.key)
+		return
+	}
+	ss.fences[g.key] = list
+}
+
+func (ss *sessState) leaveFence(e *gentry) {
+	if e.g != nil {
+		e.g.leave(e)
+	}
+}

@@ -1,0 +1,432 @@
+package master
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dynrt/dynrt/lib/alloc"
+	"github.com/dynrt/dynrt/lib/daemon"
+	"github.com/dynrt/dynrt/lib/launcher"
+	"github.com/dynrt/dynrt/lib/tool"
+	"github.com/dynrt/dynrt/wire"
+)
+
+// The test binary doubles as a node daemon and as a small application:
+// DYNRT_TEST_ROLE selects the part.
+const (
+	envRole = "DYNRT_TEST_ROLE"
+	envMark = "DYNRT_TEST_MARK" // set in every process a test starts, to find leftovers
+)
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(envRole) {
+	case "daemon":
+		os.Exit(daemonMain(os.Args[1:]))
+	case "app":
+		os.Exit(appMain(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// daemonMain is `dynrun daemon` for tests: the flags lib/launcher passes,
+// the token in the environment.
+func daemonMain(args []string) int {
+	fs := flag.NewFlagSet("daemon", flag.ContinueOnError)
+	var cfg daemon.Config
+	fs.StringVar(&cfg.Master, "master", "", "")
+	fs.StringVar(&cfg.Node, "node", "", "")
+	fs.IntVar(&cfg.Slots, "slots", 0, "")
+	fs.StringVar(&cfg.DVM, "dvm", "", "")
+	fs.StringVar(&cfg.Dir, "dir", "", "")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg.Token = os.Getenv(launcher.EnvToken)
+	cfg.KillGrace = testGrace
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	// Diagnostics for performance work on the benchmarks:
+	// TEST_DAEMON_GOMAXPROCS=n and TEST_DAEMON_CPUPROFILE=path (one
+	// profile per node, path.<node>).
+	if n, err := strconv.Atoi(os.Getenv("TEST_DAEMON_GOMAXPROCS")); err == nil {
+		runtime.GOMAXPROCS(n)
+	}
+	if p := os.Getenv("TEST_DAEMON_CPUPROFILE"); p != "" {
+		f, _ := os.Create(p + "." + cfg.Node)
+		_ = pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
+	if err := daemon.Run(ctx, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "daemon:", err)
+		return 1
+	}
+	return 0
+}
+
+// sessionReport is what the "session" application prints.
+type sessionReport struct {
+	Info     wire.SessionInfo         `json:"info"`
+	Env      map[string]string        `json:"env"`
+	Sets     map[string]wire.PsetInfo `json:"sets"`
+	List     []string                 `json:"list"`
+	Impostor string                   `json:"impostor"` // error when claiming another rank
+	Err      string                   `json:"err,omitempty"`
+}
+
+// appMain is a tiny application using the daemon's client protocol:
+//
+//	session      print a sessionReport as one JSON line
+//	abort N      ask the runtime to abort the job with status N (rank 0 only; others sleep)
+func appMain(args []string) int {
+	if len(args) == 0 {
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	job, rankS := os.Getenv(daemon.EnvJob), os.Getenv(daemon.EnvRank)
+	rank, _ := strconv.ParseUint(rankS, 10, 32)
+	dial := func(r uint64) (*wire.Conn, error) {
+		return wire.Dial(ctx, "unix", os.Getenv(daemon.EnvDaemon), wire.Hello{
+			Role: wire.RoleClient, Name: daemon.ClientName(job, uint32(r)), Token: os.Getenv(daemon.EnvToken),
+		}, wire.Options{})
+	}
+	c, err := dial(rank)
+	if err != nil {
+		fmt.Println(`{"err":` + strconv.Quote(err.Error()) + `}`)
+		return 1
+	}
+	defer c.Close()
+	switch args[0] {
+	case "session":
+		rep := sessionReport{Sets: map[string]wire.PsetInfo{}, Env: map[string]string{}}
+		for _, kv := range os.Environ() {
+			if strings.HasPrefix(kv, "DYNRT_") {
+				k, v, _ := strings.Cut(kv, "=")
+				rep.Env[k] = v
+			}
+		}
+		if err := c.Call(ctx, wire.KindSessionInit, &wire.SessionInitReq{Job: job, Rank: uint32(rank), PID: os.Getpid()}, &rep.Info); err != nil {
+			rep.Err = err.Error()
+		}
+		app := os.Getenv(daemon.EnvApp)
+		for _, name := range []string{"mpi://WORLD", "mpi://self", "mpi://SHARED", "mpi://app/" + app} {
+			var p wire.PsetInfo
+			if err := c.Call(ctx, wire.KindPsetGet, &wire.PsetGetReq{Name: name, Members: true}, &p); err != nil {
+				rep.Err = err.Error()
+			}
+			rep.Sets[name] = p
+		}
+		var l wire.PsetList
+		if err := c.Call(ctx, wire.KindPsetList, &wire.PsetListReq{}, &l); err != nil {
+			rep.Err = err.Error()
+		}
+		for _, p := range l.Sets {
+			rep.List = append(rep.List, p.Name)
+		}
+		size, _ := strconv.ParseUint(os.Getenv(daemon.EnvSize), 10, 32)
+		if other, err := dial((rank + 1) % size); err != nil {
+			rep.Impostor = err.Error()
+		} else {
+			other.Close()
+		}
+		b, _ := json.Marshal(rep)
+		fmt.Println(string(b))
+		return 0
+	case "abort":
+		if rank != 0 {
+			time.Sleep(30 * time.Second) // killed by the abort
+			return 0
+		}
+		st, _ := strconv.Atoi(args[1])
+		if err := c.Call(ctx, wire.KindSessionAbort, &wire.AbortReq{Status: st, Msg: "test abort"}, nil); err != nil {
+			fmt.Fprintln(os.Stderr, "abort:", err)
+			return 1
+		}
+		time.Sleep(30 * time.Second)
+		return 0
+	}
+	return 2
+}
+
+// testGrace is the SIGTERM→SIGKILL grace in tests: short, so that
+// processes that ignore SIGTERM do not slow the tests down.
+const testGrace = 300 * time.Millisecond
+
+// testDVM is a DVM of virtual nodes for one test, stopped and checked for
+// leftovers in the test's cleanup.
+type testDVM struct {
+	t    testing.TB
+	m    *Master
+	c    *tool.Client
+	dir  string
+	mark string
+	env  []string
+
+	mu      sync.Mutex
+	out     map[string][]wire.OutputLine // by job
+	changed chan struct{}                // closed and replaced on every output line
+}
+
+func newMark(t testing.TB) string {
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+func testLogger() *slog.Logger {
+	if os.Getenv("DYNRT_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// startDVM starts a DVM of k virtual nodes with s slots each (node 0 in
+// this process, the others as re-executed test binaries).
+func startDVM(t testing.TB, k, s int) *testDVM {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "d")
+	mark := newMark(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := []string{envMark + "=" + mark}
+	// Race-instrumented binaries sleep a second before exiting unless
+	// told otherwise; the re-executed daemons and applications need not.
+	gorace := "GORACE=atexit_sleep_ms=0"
+	for _, kv := range os.Environ() {
+		switch {
+		case strings.HasPrefix(kv, "GORACE="):
+			gorace = kv + " atexit_sleep_ms=0"
+		case !strings.HasPrefix(kv, envRole+"=") && !strings.HasPrefix(kv, "DYNRT_"):
+			base = append(base, kv)
+		}
+	}
+	base = append(base, gorace)
+	starter, err := launcher.New(launcher.Options{
+		Kind: launcher.Local, Command: []string{exe}, Env: append([]string{envRole + "=daemon"}, base...),
+		Logger: testLogger(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := make([]alloc.Node, k)
+	for i := range nodes {
+		nodes[i] = alloc.Node{Name: "node" + strconv.Itoa(i), Slots: s}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m, err := Start(ctx, Config{
+		Dir: dir, Nodes: nodes, Starter: starter, KillGrace: testGrace, Logger: testLogger(),
+		Env: func(string) string { return "" },
+	})
+	if err != nil {
+		t.Fatalf("start DVM: %v", err)
+	}
+	d := &testDVM{t: t, m: m, dir: dir, mark: mark, env: base, out: map[string][]wire.OutputLine{}, changed: make(chan struct{})}
+	var daemonPIDs []int
+	t.Cleanup(func() {
+		if d.c != nil {
+			d.c.Close()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := m.Stop(ctx); err != nil {
+			t.Errorf("stop DVM: %v", err)
+		}
+		assertClean(t, dir, mark, daemonPIDs)
+	})
+	d.c = d.attach()
+	d.c.OnOutput(func(l wire.OutputLine) {
+		d.mu.Lock()
+		d.out[l.Job] = append(d.out[l.Job], l)
+		close(d.changed)
+		d.changed = make(chan struct{})
+		d.mu.Unlock()
+	})
+	st, err := d.c.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range st.Nodes {
+		if n.PID != os.Getpid() {
+			daemonPIDs = append(daemonPIDs, n.PID)
+		}
+	}
+	return d
+}
+
+func (d *testDVM) attach() *tool.Client {
+	d.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := tool.Attach(ctx, tool.Options{Dir: d.dir, Env: func(string) string { return "" }, Name: "test"})
+	if err != nil {
+		d.t.Fatalf("attach: %v", err)
+	}
+	return c
+}
+
+// launch starts a job with the test environment and forwarded output.
+func (d *testDVM) launch(req wire.JobLaunchReq) (wire.JobLaunchReply, error) {
+	req.Env = append(append([]string(nil), d.env...), req.Env...)
+	req.Output.Forward = true
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	return d.c.Launch(ctx, req)
+}
+
+func (d *testDVM) wait(job string) tool.JobEnd {
+	d.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	end, err := d.c.WaitJob(ctx, job)
+	if err != nil {
+		d.t.Fatalf("wait for %s: %v", job, err)
+	}
+	return end
+}
+
+// run launches a job and waits for its end.
+func (d *testDVM) run(req wire.JobLaunchReq) (wire.JobLaunchReply, tool.JobEnd) {
+	d.t.Helper()
+	rep, err := d.launch(req)
+	if err != nil {
+		d.t.Fatalf("launch %v: %v", req.Argv, err)
+	}
+	return rep, d.wait(rep.Job)
+}
+
+func (d *testDVM) output(job string) []wire.OutputLine {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]wire.OutputLine(nil), d.out[job]...)
+}
+
+// waitLines waits until job has printed n lines.
+func (d *testDVM) waitLines(job string, n int) {
+	d.t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		d.mu.Lock()
+		got, ch := len(d.out[job]), d.changed
+		d.mu.Unlock()
+		if got >= n {
+			return
+		}
+		select {
+		case <-ch:
+		case <-timeout:
+			d.t.Fatalf("job %s printed %d lines, want %d", job, got, n)
+		}
+	}
+}
+
+func (d *testDVM) procs(job string) []wire.ProcInfo {
+	d.t.Helper()
+	info, err := d.c.Job(context.Background(), wire.JobStateReq{Job: job, Procs: true})
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	return info.Procs
+}
+
+func sh(script string) []string { return []string{"/bin/sh", "-c", script} }
+
+// assertClean checks that nothing a test started is left: no process
+// carrying the test's mark, no daemon, no file in the rendezvous
+// directory (rendezvous file, socket directory, sockets).
+func assertClean(t testing.TB, dir, mark string, daemons []int) {
+	t.Helper()
+	if left := markedProcs(mark); len(left) > 0 {
+		t.Errorf("processes left running: %v", left)
+		for _, pid := range left {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	for _, pid := range daemons {
+		if alive(pid) {
+			t.Errorf("daemon pid %d still runs", pid)
+		}
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("read %s: %v", dir, err)
+	}
+	for _, e := range ents {
+		t.Errorf("left in the DVM directory: %s", e.Name())
+	}
+}
+
+// markedProcs lists live processes (not zombies) whose environment holds
+// the mark.
+func markedProcs(mark string) []int {
+	want := []byte(envMark + "=" + mark + "\x00")
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil || !bytes.Contains(env, want) {
+			continue
+		}
+		if alive(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// alive reports whether pid runs (a zombie does not: here pid 1 may reap
+// orphans late).
+func alive(pid int) bool {
+	st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(st, ')')
+	return i < 0 || len(st) <= i+2 || st[i+2] != 'Z'
+}
+
+// TestLeftoverCheck makes sure the leftover check sees a marked process.
+func TestLeftoverCheck(t *testing.T) {
+	mark := newMark(t)
+	cmd := exec.Command("sleep", "30")
+	cmd.Env = append(os.Environ(), envMark+"="+mark)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if got := markedProcs(mark); !slices.Equal(got, []int{cmd.Process.Pid}) {
+		t.Errorf("markedProcs = %v, want [%d]", got, cmd.Process.Pid)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if alive(cmd.Process.Pid) || len(markedProcs(mark)) != 0 {
+		t.Error("a reaped process still counts as alive")
+	}
+}

@@ -1,0 +1,817 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/dynrt/dynrt/lib/alloc"
+	"github.com/dynrt/dynrt/lib/daemon"
+	"github.com/dynrt/dynrt/lib/proc"
+	"github.com/dynrt/dynrt/lib/pset"
+	"github.com/dynrt/dynrt/lib/tool"
+	"github.com/dynrt/dynrt/wire"
+)
+
+// Why a job is being killed (tool.Reason* values).
+const (
+	reasonFailed  = tool.ReasonFailed
+	reasonKill    = tool.ReasonKill
+	reasonTimeout = tool.ReasonTimeout
+	reasonStop    = tool.ReasonStop
+	reasonLost    = tool.ReasonLost
+	reasonAbort   = tool.ReasonAbort
+)
+
+// maxEnded bounds how many ended jobs the master remembers (for job.wait
+// after the end, job lists and dvm.state with Ended).
+const maxEnded = 256
+
+// job is one job of the DVM.
+type job struct {
+	id    uint32
+	ns    string // namespace <dvm>.<id>
+	app   string
+	req   wire.JobLaunchReq
+	owner *peer // launching tool connection (output goes there); nil once the job has ended
+
+	state    string
+	procs    []jproc                 // by rank
+	nodes    map[int]wire.RankRanges // ranks per node index
+	reg      *pset.Registry
+	gen      uint64
+	started  time.Time
+	ended    time.Time
+	launched bool        // the launch round has completed
+	early    []earlyExit // exits that arrived before the launch round completed
+	live     int         // processes not yet ended
+	failure  *failure    // first process that failed
+	kill     *killOrder  // set once the job is being killed
+	timer    *time.Timer // time limit
+	waiters  []waiter    // job.wait requests
+	end      tool.JobEnd // final state once done
+	done     bool
+}
+
+type jproc struct {
+	node    int
+	pid     int
+	state   string
+	code    int
+	sig     int
+	started int64
+	ended   int64
+}
+
+type earlyExit struct {
+	ev   wire.ProcExited
+	note string
+}
+
+type failure struct {
+	rank uint32
+	code int
+	msg  string
+}
+
+// killOrder says how and why a job is killed.
+type killOrder struct {
+	reason string
+	sig    syscall.Signal // first signal (0 = SIGTERM)
+	grace  time.Duration  // before SIGKILL (0 = the master's default)
+	code   int            // exit status to report (abort)
+	msg    string         // detail for the report
+}
+
+type waiter struct {
+	p     *peer // may be nil
+	reply func(waitResult, error)
+}
+
+type waitResult struct {
+	end     tool.JobEnd
+	flushed <-chan struct{} // closed once the waiter's connection got every event queued before the end
+}
+
+// jobInfo describes j for tools.
+func (s *state) jobInfo(j *job, withProcs bool) wire.JobInfo {
+	in := wire.JobInfo{
+		ID: j.id, Job: j.ns, App: j.app, State: j.state, Argv: j.req.Argv, Size: uint32(j.live),
+		NextRank: uint32(len(j.procs)), Started: j.started.UnixNano(), Placement: s.placement(j),
+	}
+	if j.done {
+		in.Code = j.end.Code
+		in.Ended = j.ended.UnixNano()
+	}
+	if withProcs {
+		in.Procs = make([]wire.ProcInfo, len(j.procs))
+		for r, p := range j.procs {
+			in.Procs[r] = wire.ProcInfo{
+				Rank: uint32(r), Node: s.nodes[p.node].name, PID: p.pid, State: p.state, Code: p.code,
+				Signal: p.sig, Started: p.started, Ended: p.ended,
+			}
+		}
+	}
+	return in
+}
+
+func (s *state) placement(j *job) []wire.Placement {
+	var out []wire.Placement
+	for _, n := range s.nodes {
+		if rr, ok := j.nodes[n.idx]; ok {
+			out = append(out, wire.Placement{Node: n.name, Ranks: rr})
+		}
+	}
+	return out
+}
+
+func (s *state) jobData(j *job) *wire.JobData {
+	return &wire.JobData{
+		Gen: j.gen, ID: j.id, Job: j.ns, App: j.app, Size: uint32(len(j.procs)),
+		NextRank: uint32(len(j.procs)), Placement: s.placement(j),
+	}
+}
+
+// setInfo describes the latest version of a set for a push, with members.
+func setInfo(r *pset.Registry, job, name string, t int64) (wire.PsetInfo, error) {
+	in, err := refInfo(r, job, name, true)
+	if err != nil {
+		return wire.PsetInfo{}, err
+	}
+	in.Time = t
+	return *in, nil
+}
+
+// appName derives a unique application name: --name or the program's base
+// name, reduced to the pset name alphabet and suffixed with -<job number>
+// when a live job already uses it.
+func (s *state) appName(req *wire.JobLaunchReq, id uint32) string {
+	base := req.Name
+	if base == "" {
+		base = path.Base(req.Argv[0])
+	}
+	b := []byte(base)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			b[i] = '_'
+		}
+	}
+	name := string(b)
+	suffix := "-" + strconv.FormatUint(uint64(id), 10)
+	if len(name) > pset.MaxAppLen-len(suffix) {
+		name = name[:pset.MaxAppLen-len(suffix)]
+	}
+	if allDots(name) {
+		name = "app"
+	}
+	if s.apps[name] {
+		name += suffix
+	}
+	return name
+}
+
+func allDots(s string) bool {
+	for i := range len(s) {
+		if s[i] != '.' {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *Master) handleLaunch(ctx context.Context, req *wire.Request, b *wire.JobLaunchReq) (any, error) {
+	return ask(ctx, m, func(s *state, reply func(*wire.JobLaunchReply, error)) {
+		s.launch(req.Conn, b, reply)
+	})
+}
+
+// nodeCall is one call of a launch round.
+type nodeCall struct {
+	node  int
+	conn  *wire.Conn
+	kind  string
+	body  any
+	ranks wire.RankRanges
+	rep   wire.LaunchReply
+	err   error
+}
+
+// launch places a job, then sends one round of concurrent calls: the ranks
+// (with the job data and sets) to every node that runs some, the job data
+// and sets to the others. launchDone finishes the job's start on the loop.
+func (s *state) launch(c *wire.Conn, b *wire.JobLaunchReq, reply func(*wire.JobLaunchReply, error)) {
+	if s.stopping {
+		reply(nil, wire.Errorf(wire.ErrState, "master: DVM %s is stopping", s.id))
+		return
+	}
+	p, err := s.peerOf(c)
+	if err != nil {
+		reply(nil, err)
+		return
+	}
+	if b.N == 0 {
+		reply(nil, wire.Errorf(wire.ErrInvalid, "master: a job needs at least one process"))
+		return
+	}
+	if len(b.Argv) == 0 || b.Argv[0] == "" {
+		reply(nil, wire.Errorf(wire.ErrInvalid, "master: no program to launch"))
+		return
+	}
+	if b.TimeoutMS < 0 {
+		reply(nil, wire.Errorf(wire.ErrInvalid, "master: negative time limit %d ms", b.TimeoutMS))
+		return
+	}
+	mapBy, err := alloc.ParseMapBy(b.MapBy)
+	if err != nil {
+		reply(nil, err)
+		return
+	}
+	id := s.lastJob + 1
+	ns := s.id + "." + strconv.FormatUint(uint64(id), 10)
+	placed, err := s.alloc.Allocate(ns, int(b.N), alloc.Options{MapBy: mapBy, Oversubscribe: b.Oversubscribe})
+	if err != nil {
+		if errors.Is(err, wire.ErrNoResources) && int(b.N) > s.alloc.Free() {
+			err = wire.Errorf(wire.ErrNoResources, "master: cannot start %d processes: only %d of %d slots are free (--oversubscribe places more)", b.N, s.alloc.Free(), s.alloc.Total())
+		}
+		reply(nil, err)
+		return
+	}
+	for _, pr := range placed {
+		if n := s.nodes[pr.Node]; !n.up {
+			_ = s.alloc.ReleaseJob(ns)
+			reply(nil, wire.Errorf(wire.ErrNoResources, "master: cannot start %d processes: node %s, where they would go, is down", b.N, n.name))
+			return
+		}
+	}
+	s.lastJob = id
+	app := s.appName(b, id)
+	ranks := make([]uint32, len(placed))
+	for i, pr := range placed {
+		ranks[i] = pr.Rank
+	}
+	reg, err := pset.New(app, ranks)
+	if err != nil {
+		_ = s.alloc.ReleaseJob(ns)
+		reply(nil, wire.Errorf(wire.ErrInvalid, "master: %w", err))
+		return
+	}
+	now := time.Now()
+	j := &job{
+		id: id, ns: ns, app: app, req: *b, owner: p, state: wire.JobStateLaunching,
+		procs: make([]jproc, len(placed)), nodes: make(map[int]wire.RankRanges), reg: reg,
+		gen: 1, started: now, live: len(placed),
+	}
+	for _, pr := range placed {
+		j.procs[pr.Rank] = jproc{node: pr.Node, state: wire.ProcStateLaunching}
+		j.nodes[pr.Node] = j.nodes[pr.Node].Add(pr.Rank)
+	}
+	s.jobs[ns] = j
+	s.order = append(s.order, j)
+	s.apps[app] = true
+	s.live++
+	p.jobs[j] = struct{}{}
+	if b.TimeoutMS > 0 {
+		m := s.m
+		j.timer = time.AfterFunc(time.Duration(b.TimeoutMS)*time.Millisecond, func() {
+			m.post(func(s *state) {
+				s.killJob(j, killOrder{reason: reasonTimeout, msg: fmt.Sprintf("time limit of %v reached", time.Duration(b.TimeoutMS)*time.Millisecond)})
+			})
+		})
+	}
+
+	data := s.jobData(j)
+	push := &wire.PsetPush{Job: ns}
+	for _, name := range []string{pset.NameWorld, pset.AppName(app)} {
+		in, err := setInfo(reg, ns, name, now.UnixNano())
+		if err != nil {
+			s.log.Error("master: cannot describe a predefined set", "set", name, "err", err)
+			continue
+		}
+		push.Defined = append(push.Defined, in)
+	}
+	for i := range push.Defined {
+		in := push.Defined[i]
+		in.Members = nil
+		s.publish(wire.Event{Kind: wire.EvPsetDef, Job: ns, Pset: &in})
+	}
+	var calls []*nodeCall
+	for _, n := range s.nodes {
+		if !n.up {
+			continue
+		}
+		call := &nodeCall{node: n.idx, conn: n.conn}
+		if rr, ok := j.nodes[n.idx]; ok {
+			call.kind, call.ranks = wire.KindNodeLaunch, rr
+			call.body = &daemon.LaunchBody{
+				LaunchReq: wire.LaunchReq{
+					Job: ns, App: app, ID: id, Ranks: rr, Argv: b.Argv, Env: b.Env, Wdir: b.Wdir, Output: b.Output,
+				},
+				Data: data, Psets: push,
+			}
+		} else {
+			call.kind = wire.KindNodeJobData
+			call.body = &daemon.JobDataBody{JobData: *data, Psets: push}
+		}
+		calls = append(calls, call)
+	}
+	go s.m.launchRound(j, calls, reply)
+}
+
+// launchRound makes the calls of a launch concurrently (outside the loop)
+// and posts the outcome back.
+func (m *Master) launchRound(j *job, calls []*nodeCall, reply func(*wire.JobLaunchReply, error)) {
+	ctx, cancel := context.WithTimeout(context.Background(), m.callTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, c := range calls[min(1, len(calls)):] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.err = m.callNode(ctx, c)
+		}()
+	}
+	if len(calls) > 0 {
+		calls[0].err = m.callNode(ctx, calls[0])
+	}
+	wg.Wait()
+	m.post(func(s *state) { s.launchDone(j, calls, reply) })
+}
+
+func (m *Master) callNode(ctx context.Context, c *nodeCall) error {
+	if c.kind == wire.KindNodeLaunch {
+		return c.conn.Call(ctx, c.kind, c.body, &c.rep)
+	}
+	return c.conn.Call(ctx, c.kind, c.body, nil)
+}
+
+// startCode maps a failed launch call to an exit code like a shell's.
+func startCode(err error) int {
+	switch {
+	case errors.Is(err, wire.ErrNotFound):
+		return 127
+	case errors.Is(err, wire.ErrPermission):
+		return 126
+	}
+	return 1
+}
+
+func (s *state) launchDone(j *job, calls []*nodeCall, reply func(*wire.JobLaunchReply, error)) {
+	j.launched = true
+	if !j.done {
+		j.state = wire.JobStateRunning
+	}
+	s.publish(wire.Event{Kind: wire.EvJobState, Job: j.ns, State: wire.JobStateRunning})
+	reply(&wire.JobLaunchReply{ID: j.id, Job: j.ns, App: j.app, Placement: s.placement(j)}, nil)
+
+	for _, c := range calls {
+		if c.kind != wire.KindNodeLaunch {
+			if c.err != nil {
+				s.log.Warn("master: cannot send job data", "node", s.nodes[c.node].name, "job", j.ns, "err", c.err)
+			}
+			continue
+		}
+		var running wire.RankRanges
+		for _, st := range c.rep.Started {
+			if int(st.Rank) < len(j.procs) {
+				p := &j.procs[st.Rank]
+				p.pid, p.started = st.PID, st.Time
+				if p.state == wire.ProcStateLaunching {
+					p.state = wire.ProcStateRunning
+				}
+				running = running.Add(st.Rank)
+			}
+		}
+		if len(running) > 0 {
+			s.publish(wire.Event{Kind: wire.EvProcState, Job: j.ns, Ranks: running, Node: s.nodes[c.node].name, State: wire.ProcStateRunning})
+		}
+		if c.err != nil {
+			for r := range c.ranks.All() {
+				s.recordExit(j, wire.ProcExited{
+					Job: j.ns, Rank: r, Node: s.nodes[c.node].name, Code: startCode(c.err), Err: c.err.Error(),
+				}, "")
+			}
+		}
+	}
+	early := j.early
+	j.early = nil
+	for _, e := range early {
+		s.recordExit(j, e.ev, e.note)
+	}
+	// Nodes lost while the round was in flight.
+	for idx := range j.nodes {
+		if n := s.nodes[idx]; !n.up {
+			s.loseRanks(j, n)
+		}
+	}
+	if j.kill != nil && !j.done {
+		s.sendKill(j, nil)
+	}
+}
+
+// procExited handles a proc.exited event from a daemon.
+func (s *state) procExited(ev wire.ProcExited) {
+	j := s.jobs[ev.Job]
+	if j == nil || j.done {
+		return
+	}
+	s.recordExit(j, ev, "")
+}
+
+// recordExit books the end of one process. Exits that arrive before the
+// launch round has completed wait, so that events and states follow the
+// order launched → exited → ended. note, when set, replaces the
+// description of how the process ended.
+func (s *state) recordExit(j *job, ev wire.ProcExited, note string) {
+	if !j.launched {
+		j.early = append(j.early, earlyExit{ev, note})
+		return
+	}
+	if j.done || int(ev.Rank) >= len(j.procs) {
+		return
+	}
+	p := &j.procs[ev.Rank]
+	switch p.state {
+	case wire.ProcStateExited, wire.ProcStateFailed, wire.ProcStateKilled:
+		return // reported twice (e.g. lost with its node, then the exit)
+	}
+	p.code, p.sig = ev.Code, ev.Signal
+	p.ended = ev.Time
+	if p.ended == 0 {
+		p.ended = time.Now().UnixNano()
+	}
+	if ev.PID != 0 {
+		p.pid = ev.PID
+	}
+	switch {
+	case ev.Err != "":
+		p.state = wire.ProcStateFailed
+	case ev.Forced || note != "":
+		p.state = wire.ProcStateKilled
+	default:
+		p.state = wire.ProcStateExited
+	}
+	j.live--
+	if rr := j.nodes[p.node]; len(rr) > 0 {
+		// Keep the live placement current (JobInfo.Placement).
+		j.nodes[p.node] = removeRank(rr, ev.Rank)
+		if len(j.nodes[p.node]) == 0 {
+			delete(j.nodes, p.node)
+		}
+	}
+	node := s.nodes[p.node].name
+	msg := ev.Err
+	if note != "" {
+		msg = note
+	}
+	s.publish(wire.Event{
+		Kind: wire.EvProcState, Job: j.ns, Ranks: wire.Span(ev.Rank, ev.Rank), Node: node,
+		State: p.state, Code: ev.Code, Signal: ev.Signal, Msg: msg,
+	})
+	failed := ev.Err != "" || note != "" || (!ev.Forced && (ev.Code != 0 || ev.Signal != 0))
+	if failed && j.failure == nil {
+		j.failure = &failure{rank: ev.Rank, code: ev.Code, msg: describeExit(ev.Rank, node, ev, note)}
+		if !j.req.KeepGoing {
+			s.killJob(j, killOrder{reason: reasonFailed})
+		}
+	}
+	if j.live == 0 {
+		s.endJob(j)
+	}
+}
+
+func removeRank(rr wire.RankRanges, r uint32) wire.RankRanges {
+	out := make(wire.RankRanges, 0, len(rr)+1)
+	for _, g := range rr {
+		switch {
+		case r < g.Lo || r > g.Hi:
+			out = append(out, g)
+		case g.Lo == g.Hi:
+		case r == g.Lo:
+			out = append(out, wire.RankRange{Lo: g.Lo + 1, Hi: g.Hi})
+		case r == g.Hi:
+			out = append(out, wire.RankRange{Lo: g.Lo, Hi: g.Hi - 1})
+		default:
+			out = append(out, wire.RankRange{Lo: g.Lo, Hi: r - 1}, wire.RankRange{Lo: r + 1, Hi: g.Hi})
+		}
+	}
+	return out
+}
+
+// describeExit says how a process ended, for the job's one-line report.
+func describeExit(rank uint32, node string, ev wire.ProcExited, note string) string {
+	var how string
+	switch {
+	case note != "":
+		how = note
+	case ev.Err != "":
+		how = "could not start: " + ev.Err
+	default:
+		how = proc.ExitStatus{ExitCode: ev.Code, Signal: syscall.Signal(ev.Signal)}.String()
+	}
+	return fmt.Sprintf("rank %d on %s %s", rank, node, how)
+}
+
+// loseRanks ends the processes of j on a node whose daemon is gone: they
+// count as killed by SIGKILL.
+func (s *state) loseRanks(j *job, n *node) {
+	rr, ok := j.nodes[n.idx]
+	if !ok {
+		return
+	}
+	for r := range slices.Clone(rr).All() {
+		s.recordExit(j, wire.ProcExited{Job: j.ns, Rank: r, Node: n.name, Code: 128 + int(syscall.SIGKILL), Signal: int(syscall.SIGKILL)},
+			"was lost with its node (daemon gone)")
+	}
+}
+
+// killJob starts killing j. The first order decides the reason; a later
+// one re-sends its signal (a second Ctrl-C may ask for SIGKILL at once).
+func (s *state) killJob(j *job, k killOrder) {
+	if j.done {
+		return
+	}
+	if k.grace <= 0 {
+		k.grace = s.m.grace
+	}
+	if k.sig == 0 {
+		k.sig = syscall.SIGTERM
+	}
+	first := j.kill == nil
+	if first {
+		j.kill = &k
+	}
+	if !j.launched {
+		return // launchDone sends it
+	}
+	if first {
+		s.sendKill(j, nil)
+	} else {
+		s.sendKill(j, &k)
+	}
+}
+
+// sendKill asks every daemon running processes of j to kill them.
+func (s *state) sendKill(j *job, k *killOrder) {
+	if k == nil {
+		k = j.kill
+	}
+	req := &wire.KillReq{Job: j.ns, Signal: int(k.sig), GraceMS: k.grace.Milliseconds()}
+	for idx := range j.nodes {
+		n := s.nodes[idx]
+		if !n.up {
+			continue
+		}
+		go s.m.notifyCall(n.conn, wire.KindNodeKill, req)
+	}
+}
+
+// notifyCall makes a call whose answer nobody waits for; failures are
+// logged (the node-lost path handles dead daemons).
+func (m *Master) notifyCall(c *wire.Conn, kind string, body any) {
+	ctx, cancel := context.WithTimeout(context.Background(), m.callTimeout)
+	defer cancel()
+	if err := c.Call(ctx, kind, body, nil); err != nil && c.Err() == nil {
+		m.log.Warn("master: call to daemon failed", "kind", kind, "daemon", c.Peer().Name, "err", err)
+	}
+}
+
+// endJob finishes a job whose last process has ended.
+func (s *state) endJob(j *job) {
+	j.done = true
+	j.ended = time.Now()
+	if j.timer != nil {
+		j.timer.Stop()
+	}
+	end := tool.JobEnd{}
+	reason := ""
+	if j.kill != nil {
+		reason = j.kill.reason
+	}
+	switch {
+	case reason == reasonFailed || (reason == "" && j.failure != nil):
+		j.state = wire.JobStateFailed
+	case reason != "":
+		j.state = wire.JobStateKilled
+	default:
+		j.state = wire.JobStateDone
+	}
+	end.Reason = reason
+	label := fmt.Sprintf("job %s (%s)", j.app, j.ns)
+	switch {
+	case reason == reasonTimeout:
+		end.Code = tool.CodeTimeout
+		end.Msg = fmt.Sprintf("%s killed: %s", label, j.kill.msg)
+	case reason == reasonAbort:
+		end.Code = j.kill.code
+		end.Msg = fmt.Sprintf("%s aborted: %s", label, j.kill.msg)
+	case j.failure != nil:
+		end.Code = j.failure.code
+		end.Msg = fmt.Sprintf("%s: %s", label, j.failure.msg)
+		if reason == reasonFailed {
+			end.Msg += "; the other processes were terminated"
+		}
+	case reason == reasonKill:
+		end.Code = 128 + int(j.kill.sig)
+		end.Msg = label + " killed on request"
+	case reason == reasonStop:
+		end.Code = 128 + int(j.kill.sig)
+		end.Msg = label + " killed: the DVM was stopped"
+	case reason == reasonLost:
+		end.Code = 128 + int(j.kill.sig)
+		end.Msg = label + " killed: its launcher went away"
+	}
+	if end.Code == 0 && j.state != wire.JobStateDone {
+		end.Code = 1 // a failure must never read as success
+	}
+	j.end = end // jobInfo reads the code from here
+	j.end.JobInfo = s.jobInfo(j, false)
+
+	if err := s.alloc.ReleaseJob(j.ns); err != nil {
+		s.log.Error("master: cannot free the slots of a job", "job", j.ns, "err", err)
+	}
+	delete(s.apps, j.app)
+	s.live--
+	gone := &daemon.JobDataBody{JobData: wire.JobData{Gen: j.gen + 1, ID: j.id, Job: j.ns, Gone: true}}
+	for _, c := range s.upConns() {
+		go s.m.notifyCall(c, wire.KindNodeJobData, gone)
+	}
+	s.publish(wire.Event{Kind: wire.EvJobState, Job: j.ns, State: j.state, Code: j.end.Code, Msg: j.end.Msg})
+	for _, w := range j.waiters {
+		s.answerWait(j, w)
+	}
+	j.waiters = nil
+	if j.owner != nil {
+		delete(j.owner.jobs, j)
+		j.owner = nil
+	}
+	s.trimEnded()
+	if s.stopping && s.live == 0 && s.drained != nil {
+		close(s.drained)
+		s.drained = nil
+	}
+}
+
+func (s *state) answerWait(j *job, w waiter) {
+	var flushed <-chan struct{}
+	if w.p != nil && w.p.q != nil {
+		flushed = w.p.q.barrier()
+	}
+	w.reply(waitResult{end: j.end, flushed: flushed}, nil)
+}
+
+// trimEnded forgets the oldest ended jobs beyond maxEnded.
+func (s *state) trimEnded() {
+	ended := 0
+	for _, j := range s.order {
+		if j.done {
+			ended++
+		}
+	}
+	if ended <= maxEnded {
+		return
+	}
+	keep := s.order[:0]
+	for _, j := range s.order {
+		if j.done && ended > maxEnded {
+			ended--
+			delete(s.jobs, j.ns)
+			continue
+		}
+		keep = append(keep, j)
+	}
+	clear(s.order[len(keep):])
+	s.order = keep
+}
+
+func (s *state) job(ns string) (*job, error) {
+	j := s.jobs[ns]
+	if j == nil {
+		return nil, wire.Errorf(wire.ErrNotFound, "master: DVM %s has no job %q", s.id, ns)
+	}
+	return j, nil
+}
+
+func (m *Master) handleWait(ctx context.Context, req *wire.Request, b *wire.JobWaitReq) (any, error) {
+	if b.TimeoutMS > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(b.TimeoutMS)*time.Millisecond)
+		defer cancel()
+	}
+	res, err := ask(ctx, m, func(s *state, reply func(waitResult, error)) {
+		j, err := s.job(b.Job)
+		if err != nil {
+			reply(waitResult{}, err)
+			return
+		}
+		w := waiter{p: s.peers[req.Conn], reply: reply}
+		if j.done {
+			s.answerWait(j, w)
+			return
+		}
+		j.waiters = append(j.waiters, w)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if res.flushed != nil {
+		select {
+		case <-res.flushed:
+		case <-ctx.Done():
+			return nil, wire.Errorf(wire.ErrCanceled, "master: job.wait: %w", ctx.Err())
+		}
+	}
+	return &res.end, nil
+}
+
+func (m *Master) handleKill(ctx context.Context, _ *wire.Request, b *wire.JobKillReq) (any, error) {
+	if b.Signal < 0 || b.Signal > 64 {
+		return nil, wire.Errorf(wire.ErrInvalid, "master: bad signal %d", b.Signal)
+	}
+	return nil, do(ctx, m, func(s *state) error {
+		j, err := s.job(b.Job)
+		if err != nil {
+			return err
+		}
+		if j.done {
+			return wire.Errorf(wire.ErrState, "master: job %s has already ended (%s)", j.ns, j.state)
+		}
+		s.killJob(j, killOrder{reason: reasonKill, sig: syscall.Signal(b.Signal), grace: time.Duration(b.GraceMS) * time.Millisecond})
+		return nil
+	})
+}
+
+// handleAbort serves session.abort relayed by a daemon: the caller's whole
+// job, or the listed processes, are killed.
+func (m *Master) handleAbort(ctx context.Context, _ *wire.Request, b *wire.AbortReq) (any, error) {
+	return nil, do(ctx, m, func(s *state) error {
+		j, err := s.job(b.Job)
+		if err != nil {
+			return err
+		}
+		msg := fmt.Sprintf("rank %d called abort", b.Rank)
+		if b.Msg != "" {
+			msg += ": " + b.Msg
+		}
+		if len(b.Procs) == 0 {
+			s.killJob(j, killOrder{reason: reasonAbort, code: b.Status, msg: msg})
+			return nil
+		}
+		for _, pr := range b.Procs {
+			if pr.Job != "" && pr.Job != b.Job {
+				return wire.Errorf(wire.ErrPermission, "master: rank %d of job %s may not abort processes of job %s", b.Rank, b.Job, pr.Job)
+			}
+			t, err := s.job(b.Job)
+			if err != nil {
+				return err
+			}
+			if t.done {
+				continue
+			}
+			req := &wire.KillReq{Job: t.ns, Ranks: pr.Ranks, Signal: int(syscall.SIGTERM), GraceMS: s.m.grace.Milliseconds()}
+			for idx := range t.nodes {
+				if n := s.nodes[idx]; n.up {
+					go s.m.notifyCall(n.conn, wire.KindNodeKill, req)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// output forwards a line to the tool that launched its job.
+func (s *state) output(line *wire.OutputLine) {
+	j := s.jobs[line.Job]
+	if j == nil || j.owner == nil || j.owner.closed || !j.req.Output.Forward {
+		return
+	}
+	if !j.owner.queue().push(wire.KindProcOutput, line) {
+		if j.owner.dropped == 0 {
+			s.log.Warn("master: launcher does not keep up with output; dropping lines", "job", j.ns)
+		}
+		j.owner.dropped++
+	}
+}
+
+// beginStop kills every live job; the returned channel is closed once none
+// is left.
+func (s *state) beginStop(grace time.Duration) <-chan struct{} {
+	ch := make(chan struct{})
+	s.stopping = true
+	if s.live == 0 {
+		close(ch)
+		return ch
+	}
+	s.drained = ch
+	for _, j := range s.order {
+		if !j.done {
+			s.killJob(j, killOrder{reason: reasonStop, grace: grace})
+		}
+	}
+	return ch
+}

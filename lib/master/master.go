@@ -1,0 +1,447 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/dynrt/dynrt/lib/alloc"
+	"github.com/dynrt/dynrt/lib/buildinfo"
+	"github.com/dynrt/dynrt/lib/daemon"
+	"github.com/dynrt/dynrt/lib/dvmdir"
+	"github.com/dynrt/dynrt/lib/launcher"
+	"github.com/dynrt/dynrt/wire"
+)
+
+// Defaults.
+const (
+	DefaultBind            = "127.0.0.1:0"
+	DefaultKillGrace       = daemon.DefaultKillGrace
+	DefaultRegisterTimeout = 30 * time.Second
+	DefaultCallTimeout     = 30 * time.Second
+)
+
+// Config configures a master.
+type Config struct {
+	Dir      string       // rendezvous directory; "" = dvmdir.Open(Env)
+	ID, Name string       // DVM id (generated if empty) and human name
+	Nodes    []alloc.Node // node 0 is the master's own node (its daemon runs in-process)
+	Launcher string       // local (default), ssh or join: how the other daemons start
+	Hosts    []string     // ssh: Hosts[i] is the host of node i (default: the node's name); Hosts[0] is unused
+	// Listening, when set, is called once the master listens, before the
+	// daemons are started (the join launcher prints how to join then).
+	Listening func(dvmdir.Info)
+	Bind      string // TCP listen address; "" = DefaultBind
+	// DaemonCommand runs `dynrun daemon` on this host (local launcher);
+	// nil means {os.Executable(), "daemon"}.
+	DaemonCommand []string
+	// Private marks the DVM of one dynrun run; its name defaults to
+	// "private-<pid>".
+	Private bool
+	Logger  *slog.Logger
+	Env     func(string) string // nil = os.Getenv
+
+	// Starter starts the daemons of nodes 1..; nil builds the launcher
+	// named by Launcher with DaemonCommand.
+	Starter launcher.Starter
+	// KillGrace is the SIGTERM→SIGKILL grace of kills that give none;
+	// 0 = DefaultKillGrace.
+	KillGrace time.Duration
+	// RegisterTimeout bounds the wait for the daemons in Start; 0 =
+	// DefaultRegisterTimeout.
+	RegisterTimeout time.Duration
+}
+
+// Master is a running DVM master.
+type Master struct {
+	cfg         Config
+	log         *slog.Logger
+	grace       time.Duration
+	callTimeout time.Duration
+
+	dir  string
+	info dvmdir.Info
+
+	st       *state
+	ops      chan func(*state)
+	quit     chan struct{}
+	loopDone chan struct{}
+
+	// Requests are routed by the role of the connection (routes.go).
+	daemonMux *wire.Mux
+	toolMux   *wire.Mux
+
+	serveCancel context.CancelFunc
+	serveWG     sync.WaitGroup
+
+	localCancel context.CancelFunc
+	localDone   chan error // result of the in-process daemon
+
+	stopOnce sync.Once
+	done     chan struct{}
+}
+
+// Start starts a DVM: it listens, starts the in-process daemon of node 0
+// and the daemons of the other nodes, waits until all have registered,
+// writes the rendezvous file and returns. On error everything started is
+// stopped again.
+func Start(ctx context.Context, cfg Config) (*Master, error) {
+	if cfg.Env == nil {
+		cfg.Env = os.Getenv
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if len(cfg.Nodes) == 0 {
+		return nil, wire.Errorf(wire.ErrInvalid, "master: a DVM needs at least one node")
+	}
+	al, err := alloc.New(cfg.Nodes)
+	if err != nil {
+		return nil, err
+	}
+	dir := cfg.Dir
+	if dir == "" {
+		if dir, err = dvmdir.Open(cfg.Env); err != nil {
+			return nil, err
+		}
+	} else if err := dvmdir.Ensure(dir); err != nil {
+		return nil, err
+	}
+	id := cfg.ID
+	if id == "" {
+		if id, err = dvmdir.NewID(); err != nil {
+			return nil, err
+		}
+	}
+	token, err := dvmdir.NewToken()
+	if err != nil {
+		return nil, err
+	}
+	name := cfg.Name
+	if name == "" && cfg.Private {
+		name = "private-" + strconv.Itoa(os.Getpid())
+	}
+	m := &Master{
+		cfg:         cfg,
+		log:         cfg.Logger.With("dvm", id),
+		grace:       cfg.KillGrace,
+		callTimeout: DefaultCallTimeout,
+		dir:         dir,
+		ops:         make(chan func(*state), 256),
+		quit:        make(chan struct{}),
+		loopDone:    make(chan struct{}),
+		daemonMux:   wire.NewMux(),
+		toolMux:     wire.NewMux(),
+		done:        make(chan struct{}),
+	}
+	if m.grace <= 0 {
+		m.grace = DefaultKillGrace
+	}
+	started := time.Now()
+	m.info = dvmdir.Info{
+		ID: id, Name: name, Token: token, PID: os.Getpid(), Nodes: len(cfg.Nodes),
+		Version: buildinfo.Read().Version, StartTime: started,
+	}
+	m.st = &state{
+		m: m, log: m.log, id: id, token: token, started: started, alloc: al,
+		nodeByName: make(map[string]*node), allUp: make(chan struct{}),
+		peers: make(map[*wire.Conn]*peer), jobs: make(map[string]*job), apps: make(map[string]bool),
+	}
+	for i, n := range cfg.Nodes {
+		nd := &node{idx: i, name: n.Name, slots: n.Slots, local: i == 0}
+		m.st.nodes = append(m.st.nodes, nd)
+		m.st.nodeByName[n.Name] = nd
+	}
+	m.routes()
+	go m.run()
+
+	if err := m.start(ctx); err != nil {
+		m.shutdown(m.grace)
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *Master) start(ctx context.Context) error {
+	sock, err := dvmdir.SocketPath(m.dir, m.info.ID, "master.sock")
+	if err != nil {
+		return err
+	}
+	_ = os.Remove(sock) // left by a dead master that had this id
+	lnU, err := net.Listen("unix", sock)
+	if err != nil {
+		return wire.Errorf(wire.ErrInternal, "master: listen on %s: %w", sock, err)
+	}
+	bind := m.cfg.Bind
+	if bind == "" {
+		bind = DefaultBind
+	}
+	lnT, err := net.Listen("tcp", bind)
+	if err != nil {
+		lnU.Close()
+		return wire.Errorf(wire.ErrInvalid, "master: listen on %s: %w", bind, err)
+	}
+	m.info.Socket, m.info.TCP = sock, lnT.Addr().String()
+
+	srv := &wire.Server{
+		Policy: wire.AcceptPolicy{
+			Name: m.info.ID, Role: wire.RoleMaster, Token: m.info.Token,
+			Roles: []string{wire.RoleDaemon, wire.RoleTool},
+		},
+		Options: wire.Options{
+			Handler: m.serve,
+			OnEvent: m.onEvent,
+			OnClose: func(c *wire.Conn, err error) { m.post(func(s *state) { s.connClosed(c, err) }) },
+			Logger:  m.log,
+		},
+		Logger: m.log,
+	}
+	sctx, cancel := context.WithCancel(context.Background())
+	m.serveCancel = cancel
+	for _, ln := range []net.Listener{lnU, lnT} {
+		m.serveWG.Add(1)
+		go func() {
+			defer m.serveWG.Done()
+			if err := srv.Serve(sctx, ln); err != nil {
+				m.log.Error("master: listener failed", "addr", ln.Addr().String(), "err", err)
+			}
+		}()
+	}
+
+	// Node 0: the daemon inside this process.
+	lctx, lcancel := context.WithCancel(context.Background())
+	m.localCancel = lcancel
+	m.localDone = make(chan error, 1)
+	n0 := m.cfg.Nodes[0]
+	go func() {
+		m.localDone <- daemon.Run(lctx, daemon.Config{
+			Master: sock, Token: m.info.Token, Node: n0.Name, Slots: n0.Slots, DVM: m.info.ID, Dir: m.dir,
+			KillGrace: m.grace, Env: m.cfg.Env, Logger: m.cfg.Logger,
+		})
+	}()
+
+	if m.cfg.Listening != nil {
+		m.cfg.Listening(m.info)
+	}
+
+	// The other nodes, through the launcher.
+	early := make(chan string, len(m.cfg.Nodes))
+	if len(m.cfg.Nodes) > 1 {
+		starter, err := m.starter()
+		if err != nil {
+			return err
+		}
+		addr := sock
+		if starter.Kind() == launcher.SSH {
+			addr = m.info.TCP
+		}
+		for i, n := range m.cfg.Nodes[1:] {
+			host := ""
+			if i+1 < len(m.cfg.Hosts) {
+				host = m.cfg.Hosts[i+1]
+			} else if starter.Kind() == launcher.SSH {
+				host = n.Name
+			}
+			d, err := starter.Start(ctx, launcher.NodeSpec{
+				Name: n.Name, Host: host, Slots: n.Slots, DVM: m.info.ID, Dir: m.dir, Master: addr, Token: m.info.Token,
+			})
+			if err != nil {
+				return fmt.Errorf("master: start the daemon of node %s: %w", n.Name, err)
+			}
+			if err := do(ctx, m, func(s *state) error { s.nodes[i+1].proc = d; return nil }); err != nil {
+				d.Stop(m.grace)
+				return err
+			}
+			if done := d.Done(); done != nil {
+				go func() {
+					<-done
+					early <- n.Name
+				}()
+			}
+		}
+	}
+
+	timeout := m.cfg.RegisterTimeout
+	if timeout <= 0 {
+		timeout = DefaultRegisterTimeout
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-m.st.allUp:
+	case name := <-early:
+		return wire.Errorf(wire.ErrInternal, "master: the daemon of node %s exited before it registered", name)
+	case err := <-m.localDone:
+		m.localDone <- err // for shutdown
+		return fmt.Errorf("master: the daemon of node %s failed: %w", n0.Name, err)
+	case <-t.C:
+		return wire.Errorf(wire.ErrTimeout, "master: daemons did not register within %v", timeout)
+	case <-ctx.Done():
+		return wire.Errorf(wire.ErrCanceled, "master: start: %w", ctx.Err())
+	}
+	path, err := dvmdir.Write(m.dir, m.info)
+	if err != nil {
+		return err
+	}
+	m.info.Path = path
+	m.log.Debug("master: DVM up", "file", path, "nodes", len(m.cfg.Nodes))
+	return nil
+}
+
+func (m *Master) starter() (launcher.Starter, error) {
+	if m.cfg.Starter != nil {
+		return m.cfg.Starter, nil
+	}
+	cmd := m.cfg.DaemonCommand
+	if cmd == nil {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, wire.Errorf(wire.ErrInternal, "master: cannot find the dynrun binary: %w", err)
+		}
+		cmd = []string{exe, "daemon"}
+	}
+	return launcher.New(launcher.Options{Kind: m.cfg.Launcher, Command: cmd, Logger: m.log})
+}
+
+// Info describes the DVM as its rendezvous file does.
+func (m *Master) Info() dvmdir.Info { return m.info }
+
+// Done is closed once the DVM has stopped (after Stop or a dvm.stop
+// request).
+func (m *Master) Done() <-chan struct{} { return m.done }
+
+// Stop stops the DVM: every job is killed (SIGTERM, then SIGKILL after the
+// grace period), every daemon stopped, the listeners closed and the
+// rendezvous file and sockets removed. It returns when all that is done or
+// ctx ends (the stop then goes on in the background).
+func (m *Master) Stop(ctx context.Context) error {
+	m.stopAsync(m.grace)
+	select {
+	case <-m.done:
+		return nil
+	case <-ctx.Done():
+		return wire.Errorf(wire.ErrTimeout, "master: stop: %w", ctx.Err())
+	}
+}
+
+func (m *Master) stopAsync(grace time.Duration) {
+	m.stopOnce.Do(func() { go m.shutdown(grace) })
+}
+
+// shutdown runs the ordered stop. It is called once.
+func (m *Master) shutdown(grace time.Duration) {
+	defer close(m.done)
+	slack := grace + 5*time.Second
+
+	// 1. Kill the jobs and wait for their ends.
+	drained, err := ask(context.Background(), m, func(s *state, reply func(<-chan struct{}, error)) {
+		reply(s.beginStop(grace), nil)
+	})
+	if err == nil {
+		select {
+		case <-drained:
+		case <-time.After(slack):
+			m.log.Warn("master: jobs did not end in time; stopping the daemons anyway")
+		}
+	}
+
+	// 2. Stop the daemons and wait for their connections to close.
+	var conns []*wire.Conn
+	var procs []*launcher.Daemon
+	_ = do(context.Background(), m, func(s *state) error {
+		conns = s.upConns()
+		for _, n := range s.nodes {
+			if n.proc != nil {
+				procs = append(procs, n.proc)
+			}
+		}
+		return nil
+	})
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), slack)
+			defer cancel()
+			if err := c.Call(ctx, wire.KindNodeStop, &wire.NodeStopReq{GraceMS: grace.Milliseconds()}, nil); err != nil && !errors.Is(err, wire.ErrClosed) {
+				m.log.Warn("master: node.stop failed", "daemon", c.Peer().Name, "err", err)
+			}
+			select {
+			case <-c.Done():
+			case <-time.After(2 * time.Second):
+				c.Close()
+			}
+		}()
+	}
+	wg.Wait()
+
+	// 3. Wait for the daemon processes; kill stragglers.
+	for _, d := range procs {
+		select {
+		case <-d.Done():
+		case <-time.After(2 * time.Second):
+			m.log.Warn("master: daemon did not exit; killing it", "node", d.Node)
+			d.Stop(grace)
+		}
+		d.Wait()
+	}
+	if m.localCancel != nil {
+		m.localCancel()
+		if err := <-m.localDone; err != nil {
+			m.log.Debug("master: in-process daemon ended", "err", err)
+		}
+	}
+
+	// 4. Close the listeners and every connection; remove the files.
+	if m.serveCancel != nil {
+		m.serveCancel()
+	}
+	m.serveWG.Wait()
+	if err := dvmdir.Remove(m.dir, m.info.ID); err != nil {
+		m.log.Warn("master: cannot remove the rendezvous file", "err", err)
+	}
+	close(m.quit)
+	<-m.loopDone
+}
+
+// serve routes a request by the role of its connection.
+func (m *Master) serve(ctx context.Context, req *wire.Request) (any, error) {
+	switch req.Conn.Peer().Role {
+	case wire.RoleDaemon:
+		return m.daemonMux.Serve(ctx, req)
+	case wire.RoleTool:
+		return m.toolMux.Serve(ctx, req)
+	}
+	return nil, wire.Errorf(wire.ErrPermission, "master: role %q may not make requests", req.Conn.Peer().Role)
+}
+
+// onEvent takes the events daemons push (process exits and output) to the
+// loop, in arrival order.
+func (m *Master) onEvent(ev *wire.Request) {
+	if ev.Conn.Peer().Role != wire.RoleDaemon {
+		return
+	}
+	switch ev.Kind {
+	case wire.KindProcExited:
+		var b wire.ProcExited
+		if err := ev.Decode(&b); err != nil {
+			m.log.Warn("master: bad proc.exited", "err", err)
+			return
+		}
+		m.post(func(s *state) { s.procExited(b) })
+	case wire.KindProcOutput:
+		b := new(wire.OutputLine)
+		if err := ev.Decode(b); err != nil {
+			m.log.Warn("master: bad proc.output", "err", err)
+			return
+		}
+		m.post(func(s *state) { s.output(b) })
+	}
+}

@@ -1,0 +1,104 @@
+package master
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/dynrt/dynrt/lib/launcher"
+	"github.com/dynrt/dynrt/wire"
+)
+
+// node is one node of the DVM and its daemon.
+type node struct {
+	idx   int
+	name  string
+	slots int
+
+	host  string
+	pid   int
+	addr  string // the daemon's client socket
+	conn  *wire.Conn
+	up    bool
+	local bool             // the daemon runs inside the master process
+	proc  *launcher.Daemon // the started daemon process (nil: in-process or join)
+}
+
+func (n *node) info(used int) wire.NodeInfo {
+	st := wire.NodeDown
+	if n.up {
+		st = wire.NodeUp
+	}
+	return wire.NodeInfo{
+		Name: n.name, Index: uint32(n.idx), Host: n.host, Slots: uint32(n.slots), Used: uint32(used),
+		PID: n.pid, Addr: n.addr, State: st,
+	}
+}
+
+// handleRegister admits a daemon for one of the configured nodes.
+func (m *Master) handleRegister(ctx context.Context, req *wire.Request, b *wire.NodeRegister) (any, error) {
+	return ask(ctx, m, func(s *state, reply func(*wire.NodeRegisterReply, error)) {
+		reply(s.register(req.Conn, b))
+	})
+}
+
+func (s *state) register(c *wire.Conn, b *wire.NodeRegister) (*wire.NodeRegisterReply, error) {
+	if err := c.Err(); err != nil {
+		return nil, err
+	}
+	if s.stopping {
+		return nil, wire.Errorf(wire.ErrState, "master: the DVM is stopping")
+	}
+	n := s.nodeByName[b.Name]
+	if n == nil {
+		names := make([]string, len(s.nodes))
+		for i, n := range s.nodes {
+			names[i] = n.name
+		}
+		return nil, wire.Errorf(wire.ErrNotFound, "master: DVM %s has no node %q (its nodes: %s)", s.id, b.Name, strings.Join(names, ", "))
+	}
+	if n.up {
+		return nil, wire.Errorf(wire.ErrExists, "master: node %s already has a daemon (pid %d)", n.name, n.pid)
+	}
+	if b.Slots != 0 && int(b.Slots) != n.slots {
+		s.log.Warn("master: daemon reports a different slot count; keeping the DVM's", "node", n.name, "daemon", b.Slots, "dvm", n.slots)
+	}
+	n.conn, n.up = c, true
+	n.host, n.pid, n.addr = b.Host, b.PID, b.Addr
+	s.publish(wire.Event{Kind: wire.EvNodeUp, Node: n.name})
+	s.registered++
+	if s.registered == len(s.nodes) {
+		close(s.allUp)
+	}
+	return &wire.NodeRegisterReply{Index: uint32(n.idx), DVM: s.id}, nil
+}
+
+// nodeLost marks a node down when its daemon's connection closes. Its
+// processes count as killed; jobs that did not expect it fail.
+func (s *state) nodeLost(n *node, why error) {
+	n.conn, n.up = nil, false
+	msg := fmt.Sprintf("daemon of node %s lost", n.name)
+	if s.stopping {
+		msg = fmt.Sprintf("daemon of node %s stopped", n.name)
+	} else if why != nil {
+		s.log.Warn("master: node down", "node", n.name, "err", why)
+	}
+	s.publish(wire.Event{Kind: wire.EvNodeDown, Node: n.name, Msg: msg})
+	for _, j := range slices.Clone(s.order) {
+		if !j.done && j.launched {
+			s.loseRanks(j, n)
+		}
+	}
+}
+
+// upConns returns the connections of the nodes that are up.
+func (s *state) upConns() []*wire.Conn {
+	var out []*wire.Conn
+	for _, n := range s.nodes {
+		if n.up {
+			out = append(out, n.conn)
+		}
+	}
+	return out
+}

@@ -1,0 +1,301 @@
+package master
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/dynrt/dynrt/lib/daemon"
+	"github.com/dynrt/dynrt/wire"
+)
+
+// The session services' loop logic, driven directly (no loop, no
+// network): a state with running jobs, and entries whose outcome is
+// recorded.
+
+func sessTestState(jobs map[string]int) (*state, *sessState) {
+	s := &state{jobs: map[string]*job{}}
+	for ns, n := range jobs {
+		j := &job{ns: ns, procs: make([]jproc, n)}
+		for r := range j.procs {
+			j.procs[r].state = wire.ProcStateRunning
+		}
+		s.jobs[ns] = j
+	}
+	ss := &sessState{fences: map[string][]*gather{}, pending: map[string]*gather{}, groups: map[string]*group{}}
+	ss.pub.init()
+	return s, ss
+}
+
+// outcome records how an entry ended.
+type outcome struct {
+	done bool
+	err  error
+	data []wire.ProcKV
+	cid  uint64
+}
+
+func entry(job string, rank uint32, o *outcome, data ...wire.KV) *gentry {
+	e := &gentry{who: []procRef{{job, rank}}}
+	if data != nil {
+		e.data = []wire.ProcKV{{Job: job, Rank: rank, Data: data}}
+	}
+	e.finish = func(g *gather, err error) {
+		*o = outcome{done: true, err: err, data: g.collected(), cid: g.cid}
+	}
+	return e
+}
+
+func fence(ss *sessState, s *state, job string, rank uint32, procs []wire.ProcRanges, o *outcome, data ...wire.KV) (*gentry, error) {
+	e := entry(job, rank, o, data...)
+	b := &daemon.FenceBody{FenceReq: wire.FenceReq{Procs: procs}, Job: job}
+	return e, ss.fenceEnter(s, b, e)
+}
+
+func endProc(s *state, ss *sessState, job string, rank uint32) {
+	s.jobs[job].procs[rank].state = wire.ProcStateExited
+	ss.onEvent(s, &wire.Event{Kind: wire.EvProcState, Job: job, Ranks: wire.Span(rank, rank), State: wire.ProcStateExited})
+}
+
+func TestFenceInstances(t *testing.T) {
+	s, ss := sessTestState(map[string]int{"j": 3})
+	var a1, b1, a2, c1 outcome
+	for _, step := range []struct {
+		rank uint32
+		o    *outcome
+	}{{0, &a1}, {1, &b1}, {0, &a2}} {
+		if _, err := fence(ss, s, "j", step.rank, nil, step.o, wire.KV{Key: "k", Value: []byte{byte(step.rank)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a1.done || b1.done || a2.done {
+		t.Fatal("fence completed before every participant entered")
+	}
+	// Rank 2 completes the first instance; rank 0's second entry waits in
+	// the next one.
+	if _, err := fence(ss, s, "j", 2, nil, &c1, wire.KV{Key: "k", Value: []byte{2}}); err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range []outcome{a1, b1, c1} {
+		if !o.done || o.err != nil || len(o.data) != 3 || o.data[0].Rank != 0 || o.data[2].Rank != 2 {
+			t.Errorf("entry %d of the first instance: %+v", i, o)
+		}
+	}
+	if a2.done {
+		t.Fatal("the second instance completed with one entry")
+	}
+	// Rank 2 ends without entering the second instance: it fails.
+	endProc(s, ss, "j", 2)
+	if !a2.done || !errors.Is(a2.err, wire.ErrAborted) {
+		t.Errorf("second instance after a participant ended: %+v", a2)
+	}
+	if len(ss.fences) != 0 {
+		t.Errorf("open fences left: %v", ss.fences)
+	}
+	// A fence over a process that has already ended fails at once.
+	var o outcome
+	if _, err := fence(ss, s, "j", 0, nil, &o); err != nil {
+		t.Errorf("fence over the live processes: %v", err)
+	}
+	if _, err := fence(ss, s, "j", 1, []wire.ProcRanges{{Ranks: wire.Span(0, 2)}}, &o); !errors.Is(err, wire.ErrAborted) {
+		t.Errorf("fence with a dead participant: %v", err)
+	}
+	// Only participants may enter.
+	if _, err := fence(ss, s, "j", 1, []wire.ProcRanges{{Ranks: wire.Span(0, 0)}}, &o); !errors.Is(err, wire.ErrInvalid) {
+		t.Errorf("fence entered by an outsider: %v", err)
+	}
+	if _, err := fence(ss, s, "nope", 0, nil, &o); !errors.Is(err, wire.ErrNotFound) {
+		t.Errorf("fence of an unknown job: %v", err)
+	}
+}
+
+func TestFenceLeave(t *testing.T) {
+	s, ss := sessTestState(map[string]int{"j": 2})
+	sub := []wire.ProcRanges{{Ranks: wire.Span(0, 1)}}
+	var a, a2, b outcome
+	e, err := fence(ss, s, "j", 0, sub, &a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss.leaveFence(e) // rank 0 gave up
+	if _, err := fence(ss, s, "j", 1, sub, &b); err != nil {
+		t.Fatal(err)
+	}
+	if a.done || b.done {
+		t.Fatal("completed without rank 0")
+	}
+	if _, err := fence(ss, s, "j", 0, sub, &a2); err != nil {
+		t.Fatal(err)
+	}
+	if a.done || !a2.done || !b.done || a2.err != nil || b.err != nil {
+		t.Errorf("after rank 0 entered again: first %+v, second %+v, rank 1 %+v", a, a2, b)
+	}
+}
+
+func TestParticipantsKey(t *testing.T) {
+	s, _ := sessTestState(map[string]int{"j": 4, "k": 2})
+	s.jobs["j"].procs[3].state = wire.ProcStateExited // not among "every live process"
+	for _, tc := range []struct {
+		procs []wire.ProcRanges
+		want  string
+		n     int
+	}{
+		{nil, "j=*", 3},
+		{[]wire.ProcRanges{{Job: "j"}, {Ranks: wire.Span(1, 1)}}, "j=*", 3},
+		{[]wire.ProcRanges{{Ranks: wire.Span(0, 1)}, {Job: "j", Ranks: wire.Span(2, 2)}}, "j=0-2", 3},
+		{[]wire.ProcRanges{{Job: "k", Ranks: wire.Span(1, 1)}, {Ranks: wire.RangesOf([]uint32{2, 0})}}, "j=0,2;k=1", 3},
+		{[]wire.ProcRanges{{Job: "k"}, {Ranks: wire.Span(1, 1)}}, "j=1;k=*", 3},
+	} {
+		spec, err := s.participants("j", tc.procs)
+		if err != nil || spec.key != tc.want {
+			t.Fatalf("participants(%v) = %v, %v; want key %q", tc.procs, spec, err, tc.want)
+		}
+		members := s.members(spec)
+		if len(members) != tc.n {
+			t.Errorf("participants(%v): %d members %v, want %d", tc.procs, len(members), members, tc.n)
+		}
+		for p, entered := range members {
+			if entered || !s.procLive(p) {
+				t.Errorf("member %v: entered %v, live %v", p, entered, s.procLive(p))
+			}
+		}
+	}
+	if _, err := s.participants("j", []wire.ProcRanges{{Ranks: wire.Span(3, 4)}}); !errors.Is(err, wire.ErrNotFound) {
+		t.Errorf("rank beyond the job: %v", err)
+	}
+}
+
+func TestGroups(t *testing.T) {
+	s, ss := sessTestState(map[string]int{"j": 3})
+	construct := func(rank uint32, name string, members []uint32, o *outcome) error {
+		b := &wire.GroupReq{ID: name, Job: "j", Rank: rank}
+		if members != nil {
+			b.Procs = []wire.ProcRanges{{Ranks: wire.RangesOf(members)}}
+		}
+		return ss.groupEnter(s, b, entry("j", rank, o))
+	}
+	var g0, g1, h0, h2 outcome
+	for _, err := range []error{
+		construct(0, "g", []uint32{0, 1}, &g0),
+		construct(0, "h", nil, &h0),
+		construct(2, "h", nil, &h2),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := construct(0, "g", []uint32{0, 1}, &outcome{}); !errors.Is(err, wire.ErrExists) {
+		t.Errorf("second construct by the same member: %v", err)
+	}
+	if err := construct(2, "g", []uint32{0, 1}, &outcome{}); !errors.Is(err, wire.ErrInvalid) {
+		t.Errorf("construct by a non-member: %v", err)
+	}
+	if err := construct(1, "g", []uint32{0, 1}, &g1); err != nil {
+		t.Fatal(err)
+	}
+	if !g0.done || !g1.done || g0.cid != 1 || g1.cid != 1 || h0.done {
+		t.Fatalf("group g: %+v %+v; h: %+v", g0, g1, h0)
+	}
+	// The name is taken while a member is in the group.
+	if err := construct(0, "g", []uint32{0, 1}, &outcome{}); !errors.Is(err, wire.ErrExists) {
+		t.Errorf("construct of a live group: %v", err)
+	}
+	// A member ending before it entered fails the construct.
+	endProc(s, ss, "j", 1)
+	if !h0.done || !errors.Is(h0.err, wire.ErrAborted) || !h2.done {
+		t.Errorf("group h after rank 1 ended: %+v %+v", h0, h2)
+	}
+	// Rank 1 has left g by ending; rank 0's destruct frees the name.
+	destruct := func(rank uint32, name string) error {
+		return ss.groupDestruct(s, &wire.GroupReq{ID: name, Job: "j", Rank: rank})
+	}
+	if err := destruct(0, "g"); err != nil {
+		t.Fatal(err)
+	}
+	if err := destruct(0, "g"); !errors.Is(err, wire.ErrNotFound) {
+		t.Errorf("second destruct: %v", err)
+	}
+	if len(ss.groups) != 0 {
+		t.Errorf("groups left: %v", ss.groups)
+	}
+	var g2 outcome
+	if err := construct(0, "g", []uint32{0}, &g2); err != nil || !g2.done || g2.cid != 2 {
+		t.Errorf("construct after the destruct: %+v %v (want context id 2)", g2, err)
+	}
+}
+
+func TestPubStore(t *testing.T) {
+	var p pubStore
+	p.init()
+	a, b := procRef{"j", 0}, procRef{"k", 0}
+	kv := func(k, v string) wire.KV { return wire.KV{Key: k, Value: []byte(v)} }
+	var got []string
+	waiter := func(rng string, keys ...string) *lookupWaiter {
+		return &lookupWaiter{rng: rng, keys: keys, job: "k", reply: func(r *wire.LookupReply, err error) {
+			if err != nil {
+				got = append(got, fmt.Sprintf("%s: %s", keys, wire.CodeOf(err)))
+				return
+			}
+			for _, kv := range r.Data {
+				got = append(got, kv.Key+"="+string(kv.Value))
+			}
+		}}
+	}
+	check := func(want ...string) {
+		t.Helper()
+		if !slices.Equal(got, want) {
+			t.Errorf("replies %q, want %q", got, want)
+		}
+		got = nil
+	}
+
+	p.lookup(waiter("dvm", "x", "y"), true)
+	p.lookup(waiter("job:k", "x"), true)
+	p.lookup(waiter("dvm", "x"), false)
+	check(`[x]: not_found`)
+	if err := p.publish("dvm", a, []wire.KV{kv("x", "1")}); err != nil {
+		t.Fatal(err)
+	}
+	check() // y is still missing; the job range is another range
+	if err := p.publish("dvm", a, []wire.KV{kv("y", "2"), kv("x", "3")}); !errors.Is(err, wire.ErrExists) {
+		t.Errorf("publish over a key: %v", err)
+	}
+	if err := p.publish("dvm", a, []wire.KV{kv("z", "2"), kv("z", "3")}); !errors.Is(err, wire.ErrInvalid) {
+		t.Errorf("publish of a key twice: %v", err)
+	}
+	if err := p.publish("dvm", b, []wire.KV{kv("y", "2")}); err != nil {
+		t.Fatal(err)
+	}
+	check("x=1", "y=2")
+	p.lookup(waiter("dvm", "z"), false) // the failed publishes stored nothing
+	check(`[z]: not_found`)
+
+	if err := p.unpublish("dvm", b, []string{"x"}); !errors.Is(err, wire.ErrPermission) {
+		t.Errorf("unpublish of another's key: %v", err)
+	}
+	if err := p.unpublish("dvm", a, []string{"x", "nope"}); !errors.Is(err, wire.ErrNotFound) {
+		t.Errorf("unpublish of a missing key: %v", err)
+	}
+	if err := p.unpublish("dvm", a, nil); err != nil {
+		t.Fatal(err)
+	}
+	p.lookup(waiter("dvm", "x", "y"), false)
+	check(`[x y]: not_found`)
+
+	// The end of job k drops its range and its waiters, not its DVM-wide
+	// entries.
+	if err := p.publish("job:k", b, []wire.KV{kv("x", "4")}); err != nil { // answers the waiter from the start
+		t.Fatal(err)
+	}
+	check("x=4")
+	p.lookup(waiter("dvm", "never"), true)
+	p.dropJob("k")
+	check(`[never]: aborted`)
+	p.lookup(waiter("job:k", "x"), false)
+	p.lookup(waiter("dvm", "y"), false)
+	check(`[x]: not_found`, "y=2")
+	if _, err := rangeKey("world", "j"); !errors.Is(err, wire.ErrInvalid) {
+		t.Errorf("unknown range: %v", err)
+	}
+}
