@@ -3,33 +3,53 @@ package main
 import (
 	"context"
 	"io"
+	"os"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/dynrt/dynrt/lib/cliutil"
 )
 
-const dvmIssue = "The DVM"
+// Exit codes of dynrun beyond cliutil's 0/1/2 (docs/dynrun.md). A job's own
+// status (the first failing process's code, 128+n for signal n) is passed
+// through as is.
+const (
+	exitTimeout   = 124 // --timeout expired, the job was killed
+	exitNoExec    = 126 // the program exists but cannot be executed
+	exitNotFound  = 127 // the program does not exist
+	exitInterrupt = 130 // SIGINT: 128+2
+	exitTerm      = 143 // SIGTERM: 128+15
+)
+
+// env is how dynrun reads its environment; tests replace nothing here but
+// the process environment itself, so subprocesses see the same.
+type env struct {
+	get    func(string) string
+	list   func() []string
+	stdout io.Writer
+	stderr io.Writer
+}
 
 // Main is dynrun: it starts DVMs and launches jobs on them.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	notYet := func(c *cli.Context) error { return cliutil.NotYet(c, dvmIssue) }
+	e := &env{get: os.Getenv, list: os.Environ, stdout: stdout, stderr: stderr}
 	app := &cli.App{
-		Name:      "dynrun",
-		Usage:     "launch dynamic parallel jobs on a dynrt DVM",
-		UsageText: "dynrun [--dvm X] -n N [options] prog [args...]\ndynrun dvm start|stop|status|list",
-		Action:    notYet,
+		Name:  "dynrun",
+		Usage: "launch dynamic parallel jobs on a dynrt DVM",
+		UsageText: "dynrun [--dvm X] -n N [options] prog [args...]\n" +
+			"dynrun dvm start [--nodes K --slots S | --host h1:s1,h2:s2 | --hostfile F] [options]\n" +
+			"dynrun dvm stop|status|list [--dvm X]",
+		Description: "Everything after prog is passed to the program untouched. Without --dvm or $DYNRT_DVM\n" +
+			"and with no running DVM, dynrun starts a private DVM for the job and stops it afterwards.\n" +
+			"See docs/dynrun.md for exit codes and examples.",
+		// `help` must stay usable as a program name: `dynrun -n 2 help`.
+		HideHelpCommand:           true,
+		DisableSliceFlagSeparator: true, // -x A=1,2 sets A to "1,2"
+		Flags:                     launchFlags(),
+		Action:                    func(c *cli.Context) error { return runLaunch(c, e) },
 		Commands: []*cli.Command{
-			{
-				Name:  "dvm",
-				Usage: "start, stop and inspect distributed virtual machines",
-				Subcommands: []*cli.Command{
-					{Name: "start", Usage: "start a DVM", Action: notYet},
-					{Name: "stop", Usage: "stop a DVM and every job on it", Action: notYet},
-					{Name: "status", Usage: "show a DVM's nodes, slots and jobs", Action: notYet},
-					{Name: "list", Usage: "list the live DVMs of this user", Action: notYet},
-				},
-			},
+			dvmCommand(e),
+			daemonCommand(e),
 		},
 	}
 	return cliutil.Run(ctx, app, args, stdout, stderr)

@@ -78,6 +78,9 @@ type Daemon struct {
 
 	stopOnce sync.Once
 	stopCh   chan struct{} // closed by node.stop
+	// registered is closed once the master has assigned the node index:
+	// the master may send node.launch before our register Call returns.
+	registered chan struct{}
 
 	sess *sessionState // session services (session.go)
 }
@@ -138,6 +141,7 @@ func newDaemon(cfg Config) (*Daemon, error) {
 		jobs:       make(map[string]*jobCache),
 		live:       make(map[procKey]*procEntry),
 		stopCh:     make(chan struct{}),
+		registered: make(chan struct{}),
 	}
 	if d.grace <= 0 {
 		d.grace = DefaultKillGrace
@@ -221,6 +225,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	d.mu.Lock()
 	d.index = reg.Index
 	d.mu.Unlock()
+	close(d.registered)
 	d.log.Debug("daemon: registered", "index", reg.Index, "dvm", d.dvm, "socket", d.sock)
 	if d.cfg.Ready != nil {
 		d.cfg.Ready(d.sock)

@@ -20,12 +20,17 @@ import (
 // very first query. Processes that cannot start are reported as ProcExited
 // with Err set (and left out of the reply). The reply is sent once every
 // rank has been forked; exits may reach the master before it.
-func (d *Daemon) handleLaunch(_ context.Context, _ *wire.Request, b *LaunchBody) (any, error) {
+func (d *Daemon) handleLaunch(ctx context.Context, _ *wire.Request, b *LaunchBody) (any, error) {
 	if len(b.Argv) == 0 || b.Argv[0] == "" {
 		return nil, wire.Errorf(wire.ErrInvalid, "daemon %s: launch of job %s without a program", d.node, b.Job)
 	}
 	if err := b.Ranks.Check(); err != nil {
 		return nil, err
+	}
+	select { // the node index goes into every process's environment
+	case <-d.registered:
+	case <-ctx.Done():
+		return nil, wire.Errorf(wire.ErrCanceled, "daemon %s: launch of job %s before registration: %w", d.node, b.Job, ctx.Err())
 	}
 	d.mu.Lock()
 	if d.stopping {

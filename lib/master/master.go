@@ -56,6 +56,14 @@ type Config struct {
 	// RegisterTimeout bounds the wait for the daemons in Start; 0 =
 	// DefaultRegisterTimeout.
 	RegisterTimeout time.Duration
+	// RCConfirmTimeout bounds the time from the announcement of a resource
+	// change until it is FINALIZED (a SUB: until its first accept); 0 =
+	// DefaultRCConfirmTimeout. A request may give its own.
+	RCConfirmTimeout time.Duration
+	// RCGrace is how long the processes a FINALIZED SUB removes have to
+	// exit before they are killed; 0 = DefaultRCGrace. A request may give
+	// its own.
+	RCGrace time.Duration
 }
 
 // Master is a running DVM master.
@@ -82,6 +90,8 @@ type Master struct {
 
 	localCancel context.CancelFunc
 	localDone   chan error // result of the in-process daemon
+
+	sess *sessState // session services (session.go); resource changes publish through it
 
 	stopOnce sync.Once
 	done     chan struct{}
@@ -384,6 +394,9 @@ func (m *Master) shutdown(grace time.Duration) {
 
 	// 3. Wait for the daemon processes; kill stragglers.
 	for _, d := range procs {
+		if d.Done() == nil {
+			continue // a joined daemon is not our child: nothing to wait for
+		}
 		select {
 		case <-d.Done():
 		case <-time.After(2 * time.Second):

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/dynrt/dynrt/lib/cliutil"
+	"github.com/dynrt/dynrt/lib/daemon"
+	"github.com/dynrt/dynrt/lib/launcher"
+)
+
+// daemonCommand is `dynrun daemon`, the node daemon that launchers start
+// (lib/launcher builds its command lines); hidden from help. By hand:
+//
+//	DYNRT_TOKEN=<token> dynrun daemon --master host:port --join [--node N --slots S]
+func daemonCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:      "daemon",
+		Usage:     "run a node daemon (started by the DVM's launcher, or by hand with --join)",
+		UsageText: "dynrun daemon --master ADDR [--node NAME] [--slots S] [--dvm ID] [--dir DIR] [--join] [--token-stdin]",
+		Hidden:    true,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: trimDash(launcher.FlagMaster), Usage: "master address: unix socket `PATH` or HOST:PORT"},
+			&cli.StringFlag{Name: trimDash(launcher.FlagNode), Usage: "node `NAME` (default with --join: the host name)"},
+			&cli.IntFlag{Name: trimDash(launcher.FlagSlots), Usage: "`S` slots (default with --join: CPUs)"},
+			&cli.StringFlag{Name: trimDash(launcher.FlagDVM), Usage: "DVM `ID` the master must have"},
+			&cli.StringFlag{Name: trimDash(launcher.FlagDir), Usage: "rendezvous `DIR` for the daemon's socket (default: $DYNRT_DIR etc.)"},
+			&cli.BoolFlag{Name: trimDash(launcher.FlagJoin), Usage: "join a running DVM (started by ssh or by hand)"},
+			&cli.BoolFlag{Name: trimDash(launcher.FlagTokenStdin), Usage: "read the DVM token from the first line of stdin (else $DYNRT_TOKEN)"},
+		},
+		Action: func(c *cli.Context) error { return runDaemon(c, e) },
+	}
+}
+
+func trimDash(flag string) string { return strings.TrimPrefix(flag, "--") }
+
+func runDaemon(c *cli.Context, e *env) error {
+	if c.Args().Present() {
+		return cliutil.Usagef("daemon: unexpected argument %q", c.Args().First())
+	}
+	cfg := daemon.Config{
+		Master: c.String("master"), Node: c.String("node"), Slots: c.Int("slots"),
+		DVM: c.String("dvm"), Dir: c.String("dir"), Token: e.get(launcher.EnvToken),
+		Env: e.get, Logger: newLogger(e, "daemon"),
+	}
+	if cfg.Master == "" {
+		return cliutil.Usagef("daemon: --master is required")
+	}
+	if c.Bool("join") {
+		if cfg.Node == "" {
+			cfg.Node, _ = os.Hostname()
+		}
+		if !c.IsSet("slots") {
+			cfg.Slots = runtime.NumCPU()
+		}
+	}
+	if cfg.Node == "" || cfg.Slots < 1 {
+		return cliutil.Usagef("daemon: --node and --slots (at least 1) are required without --join")
+	}
+	if c.Bool("token-stdin") {
+		tok, err := readToken(os.Stdin)
+		if err != nil {
+			return cliutil.Exitf(cliutil.ExitFail, "daemon: --token-stdin: %v", err)
+		}
+		cfg.Token = tok
+	}
+	if err := daemon.Run(c.Context, cfg); err != nil {
+		return cliutil.Exitf(cliutil.ExitFail, "%v", err)
+	}
+	return nil
+}
+
+func readToken(r io.Reader) (string, error) {
+	line, err := bufio.NewReader(io.LimitReader(r, 4096)).ReadString('\n')
+	if err != nil && line == "" {
+		return "", fmt.Errorf("no token on stdin: %w", err)
+	}
+	return strings.TrimSpace(line), nil
+}
+
+// newLogger logs to stderr at the level of $DYNRT_LOG (debug, info, warn,
+// error); unset or unknown means warnings and errors only.
+func newLogger(e *env, who string) *slog.Logger {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(e.get("DYNRT_LOG"))); err != nil || e.get("DYNRT_LOG") == "" {
+		lvl = slog.LevelWarn
+	}
+	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: lvl})).With("who", who)
+}

@@ -1,0 +1,462 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/dynrt/dynrt/lib/alloc"
+	"github.com/dynrt/dynrt/lib/cliutil"
+	"github.com/dynrt/dynrt/lib/dvmdir"
+	"github.com/dynrt/dynrt/lib/launcher"
+	"github.com/dynrt/dynrt/lib/master"
+	"github.com/dynrt/dynrt/lib/tool"
+)
+
+// stopWait bounds how long `dvm stop` waits for the master to be gone
+// after it acknowledged the stop (its jobs get their grace period first).
+const stopWait = 15 * time.Second
+
+// startWait bounds how long `dvm start --daemonize` waits for the DVM.
+const startWait = 60 * time.Second
+
+func dvmFlag() cli.Flag {
+	return &cli.StringFlag{Name: "dvm", Usage: "DVM `X`: id, name, file:PATH or uri:ADDR (default $DYNRT_DVM, else the only running DVM)"}
+}
+
+func dvmCommand(e *env) *cli.Command {
+	return &cli.Command{
+		Name:            "dvm",
+		Usage:           "start, stop and inspect distributed virtual machines",
+		HideHelpCommand: true,
+		Subcommands: []*cli.Command{
+			{
+				Name:      "start",
+				Usage:     "start a DVM (in the foreground unless --daemonize)",
+				UsageText: "dynrun dvm start [--nodes K --slots S | --host h1:s1,h2:s2 | --hostfile F] [--launcher local|ssh] [--daemonize] [--report-uri FILE|-] [--name NAME] [--bind ADDR]",
+				Flags: []cli.Flag{
+					&cli.IntFlag{Name: "nodes", Usage: "`K` virtual nodes on this host (default 1)"},
+					&cli.IntFlag{Name: "slots", Usage: "`S` slots per node (default: CPUs; with --host/--hostfile: for hosts without a count, default 1)"},
+					&cli.StringFlag{Name: "host", Usage: "nodes as `h1:s1,h2:s2` (a host without :s gets --slots or 1; repeats add up)"},
+					&cli.StringFlag{Name: "hostfile", Usage: "nodes from `FILE`: lines 'host slots=N', 'host:N' or 'host', # comments"},
+					&cli.StringFlag{Name: "launcher", Value: launcher.Local, Usage: "how daemons are started: `local` (this host), ssh or join"},
+					&cli.BoolFlag{Name: "daemonize", Usage: "run the DVM in the background; print its id once it is ready"},
+					&cli.StringFlag{Name: "report-uri", Usage: "write the DVM id and addresses to `FILE` (- for stdout) once ready"},
+					&cli.StringFlag{Name: "name", Usage: "human `NAME` of the DVM (usable with --dvm)"},
+					&cli.StringFlag{Name: "bind", Usage: "TCP listen `ADDR` of the master (default 127.0.0.1:0)"},
+					&cli.StringFlag{Name: "id", Hidden: true, Usage: "DVM id (set by --daemonize for its child)"},
+				},
+				Action: func(c *cli.Context) error { return runDVMStart(c, e) },
+			},
+			{
+				Name:   "stop",
+				Usage:  "stop a DVM and every job on it",
+				Flags:  []cli.Flag{dvmFlag()},
+				Action: func(c *cli.Context) error { return runDVMStop(c, e) },
+			},
+			{
+				Name:  "status",
+				Usage: "show a DVM's nodes, slots and jobs",
+				Flags: []cli.Flag{
+					dvmFlag(),
+					&cli.BoolFlag{Name: "json", Usage: "print JSON (fields in docs/dynrun.md)"},
+				},
+				Action: func(c *cli.Context) error { return runDVMStatus(c, e) },
+			},
+			{
+				Name:   "list",
+				Usage:  "list the live DVMs of this user (and remove stale rendezvous files)",
+				Action: func(c *cli.Context) error { return runDVMList(c, e) },
+			},
+		},
+	}
+}
+
+// dvmNodes turns the node flags of `dvm start` into a node list.
+func dvmNodes(c *cli.Context) ([]alloc.Node, error) {
+	host, file := c.String("host"), c.String("hostfile")
+	switch {
+	case host != "" && file != "":
+		return nil, cliutil.Usagef("--host and --hostfile exclude each other")
+	case (host != "" || file != "") && c.IsSet("nodes"):
+		return nil, cliutil.Usagef("--nodes sizes virtual nodes; with --host/--hostfile the hosts are the nodes")
+	case host != "":
+		nodes, err := launcher.ParseHosts(host, c.Int("slots"))
+		if err != nil {
+			return nil, cliutil.Usagef("%v", err)
+		}
+		return nodes, nil
+	case file != "":
+		nodes, err := launcher.ReadHostfile(file, c.Int("slots"))
+		if err != nil {
+			return nil, cliutil.Usagef("%v", err)
+		}
+		return nodes, nil
+	}
+	k, s := 1, runtime.NumCPU()
+	if c.IsSet("nodes") {
+		k = c.Int("nodes")
+	}
+	if c.IsSet("slots") {
+		s = c.Int("slots")
+	}
+	nodes, err := launcher.VirtualNodes(k, s)
+	if err != nil {
+		return nil, cliutil.Usagef("%v", err)
+	}
+	return nodes, nil
+}
+
+func runDVMStart(c *cli.Context, e *env) error {
+	if c.Args().Present() {
+		return cliutil.Usagef("dvm start: unexpected argument %q", c.Args().First())
+	}
+	nodes, err := dvmNodes(c)
+	if err != nil {
+		return err
+	}
+	kind := c.String("launcher")
+	if kind != launcher.Local && kind != launcher.SSH && kind != launcher.Join {
+		return cliutil.Usagef("--launcher %q: want local, ssh or join", kind)
+	}
+	dir, err := dvmdir.Open(e.get)
+	if err != nil {
+		return cliutil.Exitf(cliutil.ExitFail, "%v", err)
+	}
+	if c.Bool("daemonize") {
+		return daemonize(c, e, dir)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return cliutil.Exitf(cliutil.ExitFail, "cannot find my own binary for the daemons: %v", err)
+	}
+	hosts := make([]string, len(nodes))
+	for i, n := range nodes {
+		hosts[i] = n.Name
+	}
+	log := newLogger(e, "master")
+	cfg := master.Config{
+		Dir: dir, ID: c.String("id"), Name: c.String("name"), Nodes: nodes, Launcher: kind, Hosts: hosts,
+		Bind: c.String("bind"), DaemonCommand: []string{exe, "daemon"}, Logger: log, Env: e.get,
+	}
+	if kind == launcher.Join && len(nodes) > 1 {
+		cfg.RegisterTimeout = joinWait
+		cfg.Listening = func(info dvmdir.Info) { printJoin(e.stderr, info, nodes) }
+	}
+	m, err := master.Start(c.Context, cfg)
+	if err != nil {
+		return cliutil.Exitf(cliutil.ExitFail, "dvm start: %s", trimPrefix(err))
+	}
+	info := m.Info()
+	if err := reportURI(c.String("report-uri"), info, e.stdout); err != nil {
+		stopMaster(m)
+		return cliutil.Exitf(cliutil.ExitFail, "--report-uri: %v", err)
+	}
+	fmt.Fprintf(e.stderr, "dynrun: DVM %s ready: %d nodes, %d slots (stop it with 'dynrun dvm stop --dvm %s')\n",
+		info.ID, len(nodes), totalSlots(nodes), info.ID)
+	select {
+	case <-m.Done():
+	case <-c.Context.Done():
+		fmt.Fprintf(e.stderr, "dynrun: stopping DVM %s\n", info.ID)
+	}
+	if err := stopMaster(m); err != nil {
+		return cliutil.Exitf(cliutil.ExitFail, "dvm stop: %v", err)
+	}
+	return nil
+}
+
+// joinWait is how long `dvm start --launcher join` waits for the daemons
+// started by hand.
+const joinWait = 10 * time.Minute
+
+// printJoin tells the user how to start the daemons of a join DVM.
+func printJoin(w io.Writer, info dvmdir.Info, nodes []alloc.Node) {
+	fmt.Fprintf(w, "dynrun: DVM %s waits (up to %s) for the daemons of %d nodes; run on each node's host:\n", info.ID, joinWait, len(nodes)-1)
+	for _, n := range nodes[1:] {
+		spec := launcher.NodeSpec{Name: n.Name, Slots: n.Slots, DVM: info.ID, Master: info.TCP, Token: info.Token}
+		fmt.Fprintf(w, "  %s\n", launcher.JoinCommand(spec))
+	}
+	fmt.Fprintf(w, "dynrun: (on this host, --master %s works without the token)\n", info.Socket)
+}
+
+func stopMaster(m *master.Master) error {
+	ctx, cancel := context.WithTimeout(context.Background(), stopWait)
+	defer cancel()
+	return m.Stop(ctx)
+}
+
+func totalSlots(nodes []alloc.Node) int {
+	n := 0
+	for _, x := range nodes {
+		n += x.Slots
+	}
+	return n
+}
+
+// reportText is what --report-uri writes: the DVM id on the first line,
+// then one line per master address in the form --dvm accepts
+// (uri:unix:///path, uri:tcp://host:port; TCP also needs $DYNRT_TOKEN).
+func reportText(info dvmdir.Info) string {
+	var b strings.Builder
+	b.WriteString(info.ID + "\n")
+	if info.Socket != "" {
+		b.WriteString("uri:unix://" + info.Socket + "\n")
+	}
+	if info.TCP != "" {
+		b.WriteString("uri:tcp://" + info.TCP + "\n")
+	}
+	return b.String()
+}
+
+func reportURI(dest string, info dvmdir.Info, stdout io.Writer) error {
+	switch dest {
+	case "":
+		return nil
+	case "-":
+		_, err := io.WriteString(stdout, reportText(info))
+		return err
+	}
+	// Atomically: a script may be polling for the file.
+	tmp := dest + ".tmp"
+	if err := os.WriteFile(tmp, []byte(reportText(info)), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dest)
+}
+
+// daemonize re-executes `dvm start` detached from the terminal (new
+// session, stdio on a log file in the DVM's socket directory, which goes
+// away with the DVM) and waits until the child has written the rendezvous
+// file, or has died.
+func daemonize(c *cli.Context, e *env, dir string) error {
+	id := c.String("id")
+	if id == "" {
+		var err error
+		if id, err = dvmdir.NewID(); err != nil {
+			return cliutil.Exitf(cliutil.ExitFail, "%v", err)
+		}
+	}
+	sockDir, err := dvmdir.SocketDir(dir, id)
+	if err != nil {
+		return cliutil.Exitf(cliutil.ExitFail, "%v", err)
+	}
+	logPath := filepath.Join(sockDir, "dvm.log")
+	// Read back through this descriptor: a DVM that fails removes its
+	// directory, log included.
+	logf, err := os.OpenFile(logPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return cliutil.Exitf(cliutil.ExitFail, "%v", err)
+	}
+	defer logf.Close()
+	exe, err := os.Executable()
+	if err != nil {
+		return cliutil.Exitf(cliutil.ExitFail, "cannot find my own binary: %v", err)
+	}
+	args := []string{exe, "dvm", "start", "--id", id, "--launcher", c.String("launcher")}
+	for _, f := range []string{"nodes", "slots", "host", "hostfile", "name", "bind"} {
+		if c.IsSet(f) {
+			v := c.Value(f)
+			if f == "hostfile" {
+				v, _ = filepath.Abs(c.String(f)) // the child runs in /
+			}
+			args = append(args, "--"+f+"="+fmt.Sprint(v))
+		}
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = append(e.list(), dvmdir.EnvDir+"="+dir)
+	cmd.Dir = "/"
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		_ = dvmdir.Remove(dir, id)
+		return cliutil.Exitf(cliutil.ExitFail, "dvm start --daemonize: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	file := dvmdir.File(dir, id)
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	wait := startWait
+	if c.String("launcher") == launcher.Join {
+		wait = joinWait + 5*time.Second
+	}
+	deadline := time.After(wait)
+	// What the DVM logs while starting (warnings, join instructions) is
+	// relayed to our stderr; the log file itself goes away with the DVM.
+	relayed := int64(0)
+	relay := func() {
+		n, _ := io.Copy(e.stderr, io.NewSectionReader(logf, relayed, 1<<30))
+		relayed += n
+	}
+	fail := func(why string) error {
+		relay()
+		_ = dvmdir.Remove(dir, id)
+		return cliutil.Exitf(cliutil.ExitFail, "dvm start --daemonize: %s", why)
+	}
+	for n := 0; ; {
+		select {
+		case err := <-exited:
+			return fail(fmt.Sprintf("the DVM exited before it was ready (%v)", err))
+		case <-deadline:
+			_ = cmd.Process.Kill()
+			<-exited
+			return fail(fmt.Sprintf("the DVM was not ready after %s", wait))
+		case <-c.Context.Done():
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			<-exited
+			_ = dvmdir.Remove(dir, id)
+			return cliutil.Exitf(signalExit(c.Context), "dvm start --daemonize: interrupted")
+		case <-tick.C:
+		}
+		info, err := dvmdir.Read(file)
+		if err != nil {
+			if n++; n%50 == 0 {
+				relay()
+			}
+			continue
+		}
+		relay()
+		// stdout gets the id (for DVM=$(dynrun dvm start --daemonize)),
+		// or the whole report with --report-uri -.
+		dest := c.String("report-uri")
+		if dest != "-" {
+			if _, err := fmt.Fprintln(e.stdout, info.ID); err != nil {
+				return cliutil.Exitf(cliutil.ExitFail, "%v", err)
+			}
+		}
+		if err := reportURI(dest, info, e.stdout); err != nil {
+			_ = cmd.Process.Signal(syscall.SIGTERM) // nobody would know how to reach it
+			<-exited
+			return cliutil.Exitf(cliutil.ExitFail, "--report-uri: %v (DVM stopped)", err)
+		}
+		return nil
+	}
+}
+
+// attach connects to the DVM selected by --dvm (or $DYNRT_DVM, or the only
+// live one), after reporting stale rendezvous files.
+func attach(ctx context.Context, e *env, sel string) (*tool.Client, error) {
+	dir, err := dvmdir.Path(e.get)
+	if err != nil {
+		return nil, cliutil.Exitf(cliutil.ExitFail, "%v", err)
+	}
+	if _, stale, err := dvmdir.List(dir); err == nil { // else Attach reports it
+		reportStale(e, stale)
+	}
+	cl, err := tool.Attach(ctx, tool.Options{Sel: sel, Dir: dir, Env: e.get, Name: "dynrun", Logger: newLogger(e, "dynrun")})
+	if err != nil {
+		return nil, cliutil.Exitf(cliutil.ExitFail, "%v", trimPrefix(err))
+	}
+	return cl, nil
+}
+
+// trimPrefix drops the "package:" prefix of library errors for the user.
+func trimPrefix(err error) string {
+	s := err.Error()
+	for _, p := range []string{"dvmdir: ", "tool: ", "master: ", "launcher: "} {
+		s = strings.TrimPrefix(s, p)
+	}
+	return s
+}
+
+// reportStale lists the rendezvous files of dead DVMs on stderr (List
+// removed them).
+func reportStale(e *env, stale []dvmdir.Stale) {
+	for _, s := range stale {
+		what := "removed stale"
+		if !s.Removed {
+			what = "ignoring"
+		}
+		fmt.Fprintf(e.stderr, "dynrun: %s DVM file %s: %s\n", what, s.Path, s.Reason)
+	}
+}
+
+func runDVMStop(c *cli.Context, e *env) error {
+	cl, err := attach(c.Context, e, c.String("dvm"))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	info := cl.Info()
+	ctx, cancel := context.WithTimeout(c.Context, stopWait)
+	defer cancel()
+	if err := cl.StopDVM(ctx, 0); err != nil {
+		return cliutil.Exitf(cliutil.ExitFail, "dvm stop %s: %v", info.ID, err)
+	}
+	// The master closes the connection before it has finished exiting:
+	// wait for it to be gone, so that a script can rely on the stop.
+	for info.PID > 0 && info.Path != "" {
+		if _, err := os.Stat(info.Path); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return cliutil.Exitf(cliutil.ExitFail, "dvm stop %s: the master (pid %d) is still running", info.ID, info.PID)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	fmt.Fprintf(e.stdout, "DVM %s stopped\n", info.ID)
+	return nil
+}
+
+func runDVMStatus(c *cli.Context, e *env) error {
+	cl, err := attach(c.Context, e, c.String("dvm"))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	st, err := cl.State(c.Context)
+	if err != nil {
+		return cliutil.Exitf(cliutil.ExitFail, "dvm status: %v", err)
+	}
+	s := toStatusJSON(st, cl.Info().Name)
+	if c.Bool("json") {
+		return writeStatusJSON(e.stdout, s)
+	}
+	return writeStatus(e.stdout, s)
+}
+
+func runDVMList(c *cli.Context, e *env) error {
+	dir, err := dvmdir.Path(e.get)
+	if err != nil {
+		return cliutil.Exitf(cliutil.ExitFail, "%v", err)
+	}
+	live, stale, err := dvmdir.List(dir)
+	if err != nil {
+		return cliutil.Exitf(cliutil.ExitFail, "%v", trimPrefix(err))
+	}
+	reportStale(e, stale)
+	if len(live) == 0 {
+		fmt.Fprintf(e.stderr, "dynrun: no running DVM in %s\n", dir)
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tPID\tNODES\tUP\tSOCKET")
+	now := time.Now()
+	for _, i := range live {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", i.ID, dash(i.Name), i.PID, i.Nodes, max(i.Age(now), 0).Round(time.Second), dash(i.Socket))
+	}
+	return tw.Flush()
+}
+
+// signalExit is the exit status for a context canceled by a signal:
+// 130 for SIGINT, 143 for SIGTERM. main.go cancels with
+// signal.NotifyContext, whose cause names the signal; any other cause is
+// taken as SIGINT.
+func signalExit(ctx context.Context) int {
+	if cause := context.Cause(ctx); cause != nil && strings.HasPrefix(cause.Error(), syscall.SIGTERM.String()) {
+		return exitTerm
+	}
+	return exitInterrupt
+}

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/dynrt/dynrt/lib/cliutil"
+	"github.com/dynrt/dynrt/lib/dvmdir"
+	"github.com/dynrt/dynrt/lib/launcher"
+	"github.com/dynrt/dynrt/lib/master"
+	"github.com/dynrt/dynrt/lib/tool"
+	"github.com/dynrt/dynrt/wire"
+)
+
+// killGrace is the SIGTERM→SIGKILL grace when dynrun itself is
+// interrupted.
+const killGrace = 2 * time.Second
+
+// privatePrefix starts the name of private DVMs. They have a rendezvous
+// file like any DVM (so tools can attach to their jobs), but a plain dynrun
+// never picks one of them as "the only running DVM": it would die with the
+// dynrun that owns it.
+const privatePrefix = "private-"
+
+// runLaunch is the launch form: dynrun [--dvm X] -n N [options] prog [args].
+func runLaunch(c *cli.Context, e *env) error {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return cliutil.Exitf(cliutil.ExitFail, "%v", err)
+	}
+	o, err := parseLaunch(c, cwd)
+	if err != nil {
+		return err
+	}
+	if o.stdin == "0" {
+		// The wire protocol has no stdin stream yet.
+		return cliutil.Exitf(cliutil.ExitFail, "--stdin 0 is not supported yet; processes read /dev/null (--stdin none)")
+	}
+	env := jobEnv(e.list(), o.xs)
+	if o.programPath, err = resolveProgram(o.argv[0], o.wdir, env); err != nil {
+		return programExit(err)
+	}
+	req := o.launchReq(env, cwd)
+
+	dir, err := dvmdir.Path(e.get)
+	if err != nil {
+		return cliutil.Exitf(cliutil.ExitFail, "%v", err)
+	}
+	target, private, err := chooseDVM(e, dir, &o)
+	if err != nil {
+		return err
+	}
+	log := newLogger(e, "dynrun")
+	var cl *tool.Client
+	var m *master.Master
+	if private {
+		m, cl, err = startPrivate(c.Context, e, dir, &o, log)
+	} else {
+		cl, err = tool.Dial(c.Context, target, tool.Options{Name: "dynrun", Logger: log})
+		if err != nil {
+			err = cliutil.Exitf(cliutil.ExitFail, "%v", trimPrefix(err))
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if m != nil {
+		defer stopMaster(m)
+	}
+	defer cl.Close()
+	return runJob(c.Context, e, cl, req, o)
+}
+
+// chooseDVM returns the DVM to run on, or private=true for a private DVM.
+// Stale rendezvous files are reported (dvmdir.List removes them).
+func chooseDVM(e *env, dir string, o *launchOpts) (target dvmdir.Info, private bool, err error) {
+	if o.private {
+		return target, true, nil
+	}
+	live, stale, err := dvmdir.List(dir)
+	if err != nil {
+		return target, false, cliutil.Exitf(cliutil.ExitFail, "%v", trimPrefix(err))
+	}
+	reportStale(e, stale)
+	if sel := cmp.Or(o.sel, e.get(dvmdir.EnvDVM)); sel != "" {
+		for _, i := range live {
+			if i.ID == sel {
+				return i, false, nil // the common case, without a second List
+			}
+		}
+		target, err = dvmdir.Resolve(dir, o.sel, e.get)
+		if err != nil {
+			return target, false, cliutil.Exitf(cliutil.ExitFail, "%v", trimPrefix(err))
+		}
+		return target, false, nil
+	}
+	var shared []dvmdir.Info
+	for _, i := range live {
+		if !strings.HasPrefix(i.Name, privatePrefix) {
+			shared = append(shared, i)
+		}
+	}
+	switch len(shared) {
+	case 0:
+		return target, true, nil
+	case 1:
+		return shared[0], false, nil
+	}
+	var b strings.Builder
+	for _, i := range shared {
+		fmt.Fprintf(&b, "\n  %s  %s  pid %d  nodes %d", i.ID, dash(i.Name), i.PID, i.Nodes)
+	}
+	return target, false, cliutil.Exitf(cliutil.ExitFail, "%d DVMs are running; choose one with --dvm ID or $%s:%s", len(shared), dvmdir.EnvDVM, b.String())
+}
+
+// startPrivate starts a DVM inside this process for one job, like mpirun:
+// one node with a slot per CPU unless --nodes/--slots say otherwise
+// (further nodes are daemons forked by the local launcher).
+func startPrivate(ctx context.Context, e *env, dir string, o *launchOpts, log *slog.Logger) (*master.Master, *tool.Client, error) {
+	if err := dvmdir.Ensure(dir); err != nil {
+		return nil, nil, cliutil.Exitf(cliutil.ExitFail, "%v", trimPrefix(err))
+	}
+	k, s := max(o.nodes, 1), o.slots
+	if s == 0 {
+		s = runtime.NumCPU()
+	}
+	nodes, err := launcher.VirtualNodes(k, s)
+	if err != nil {
+		return nil, nil, cliutil.Usagef("%v", err)
+	}
+	// Further nodes are `<this binary> daemon` processes (the master's
+	// default daemon command).
+	m, err := master.Start(ctx, master.Config{
+		Dir: dir, Name: fmt.Sprintf("%s%d", privatePrefix, os.Getpid()), Nodes: nodes,
+		Launcher: launcher.Local, Private: true, Logger: log, Env: e.get,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, cliutil.Exitf(signalExit(ctx), "interrupted while starting the DVM")
+		}
+		return nil, nil, cliutil.Exitf(cliutil.ExitFail, "private DVM: %v", trimPrefix(err))
+	}
+	cl, err := tool.Dial(ctx, m.Info(), tool.Options{Name: "dynrun", Logger: log})
+	if err != nil {
+		stopMaster(m)
+		return nil, nil, cliutil.Exitf(cliutil.ExitFail, "private DVM: %v", trimPrefix(err))
+	}
+	return m, cl, nil
+}
+
+// runJob launches the job, streams its output and waits for its end. A
+// signal to dynrun kills the job (SIGTERM, then SIGKILL after killGrace)
+// and dynrun exits 130 or 143.
+func runJob(ctx context.Context, e *env, cl *tool.Client, req wire.JobLaunchReq, o launchOpts) error {
+	out := newSink(o.out, e.stdout, e.stderr)
+	cl.OnOutput(out.write)
+	rep, err := cl.Launch(ctx, req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return cliutil.Exitf(signalExit(ctx), "interrupted")
+		}
+		return launchError(err)
+	}
+	end, err := cl.WaitJob(ctx, rep.Job)
+	if err != nil && ctx.Err() != nil {
+		// Interrupted: kill the job and wait (bounded) for its end, so that
+		// nothing of it outlives dynrun.
+		kctx, cancel := context.WithTimeout(context.Background(), killGrace+5*time.Second)
+		defer cancel()
+		if kerr := cl.KillJob(kctx, rep.Job, int(syscall.SIGTERM), killGrace); kerr == nil {
+			_, _ = cl.WaitJob(kctx, rep.Job)
+		}
+		return cliutil.Exitf(signalExit(ctx), "job %s (%s) killed: dynrun was interrupted", rep.App, rep.Job)
+	}
+	if err != nil {
+		return cliutil.Exitf(cliutil.ExitFail, "job %s (%s): %v", rep.App, rep.Job, trimPrefix(err))
+	}
+	return jobExit(end, rep)
+}
+
+// jobExit maps the end of a job to dynrun's exit status and its one-line
+// report (the master words it: job, rank, node and how it failed).
+func jobExit(end tool.JobEnd, rep wire.JobLaunchReply) error {
+	if end.State == wire.JobStateDone && end.Code == 0 && end.Reason == tool.ReasonNone {
+		return nil
+	}
+	msg := end.Msg
+	if msg == "" {
+		msg = fmt.Sprintf("job %s (%s) %s", rep.App, rep.Job, end.State)
+	}
+	code := end.Code
+	switch {
+	case end.Reason == tool.ReasonTimeout:
+		code = exitTimeout
+	case code == 0:
+		code = cliutil.ExitFail // a job that did not succeed never exits 0
+	}
+	return cliutil.Exitf(code, "%s", msg)
+}
+
+// launchError explains a refused launch.
+func launchError(err error) error {
+	msg := trimPrefix(err)
+	switch {
+	case errors.Is(err, wire.ErrNotFound):
+		return cliutil.Exitf(exitNotFound, "%s", msg)
+	case errors.Is(err, wire.ErrPermission):
+		return cliutil.Exitf(exitNoExec, "%s", msg)
+	}
+	return cliutil.Exitf(cliutil.ExitFail, "launch: %s", msg)
+}

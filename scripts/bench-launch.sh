@@ -1,0 +1,268 @@
+#!/usr/bin/env bash
+# bench-launch.sh — launch latency of N x /bin/true, dynrt against MPI launchers.
+#
+# Variants, for every N in $NS (default "8 28 112"):
+#   dynrt-warm     dynrun --dvm ID -n N /bin/true   on a warm DVM of 4 virtual nodes x 28 slots
+#   dynrt-private  dynrun -n N --slots N /bin/true  private DVM started and stopped by dynrun
+#   hydra          mpiexec.hydra -n N /bin/true     (Debian package mpich)
+#   openmpi        mpirun.openmpi --oversubscribe -n N /bin/true  (Debian package openmpi-bin)
+#
+# Runs alternate: each of $ROUNDS rounds (default 20) runs every variant once,
+# in a fresh random order, after $WARMUP (default 2) uncounted runs of each.
+# Times are wall-clock from fork to exit, measured with ns resolution by a
+# small Go timer this script builds. It reports medians, the ratio to Hydra and
+# the idle RSS of the warm DVM's daemons. Peers that are missing and cannot be
+# installed with apt-get, or that fail to run, are skipped with a note.
+#
+# Usage: scripts/bench-launch.sh            (from anywhere in the repository)
+#        ROUNDS=5 NS="8 28" scripts/bench-launch.sh
+set -euo pipefail
+
+ROUNDS=${ROUNDS:-20}
+WARMUP=${WARMUP:-2}
+NS=${NS:-"8 28 112"}
+NODES=4
+SLOTS=28
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/bench-launch.XXXXXX")
+dvm=""
+master_pid=""
+
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	if [[ -n $dvm ]]; then
+		"$work/dynrun" dvm stop --dvm "$dvm" >/dev/null 2>&1 || true
+	fi
+	# Only the master this script started, by pid, if the stop did not work.
+	if [[ -n $master_pid ]] && kill -0 "$master_pid" 2>/dev/null; then
+		kill -TERM "$master_pid" 2>/dev/null || true
+		sleep 1
+		kill -KILL "$master_pid" 2>/dev/null || true
+	fi
+	rm -rf "$work"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+note() { printf '# %s\n' "$*" >&2; }
+
+# --- build -----------------------------------------------------------------
+note "building dynrun and the timer in $work"
+(cd "$root" && go build -o "$work/dynrun" ./cmd/dynrun)
+
+mkdir -p "$work/timer"
+cat >"$work/timer/main.go" <<'EOF'
+// launchtimer runs benchmark variants alternately and prints median times.
+// Spec lines: variant TAB n TAB [VAR=VAL TAB ...] argv... (TAB separated).
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+type variant struct {
+	name  string
+	n     int
+	env   []string
+	argv  []string
+	times []time.Duration
+	err   string
+}
+
+// runTimeout stops a run that hangs (mpirun.openmpi does at N >= 56 on
+// some machines); the variant is then reported as failed.
+const runTimeout = 60 * time.Second
+
+func (v *variant) run() (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, v.argv[0], v.argv[1:]...)
+	cmd.Env = append(os.Environ(), v.env...)
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	t0 := time.Now()
+	err := cmd.Run()
+	d := time.Since(t0)
+	if ctx.Err() != nil {
+		return d, fmt.Errorf("no exit after %s: killed", runTimeout)
+	}
+	if err != nil {
+		return d, fmt.Errorf("%v: %s", err, strings.TrimSpace(errb.String()))
+	}
+	return d, nil
+}
+
+func pct(ts []time.Duration, p float64) time.Duration {
+	s := append([]time.Duration(nil), ts...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	if len(s)%2 == 0 && p == 50 {
+		return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return s[int(float64(len(s)-1)*p/100+0.5)]
+}
+
+func ms(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 1, 64) }
+
+func main() {
+	rounds := flag.Int("rounds", 20, "counted rounds")
+	warmup := flag.Int("warmup", 2, "uncounted runs per variant")
+	flag.Parse()
+	var vs []*variant
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		f := strings.Split(sc.Text(), "\t")
+		if len(f) < 3 {
+			continue
+		}
+		n, _ := strconv.Atoi(f[1])
+		v := &variant{name: f[0], n: n}
+		rest := f[2:]
+		for len(rest) > 0 && strings.Contains(rest[0], "=") && !strings.HasPrefix(rest[0], "/") {
+			v.env, rest = append(v.env, rest[0]), rest[1:]
+		}
+		v.argv = rest
+		vs = append(vs, v)
+	}
+	for _, v := range vs {
+		for i := 0; i < *warmup && v.err == ""; i++ {
+			if _, err := v.run(); err != nil {
+				v.err = err.Error()
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for r := 0; r < *rounds; r++ {
+		order := rng.Perm(len(vs))
+		for _, i := range order {
+			v := vs[i]
+			if v.err != "" {
+				continue
+			}
+			d, err := v.run()
+			if err != nil {
+				v.err = err.Error()
+				continue
+			}
+			v.times = append(v.times, d)
+		}
+	}
+	hydra := map[int]time.Duration{}
+	for _, v := range vs {
+		if v.name == "hydra" && v.err == "" {
+			hydra[v.n] = pct(v.times, 50)
+		}
+	}
+	fmt.Printf("| N | variant | median ms | p10 ms | p90 ms | ratio to Hydra |\n|---:|---|---:|---:|---:|---:|\n")
+	for _, v := range vs {
+		if v.err != "" {
+			fmt.Printf("| %d | %s | failed | | | |\n", v.n, v.name)
+			fmt.Fprintf(os.Stderr, "# %s N=%d failed: %s\n", v.name, v.n, v.err)
+			continue
+		}
+		med := pct(v.times, 50)
+		ratio := "-"
+		if h, ok := hydra[v.n]; ok {
+			ratio = strconv.FormatFloat(float64(med)/float64(h), 'f', 2, 64)
+		}
+		fmt.Printf("| %d | %s | %s | %s | %s | %s |\n", v.n, v.name, ms(med), ms(pct(v.times, 10)), ms(pct(v.times, 90)), ratio)
+	}
+}
+EOF
+(cd "$work/timer" && GOFLAGS= GO111MODULE=on go build -o "$work/launchtimer" main.go)
+
+# --- peers -----------------------------------------------------------------
+need_pkgs=()
+command -v mpiexec.hydra >/dev/null || need_pkgs+=(mpich)
+command -v mpirun.openmpi >/dev/null || need_pkgs+=(openmpi-bin)
+if ((${#need_pkgs[@]})); then
+	sudo=""
+	[[ $(id -u) -eq 0 ]] || sudo="sudo -n"
+	note "installing ${need_pkgs[*]} with apt-get"
+	if ! { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need_pkgs[@]}"; } >"$work/apt.log" 2>&1; then
+		note "apt-get failed (see below); peers that are missing will be skipped"
+		tail -5 "$work/apt.log" >&2 || true
+	fi
+fi
+
+ompi=(mpirun.openmpi --oversubscribe)
+if [[ $(id -u) -eq 0 ]]; then
+	ompi+=(--allow-run-as-root)
+fi
+have_hydra=0
+have_ompi=0
+if command -v mpiexec.hydra >/dev/null && mpiexec.hydra -n 2 /bin/true >/dev/null 2>&1; then
+	have_hydra=1
+else
+	note "skipping hydra: mpiexec.hydra is missing or cannot run"
+fi
+if command -v mpirun.openmpi >/dev/null && "${ompi[@]}" -n 2 /bin/true >/dev/null 2>&1; then
+	have_ompi=1
+else
+	note "skipping openmpi: mpirun.openmpi is missing or cannot run"
+fi
+
+# --- warm DVM --------------------------------------------------------------
+export DYNRT_DIR=$work/dvm
+mkdir -m 700 "$DYNRT_DIR"
+dvm=$("$work/dynrun" dvm start --daemonize --nodes "$NODES" --slots "$SLOTS" --name bench)
+master_pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' "$DYNRT_DIR/$dvm.json" 2>/dev/null ||
+	sed -n 's/.*"pid": *\([0-9]*\).*/\1/p' "$DYNRT_DIR/$dvm.json")
+note "warm DVM $dvm: $NODES nodes x $SLOTS slots, master pid $master_pid"
+
+# --- runs ------------------------------------------------------------------
+spec=$work/spec
+: >"$spec"
+tab=$'\t'
+for n in $NS; do
+	echo "dynrt-warm${tab}$n${tab}$work/dynrun${tab}--dvm${tab}$dvm${tab}-n${tab}$n${tab}/bin/true" >>"$spec"
+	# A private DVM must not see the warm one: --slots forces it anyway, the
+	# separate directory keeps its rendezvous file apart.
+	echo "dynrt-private${tab}$n${tab}DYNRT_DIR=$work/priv${tab}$work/dynrun${tab}-n${tab}$n${tab}--slots${tab}$n${tab}/bin/true" >>"$spec"
+	if ((have_hydra)); then
+		echo "hydra${tab}$n${tab}$(command -v mpiexec.hydra)${tab}-n${tab}$n${tab}/bin/true" >>"$spec"
+	fi
+	if ((have_ompi)); then
+		line="openmpi${tab}$n${tab}$(command -v mpirun.openmpi)"
+		for a in "${ompi[@]:1}"; do line+="${tab}$a"; done
+		echo "$line${tab}-n${tab}$n${tab}/bin/true" >>"$spec"
+	fi
+done
+mkdir -m 700 "$work/priv"
+
+note "$ROUNDS rounds (+$WARMUP warm-up runs per variant), $(nproc) CPUs, kernel $(uname -r), load average $(cut -d" " -f1-3 /proc/loadavg)"
+"$work/launchtimer" -rounds "$ROUNDS" -warmup "$WARMUP" <"$spec"
+
+# --- idle RSS of the warm DVM ----------------------------------------------
+rss() { awk '/^VmRSS:/ {printf "%.1f", $2/1024}' "/proc/$1/status" 2>/dev/null || echo "?"; }
+echo
+echo "| process | pid | idle RSS MiB |"
+echo "|---|---:|---:|"
+echo "| master + node0 daemon (dynrun dvm start) | $master_pid | $(rss "$master_pid") |"
+"$work/dynrun" dvm status --dvm "$dvm" --json >"$work/status.json"
+python3 - "$work/status.json" "$master_pid" <<'EOF' | while read -r name pid; do echo "| daemon $name (dynrun daemon) | $pid | $(rss "$pid") |"; done
+import json, sys
+st = json.load(open(sys.argv[1]))
+for n in st["nodes"]:
+    if n.get("pid") and str(n["pid"]) != sys.argv[2]:
+        print(n["name"], n["pid"])
+EOF
+
+# Leftovers check: the private runs must not leave rendezvous files behind.
+left=$(find "$work/priv" -mindepth 1 | wc -l)
+if ((left)); then
+	note "WARNING: private DVM runs left $left files in $work/priv"
+fi
