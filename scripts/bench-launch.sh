@@ -4,6 +4,8 @@
 # Variants, for every N in $NS (default "8 28 112"):
 #   dynrt-warm     dynrun --dvm ID -n N /bin/true   on a warm DVM of 4 virtual nodes x 28 slots
 #   dynrt-private  dynrun -n N --slots N /bin/true  private DVM started and stopped by dynrun
+#   floor          forkfloor N /bin/true            bare fork/exec/wait of N x /bin/true from one
+#                                                   thread per CPU: what no launcher can beat here
 #   hydra          mpiexec.hydra -n N /bin/true     (Debian package mpich)
 #   openmpi        mpirun.openmpi --oversubscribe -n N /bin/true  (Debian package openmpi-bin)
 #
@@ -52,7 +54,9 @@ note() { printf '# %s\n' "$*" >&2; }
 
 # --- build -----------------------------------------------------------------
 note "building dynrun and the timer in $work"
-(cd "$root" && go build -o "$work/dynrun" ./cmd/dynrun)
+# The build tags of `make build` (static binary, no doc generator): every
+# run starts a dynrun process, so its start-up is part of what is measured.
+(cd "$root" && go build -tags urfave_cli_no_docs,netgo -o "$work/dynrun" ./cmd/dynrun)
 
 mkdir -p "$work/timer"
 cat >"$work/timer/main.go" <<'EOF'
@@ -184,6 +188,54 @@ func main() {
 EOF
 (cd "$work/timer" && GOFLAGS= GO111MODULE=on go build -o "$work/launchtimer" main.go)
 
+# The floor: the least any launcher on this machine can do. A static Go
+# program forks N x prog from one locked thread per CPU (vfork + exec, as
+# lib/proc does, without pipes, process groups or any protocol) and reaps
+# them. Its time includes its own process start, as dynrun's does.
+mkdir -p "$work/floor"
+cat >"$work/floor/main.go" <<'EOF'
+// forkfloor N prog: fork/exec N x prog from runtime.NumCPU() threads, wait.
+package main
+
+import (
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+)
+
+func main() {
+	n, _ := strconv.Atoi(os.Args[1])
+	prog := os.Args[2]
+	attr := &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}}
+	workers := runtime.NumCPU()
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var pids []int
+			for i := w; i < n; i += workers {
+				pid, err := syscall.ForkExec(prog, []string{prog}, attr)
+				if err != nil {
+					os.Exit(1)
+				}
+				pids = append(pids, pid)
+			}
+			for _, pid := range pids {
+				var ws syscall.WaitStatus
+				if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil || ws.ExitStatus() != 0 {
+					os.Exit(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+EOF
+(cd "$work/floor" && GOFLAGS= GO111MODULE=on CGO_ENABLED=0 go build -o "$work/forkfloor" main.go)
+
 # --- peers -----------------------------------------------------------------
 need_pkgs=()
 command -v mpiexec.hydra >/dev/null || need_pkgs+=(mpich)
@@ -232,6 +284,7 @@ for n in $NS; do
 	# A private DVM must not see the warm one: --slots forces it anyway, the
 	# separate directory keeps its rendezvous file apart.
 	echo "dynrt-private${tab}$n${tab}DYNRT_DIR=$work/priv${tab}$work/dynrun${tab}-n${tab}$n${tab}--slots${tab}$n${tab}/bin/true" >>"$spec"
+	echo "floor${tab}$n${tab}$work/forkfloor${tab}$n${tab}/bin/true" >>"$spec"
 	if ((have_hydra)); then
 		echo "hydra${tab}$n${tab}$(command -v mpiexec.hydra)${tab}-n${tab}$n${tab}/bin/true" >>"$spec"
 	fi

@@ -55,7 +55,17 @@ type JobLaunchReq struct {
 	KeepGoing     bool        `msgpack:"kg,omitempty"`   // keep the job running when a process fails
 	TimeoutMS     int64       `msgpack:"tmo,omitempty"`  // kill the job after this many ms (0 = no limit)
 	Output        OutputFlags `msgpack:"out,omitempty"`  // output handling
+	PMI           string      `msgpack:"pmi,omitempty"`  // PMI service for MPI programs: PMIAuto (default), PMIFD, PMIPort or PMINone
 }
+
+// PMI service modes (JobLaunchReq.PMI): how MPI programs (MPICH's PMI-1
+// and PMI-2 wire protocols) reach their node daemon.
+const (
+	PMIAuto = "auto" // the default: PMIFD
+	PMIFD   = "fd"   // one socketpair per process, PMI_FD=3 with PMI_RANK and PMI_SIZE (like Hydra)
+	PMIPort = "port" // TCP: PMI_PORT=host:port and PMI_ID
+	PMINone = "none" // no PMI service, no PMI_* variables
+)
 
 // JobLaunchReply identifies the new job.
 type JobLaunchReply struct {

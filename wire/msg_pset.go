@@ -42,14 +42,15 @@ type PsetInfo struct {
 }
 
 // PsetOpReq applies Op to P1 and P2 and stores the result as Target (a
-// Target equal to P1 makes a new version of P1). When P2 is a delta set the
+// Target equal to P1 makes a new version of P1; none: the runtime names
+// the result in mpi://app/<app>). When P2 is a delta set the
 // same operation is applied to every set recursively affected by it.
 type PsetOpReq struct {
 	Job    string            `msgpack:"j,omitempty"`   // job namespace
 	Op     string            `msgpack:"op,omitempty"`  // one of the Op* values
 	P1     string            `msgpack:"p1,omitempty"`  // first operand
 	P2     string            `msgpack:"p2,omitempty"`  // second operand (unused for null)
-	Target string            `msgpack:"t,omitempty"`   // result name; empty = P1
+	Target string            `msgpack:"t,omitempty"`   // result name (P1 again: a new version of P1); empty = a generated name
 	Active *bool             `msgpack:"act,omitempty"` // set mpi_ps_active of the result; absent = unchanged
 	Hints  map[string]string `msgpack:"h,omitempty"`   // hints to set on the result ("" value deletes)
 	Rank   uint32            `msgpack:"r,omitempty"`   // requesting rank (for the record)

@@ -53,6 +53,7 @@ type RCTimes struct {
 	Finalized int64 `msgpack:"fin,omitempty"` // status FINALIZED
 	Exited    int64 `msgpack:"ext,omitempty"` // every removed process gone (SUB)
 	Aborted   int64 `msgpack:"abt,omitempty"` // status ABORTED
+	Enforced  int64 `msgpack:"enf,omitempty"` // SUB: grace period over, remaining removed processes being killed
 }
 
 // RC is the record of one resource change, identified by its delta set.
@@ -71,21 +72,27 @@ type RC struct {
 	Accepts     uint32      `msgpack:"accn,omitempty"` // accepts received (SUB needs one per bound-set member)
 	Reason      string      `msgpack:"why,omitempty"`  // abort reason
 	Times       RCTimes     `msgpack:"ts,omitempty"`   // step timestamps
+	Seq         uint64      `msgpack:"seq,omitempty"`  // update counter of this record (a daemon keeps the highest)
+	BoundRefs   []PsetRef   `msgpack:"bv,omitempty"`   // bound sets with the version whose members accept
+	Settled     bool        `msgpack:"done,omitempty"` // final status reached and every process and slot of the change released
 }
 
 // RCRequest asks for a change. For SUB, Ranks may name the processes to
 // remove; otherwise the runtime picks the highest-slot ones.
 type RCRequest struct {
-	Job         string            `msgpack:"j,omitempty"`    // job namespace
-	Type        string            `msgpack:"t,omitempty"`    // RCAdd or RCSub
-	N           uint32            `msgpack:"n,omitempty"`    // processes to add or remove
-	Ranks       RankRanges        `msgpack:"r,omitempty"`    // SUB: exact ranks to remove
-	Bound       []string          `msgpack:"b,omitempty"`    // sets to bind the change to; empty = the runtime's choice
-	Requester   string            `msgpack:"by,omitempty"`   // ByTool, ByApp or BySched
-	RequesterID string            `msgpack:"byid,omitempty"` // free-form
-	Hints       map[string]string `msgpack:"h,omitempty"`    // scheduling hints for the delta set
-	Wait        bool              `msgpack:"w,omitempty"`    // reply only once FINALIZED or ABORTED
-	TimeoutMS   int64             `msgpack:"tmo,omitempty"`  // with Wait: give up after this many ms
+	Job         string            `msgpack:"j,omitempty"`     // job namespace
+	Type        string            `msgpack:"t,omitempty"`     // RCAdd or RCSub
+	N           uint32            `msgpack:"n,omitempty"`     // processes to add or remove
+	Ranks       RankRanges        `msgpack:"r,omitempty"`     // SUB: exact ranks to remove
+	Bound       []string          `msgpack:"b,omitempty"`     // sets to bind the change to; empty = the runtime's choice
+	Requester   string            `msgpack:"by,omitempty"`    // ByTool, ByApp or BySched
+	RequesterID string            `msgpack:"byid,omitempty"`  // free-form
+	Hints       map[string]string `msgpack:"h,omitempty"`     // scheduling hints for the delta set
+	Wait        bool              `msgpack:"w,omitempty"`     // reply once settled: ABORTED, or FINALIZED with its processes started (ADD) or gone (SUB)
+	TimeoutMS   int64             `msgpack:"tmo,omitempty"`   // with Wait: give up after this many ms
+	Queue       bool              `msgpack:"q,omitempty"`     // wait for the change in flight instead of failing with ErrBusy
+	GraceMS     int64             `msgpack:"grace,omitempty"` // SUB: ms the removed processes get to exit after FINALIZED (0 = runtime default)
+	ConfirmMS   int64             `msgpack:"cto,omitempty"`   // ms from the announcement until the change must be FINALIZED, else ABORTED (0 = runtime default)
 }
 
 // RCQueryReq asks for the change a process should act on: by delta name,
@@ -94,6 +101,7 @@ type RCQueryReq struct {
 	Job   string  `msgpack:"j,omitempty"` // job namespace
 	Delta string  `msgpack:"d,omitempty"` // delta set name; empty = current
 	Rank  *uint32 `msgpack:"r,omitempty"` // caller's rank, to compute Incl
+	Bound string  `msgpack:"b,omitempty"` // only a change bound to this set; mpi://SELF: one that concerns the caller; empty = mpi://app/<app>
 }
 
 // RCQueryReply answers an rc.query. RC is absent when there is no change
@@ -129,6 +137,8 @@ type RCAcceptReq struct {
 	Set       PsetRef `msgpack:"set,omitempty"` // the new set to continue with
 	Block     bool    `msgpack:"blk,omitempty"` // wait until FINALIZED (or ABORTED)
 	TimeoutMS int64   `msgpack:"tmo,omitempty"` // with Block: give up after this many ms
+	Bound     string  `msgpack:"b,omitempty"`   // bound set accepting (needed when the change has several)
+	Call      uint32  `msgpack:"n,omitempty"`   // 1 for the first accept of this set, then one more per repeated (polling) call
 }
 
 // RCConfirmReq is sent by one new process once the new processes have
@@ -142,6 +152,7 @@ type RCConfirmReq struct {
 
 // RCAcceptReply reports where a change stands after an accept or confirm.
 type RCAcceptReply struct {
-	Status    string `msgpack:"st,omitempty"`   // PENDING until confirmed, then FINALIZED
-	Terminate bool   `msgpack:"term,omitempty"` // SUB: the caller is in the delta and must exit
+	Status    string  `msgpack:"st,omitempty"`   // PENDING until confirmed, then FINALIZED
+	Terminate bool    `msgpack:"term,omitempty"` // SUB: the caller is in the delta and must exit
+	Set       PsetRef `msgpack:"set,omitempty"`  // set named by the accept (ADD)
 }

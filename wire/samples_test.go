@@ -17,12 +17,14 @@ func samples() map[string]any {
 		JobData: 1700000000000000004, Announced: 1700000000000000005, Launched: 1700000000000000006,
 		Started: 1700000000000000007, Accepted: 1700000000000000008, Confirmed: 1700000000000000009,
 		Finalized: 1700000000000000010, Exited: 1700000000000000011, Aborted: 1700000000000000012,
+		Enforced: 1700000000000000013,
 	}
 	pl := []Placement{{Node: "n0", Ranks: RankRanges{{0, 3}}}, {Node: "n1", Ranks: RankRanges{{4, 7}, {12, 12}}}}
 	rc := RC{
 		Delta: "mpi://rte/lu/rc/1", Job: "dvm1.1", Type: RCAdd, Status: RCPending,
 		Bound: []string{"mpi://app/lu"}, Requester: ByTool, RequesterID: "dynrc pid 4242", N: 4,
 		Ranks: RankRanges{{8, 11}}, Placement: pl, NewSet: &ref, Accepts: 1, Reason: "none", Times: times,
+		Seq: 5, BoundRefs: []PsetRef{{Name: "mpi://app/lu", Version: 2}}, Settled: true,
 	}
 	out := OutputLine{Job: "dvm1.1", Rank: 5, Stream: StreamStderr, Line: []byte("hello\x00\xffworld"), Time: 1700000000000000099}
 	proc := ProcInfo{Rank: 2, Node: "n0", PID: 31337, State: ProcStateExited, Code: 3, Signal: 9, Started: 1, Ended: 2}
@@ -72,15 +74,17 @@ func samples() map[string]any {
 		"RCTimes": &times,
 		"RC":      &rc,
 		"RCRequest": &RCRequest{Job: "dvm1.1", Type: RCSub, N: 2, Ranks: RankRanges{{6, 7}}, Bound: []string{"mpi://app/lu"},
-			Requester: ByApp, RequesterID: "rank 0", Hints: map[string]string{"z": "1", "y": "2"}, Wait: true, TimeoutMS: 1000},
-		"RCQueryReq":    &RCQueryReq{Job: "dvm1.1", Delta: "mpi://rte/lu/rc/1", Rank: u32(9)},
-		"RCQueryReply":  &RCQueryReply{RC: &rc, Incl: true},
-		"RCListReq":     &RCListReq{Job: "dvm1.1", All: true},
-		"RCList":        &RCList{RCs: []RC{rc}},
-		"RCCancelReq":   &RCCancelReq{Delta: "mpi://rte/lu/rc/1", Reason: "operator"},
-		"RCAcceptReq":   &RCAcceptReq{Delta: "mpi://rte/lu/rc/1", Job: "dvm1.1", Rank: 1, Set: ref, Block: true, TimeoutMS: 3000},
+			Requester: ByApp, RequesterID: "rank 0", Hints: map[string]string{"z": "1", "y": "2"}, Wait: true, TimeoutMS: 1000,
+			Queue: true, GraceMS: 2000, ConfirmMS: 30000},
+		"RCQueryReq":   &RCQueryReq{Job: "dvm1.1", Delta: "mpi://rte/lu/rc/1", Rank: u32(9), Bound: "mpi://SELF"},
+		"RCQueryReply": &RCQueryReply{RC: &rc, Incl: true},
+		"RCListReq":    &RCListReq{Job: "dvm1.1", All: true},
+		"RCList":       &RCList{RCs: []RC{rc}},
+		"RCCancelReq":  &RCCancelReq{Delta: "mpi://rte/lu/rc/1", Reason: "operator"},
+		"RCAcceptReq": &RCAcceptReq{Delta: "mpi://rte/lu/rc/1", Job: "dvm1.1", Rank: 1, Set: ref, Block: true, TimeoutMS: 3000,
+			Bound: "mpi://app/lu", Call: 2},
 		"RCConfirmReq":  &RCConfirmReq{Delta: "mpi://rte/lu/rc/1", Job: "dvm1.1", Rank: 8, Set: ref},
-		"RCAcceptReply": &RCAcceptReply{Status: RCFinalized, Terminate: true},
+		"RCAcceptReply": &RCAcceptReply{Status: RCFinalized, Terminate: true, Set: ref},
 
 		"KVPutReq":     &KVPutReq{Job: "dvm1.1", Rank: 1, Key: "ep", Value: []byte("tcp://h0:4000")},
 		"KVCommitReq":  &KVCommitReq{Job: "dvm1.1", Rank: 1, Data: kv},
@@ -106,7 +110,7 @@ func samples() map[string]any {
 
 		"OutputFlags": &outFlags,
 		"JobLaunchReq": &JobLaunchReq{Argv: []string{"./lu", "-n", "64"}, N: 8, MapBy: MapByNode, Oversubscribe: true,
-			Name: "lu", Env: []string{"OMP_NUM_THREADS=1", "A=b"}, Wdir: "/home/u", KeepGoing: true, TimeoutMS: 60000, Output: outFlags},
+			Name: "lu", Env: []string{"OMP_NUM_THREADS=1", "A=b"}, Wdir: "/home/u", KeepGoing: true, TimeoutMS: 60000, Output: outFlags, PMI: PMIPort},
 		"JobLaunchReply": &JobLaunchReply{ID: 7, Job: "dvm1.7", App: "lu", Placement: pl},
 		"ProcInfo":       &proc,
 		"JobInfo":        &job,

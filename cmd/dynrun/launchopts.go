@@ -31,6 +31,7 @@ func launchFlags() []cli.Flag {
 		&cli.StringFlag{Name: "stdin", Value: "none", Usage: "where stdin goes: none (processes read /dev/null) or 0 (rank 0)"},
 		&cli.DurationFlag{Name: "timeout", Usage: "kill the job after `D` (e.g. 30s) and exit 124"},
 		&cli.BoolFlag{Name: "keep-going", Usage: "keep the job running when a process fails"},
+		&cli.StringFlag{Name: "pmi", Value: wire.PMIAuto, Usage: "PMI service for MPI programs (docs/mpi.md): auto (PMI_FD socketpair, like Hydra), fd, port (TCP PMI_PORT + PMI_ID) or none"},
 		&cli.IntFlag{Name: "nodes", Usage: "private DVM only: `K` virtual nodes (default 1)"},
 		&cli.IntFlag{Name: "slots", Usage: "private DVM only: `S` slots per node (default: CPUs)"},
 	}
@@ -49,7 +50,8 @@ type launchOpts struct {
 	stdin       string
 	timeout     time.Duration
 	keepGoing   bool
-	private     bool // --nodes or --slots: always a private DVM
+	pmi         string // --pmi
+	private     bool   // --nodes or --slots: always a private DVM
 	nodes       int
 	slots       int
 	argv        []string
@@ -61,7 +63,7 @@ func parseLaunch(c *cli.Context, cwd string) (launchOpts, error) {
 	o := launchOpts{
 		sel: c.String("dvm"), n: c.Int("n"), mapBy: c.String("map-by"), over: c.Bool("oversubscribe"),
 		name: c.String("name"), xs: c.StringSlice("x"), stdin: c.String("stdin"), timeout: c.Duration("timeout"),
-		keepGoing: c.Bool("keep-going"), nodes: c.Int("nodes"), slots: c.Int("slots"), argv: c.Args().Slice(),
+		keepGoing: c.Bool("keep-going"), pmi: c.String("pmi"), nodes: c.Int("nodes"), slots: c.Int("slots"), argv: c.Args().Slice(),
 		out: outputOpts{Tag: c.Bool("tag-output"), Timestamp: c.Bool("timestamp-output"), Dir: c.String("output-dir")},
 	}
 	switch {
@@ -80,6 +82,11 @@ func parseLaunch(c *cli.Context, cwd string) (launchOpts, error) {
 		return o, cliutil.Usagef("--map-by %q: want slot or node", o.mapBy)
 	}
 	o.mapBy = strings.ToLower(o.mapBy)
+	switch o.pmi {
+	case wire.PMIAuto, wire.PMIFD, wire.PMIPort, wire.PMINone:
+	default:
+		return o, cliutil.Usagef("--pmi %q: want auto, fd, port or none", o.pmi)
+	}
 	if o.stdin != "none" && o.stdin != "0" {
 		return o, cliutil.Usagef("--stdin %q: want none or 0", o.stdin)
 	}
@@ -251,7 +258,7 @@ func (o *launchOpts) launchReq(env []string, cwd string) wire.JobLaunchReq {
 	argv := append([]string{o.programPath}, o.argv[1:]...)
 	req := wire.JobLaunchReq{
 		Argv: argv, N: uint32(o.n), MapBy: o.mapBy, Oversubscribe: o.over, Name: o.appName(),
-		Env: env, Wdir: o.wdir, KeepGoing: o.keepGoing, Output: wire.OutputFlags{Forward: true},
+		Env: env, Wdir: o.wdir, KeepGoing: o.keepGoing, Output: wire.OutputFlags{Forward: true}, PMI: o.pmi,
 	}
 	if o.timeout > 0 {
 		req.TimeoutMS = max(o.timeout.Milliseconds(), 1) // never 0, which means no limit

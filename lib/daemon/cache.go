@@ -18,6 +18,7 @@ type jobCache struct {
 	data  wire.JobData
 	local wire.RankRanges     // ranks of the job on this node
 	sets  map[string]*setHist // by canonical name
+	rcs   *rcCache            // resource change records (rc.go)
 }
 
 // setHist holds the versions of a set pushed so far, oldest first.
@@ -210,6 +211,7 @@ func (d *Daemon) handleSessionInit(_ context.Context, req *wire.Request, b *wire
 	info := &wire.SessionInfo{
 		Job: c.Job, App: jc.data.App, Rank: c.Rank, UID: wire.ProcUID(jc.data.ID, c.Rank),
 		Size: jc.data.Size, Node: d.node, LocalPeers: jc.local, DVM: d.dvm,
+		Delta: jc.launchDelta(c.Rank), // the ADD that started it (rc.go)
 	}
 	for r := range jc.local.All() {
 		if r == c.Rank {

@@ -83,6 +83,7 @@ type Daemon struct {
 	registered chan struct{}
 
 	sess *sessionState // session services (session.go)
+	pmi  *pmiService   // PMI service for MPI programs (pmi.go)
 }
 
 type procKey struct {

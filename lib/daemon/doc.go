@@ -19,7 +19,9 @@
 //     daemon admits it only if that process runs here and the connecting
 //     pid is the process or belongs to its process group. Static queries
 //     (session.init, pset.get/list/query incl. mpi://SELF and mpi://SHARED)
-//     are answered from the cache without asking the master.
+//     are answered from the cache without asking the master, and so are
+//     the queries of resource changes (rc.query, from the records the
+//     master pushes with rc.push; rc.go).
 //
 // Processes are forked directly (lib/proc: no shell, own process group,
 // Pdeathsig) and are terminated before Run returns, whether the master

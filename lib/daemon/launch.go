@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -46,14 +48,44 @@ func (d *Daemon) handleLaunch(ctx context.Context, _ *wire.Request, b *LaunchBod
 	d.mu.Unlock()
 
 	base := d.baseEnv(b, size, index)
-	reply := &wire.LaunchReply{Started: make([]wire.ProcStarted, 0, b.Ranks.Count())}
-	for rank := range b.Ranks.All() {
-		st, ok := d.startRank(b, base, rank)
-		if ok {
-			reply.Started = append(reply.Started, st)
+	return &wire.LaunchReply{Started: d.startRanks(b, base)}, nil
+}
+
+// startRanks forks the ranks of a launch from as many goroutines as
+// lib/proc has spawner threads: a fork holds its thread until the child
+// has exec'd, so forking one rank at a time leaves the other cores idle
+// (startRank is safe for concurrent use). It returns the ranks that
+// started, in rank order.
+func (d *Daemon) startRanks(b *LaunchBody, base []string) []wire.ProcStarted {
+	ranks := slices.Collect(b.Ranks.All())
+	type result struct {
+		st wire.ProcStarted
+		ok bool
+	}
+	res := make([]result, len(ranks))
+	var next atomic.Int64
+	work := func() {
+		for i := next.Add(1) - 1; i < int64(len(ranks)); i = next.Add(1) - 1 {
+			res[i].st, res[i].ok = d.startRank(b, base, ranks[i])
 		}
 	}
-	return reply, nil
+	var wg sync.WaitGroup
+	for range min(proc.Spawners(), len(ranks)) - 1 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			work()
+		}()
+	}
+	work()
+	wg.Wait()
+	started := make([]wire.ProcStarted, 0, len(ranks))
+	for _, r := range res {
+		if r.ok {
+			started = append(started, r.st)
+		}
+	}
+	return started
 }
 
 // baseEnv is the environment shared by the ranks of a launch: the
@@ -118,7 +150,12 @@ func (d *Daemon) startRank(b *LaunchBody, base []string, rank uint32) (wire.Proc
 	}
 	// The start is not bound to the request: a process, once forked, is
 	// reported whatever happens to the master's call.
-	p, err := d.procs.Start(context.Background(), key, spec)
+	pp, err := d.pmiAttach(b, rank, &spec) // PMI service (pmi.go): PMI_FD etc.
+	var p *proc.Proc
+	if err == nil {
+		p, err = d.procs.Start(context.Background(), key, spec)
+		pp.started(p, err)
+	}
 	if err != nil {
 		d.mu.Lock()
 		delete(d.live, key)
@@ -162,6 +199,7 @@ func (d *Daemon) reportStartFailure(key procKey, err error) {
 // process's output has been delivered, so the master sees every line of a
 // process before its exit.
 func (d *Daemon) onExit(key procKey, p *proc.Proc, st proc.ExitStatus) {
+	d.pmiExited(key, st) // settle its PMI session first (pmi.go)
 	d.mu.Lock()
 	e := d.live[key]
 	delete(d.live, key)

@@ -18,8 +18,9 @@ import (
 // Pending in wire: LaunchReq.Data and LaunchReq.Psets.
 type LaunchBody struct {
 	wire.LaunchReq
-	Data  *wire.JobData  `msgpack:"jd,omitempty"` // the job as the master sees it after this launch
-	Psets *wire.PsetPush `msgpack:"ps,omitempty"` // the job's sets (WORLD and mpi://app/<app> at launch)
+	Data  *wire.JobData  `msgpack:"jd,omitempty"`  // the job as the master sees it after this launch
+	Psets *wire.PsetPush `msgpack:"ps,omitempty"`  // the job's sets (WORLD and mpi://app/<app> at launch)
+	PMI   *PMIJob        `msgpack:"pmi,omitempty"` // the job's PMI service (pmi.go); nil = none
 }
 
 // JobDataBody is the body of node.jobdata: JobData plus optional sets, so

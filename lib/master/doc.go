@@ -44,6 +44,19 @@
 // unless the job keeps going; so do job.kill, the job's time limit, the
 // loss of the launching tool's connection and a DVM stop.
 //
+// # Resource changes
+//
+// rc.go runs the three phases of a resource change (DESIGN §5) on the
+// loop: phase 1 in the order delta set defined on every daemon, job data
+// pushed, record announced, then (ADD) the new processes launched; phase
+// 2's set operations in psetop.go; phase 3's accept and confirm in
+// rc_accept.go, through the publish/lookup store of pubsub.go; and every
+// ABORTED path. Pushes to the daemons (sets, job data, change records) go
+// through one ordered queue per node (psetop.go) and are acked before the
+// step they stand for is taken as done. jobs.go calls in at two points:
+// recordExit (an exit that belongs to a change is not a job failure) and
+// endJob (the change in flight is aborted).
+//
 // # Adding a session service
 //
 // Put the service in its own file: its state as fields of *state (or a

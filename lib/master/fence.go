@@ -66,6 +66,9 @@ func fenceName(id string) string {
 // fenceEnter puts e into the instance it belongs to, completing the
 // instance if e was the last one missing.
 func (ss *sessState) fenceEnter(s *state, b *daemon.FenceBody, e *gentry) error {
+	if err := s.rcFenceAborted(b.Job, b.ID); err != nil {
+		return err // a fence of an aborted resource change (rc_accept.go)
+	}
 	spec, err := s.participants(b.Job, b.Procs)
 	if err != nil {
 		return err

@@ -44,6 +44,8 @@ func TestMain(m *testing.M) {
 		os.Exit(daemonMain(os.Args[1:]))
 	case "app":
 		os.Exit(appMain(os.Args[1:]))
+	case "pmi":
+		os.Exit(pmiClientMain(os.Args[1:])) // PMI protocol client (pmi_client_test.go)
 	}
 	os.Exit(m.Run())
 }

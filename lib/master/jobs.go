@@ -57,6 +57,7 @@ type job struct {
 	waiters  []waiter    // job.wait requests
 	end      tool.JobEnd // final state once done
 	done     bool
+	pmi      *pmiJob // PMI service of the job (pmi.go), set by the first node.launch body
 }
 
 type jproc struct {
@@ -104,6 +105,7 @@ func (s *state) jobInfo(j *job, withProcs bool) wire.JobInfo {
 	in := wire.JobInfo{
 		ID: j.id, Job: j.ns, App: j.app, State: j.state, Argv: j.req.Argv, Size: uint32(j.live),
 		NextRank: uint32(len(j.procs)), Started: j.started.UnixNano(), Placement: s.placement(j),
+		Delta: s.rcDelta(j),
 	}
 	if j.done {
 		in.Code = j.end.Code
@@ -232,6 +234,10 @@ func (s *state) launch(c *wire.Conn, b *wire.JobLaunchReq, reply func(*wire.JobL
 		reply(nil, err)
 		return
 	}
+	if err := checkPMIMode(b.PMI); err != nil {
+		reply(nil, err)
+		return
+	}
 	id := s.lastJob + 1
 	ns := s.id + "." + strconv.FormatUint(uint64(id), 10)
 	placed, err := s.alloc.Allocate(ns, int(b.N), alloc.Options{MapBy: mapBy, Oversubscribe: b.Oversubscribe})
@@ -312,7 +318,7 @@ func (s *state) launch(c *wire.Conn, b *wire.JobLaunchReq, reply func(*wire.JobL
 				LaunchReq: wire.LaunchReq{
 					Job: ns, App: app, ID: id, Ranks: rr, Argv: b.Argv, Env: b.Env, Wdir: b.Wdir, Output: b.Output,
 				},
-				Data: data, Psets: push,
+				Data: data, Psets: push, PMI: s.pmiLaunch(j),
 			}
 		} else {
 			call.kind = wire.KindNodeJobData
@@ -474,6 +480,9 @@ func (s *state) recordExit(j *job, ev wire.ProcExited, note string) {
 		State: p.state, Code: ev.Code, Signal: ev.Signal, Msg: msg,
 	})
 	failed := ev.Err != "" || note != "" || (!ev.Forced && (ev.Code != 0 || ev.Signal != 0))
+	if s.rcProcExit(j, ev.Rank, describeExit(ev.Rank, node, ev, note)) {
+		failed = false // a process a resource change adds or removes (rc.go)
+	}
 	if failed && j.failure == nil {
 		j.failure = &failure{rank: ev.Rank, code: ev.Code, msg: describeExit(ev.Rank, node, ev, note)}
 		if !j.req.KeepGoing {
@@ -588,6 +597,7 @@ func (s *state) endJob(j *job) {
 	if j.timer != nil {
 		j.timer.Stop()
 	}
+	s.rcJobEnded(j) // abort a resource change in flight (rc.go)
 	end := tool.JobEnd{}
 	reason := ""
 	if j.kill != nil {

@@ -36,6 +36,8 @@ type state struct {
 	live    int             // jobs not yet ended
 
 	bus bus
+	rc  *rcState // resource changes and ordered pushes (rc.go, psetop.go)
+	pmi pmiState // PMI service (pmi.go)
 
 	stopping bool
 	drained  chan struct{} // closed when stopping and no job is live

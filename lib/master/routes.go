@@ -31,6 +31,8 @@ func (m *Master) routes() {
 	wire.HandleTyped(m.toolMux, wire.KindPsetList, m.handlePsetList)
 	wire.HandleTyped(m.toolMux, wire.KindPing, handlePing)
 	m.sessionRoutes()
+	m.rcRoutes()
+	m.pmiRoutes()
 }
 
 func handlePing(_ context.Context, _ *wire.Request, p *wire.Ping) (any, error) { return p, nil }

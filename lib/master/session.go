@@ -37,6 +37,7 @@ func (m *Master) sessionRoutes() {
 		groups: make(map[string]*group), dsubs: make(map[*wire.Conn]*daemonSubs),
 	}
 	ss.pub.init()
+	m.sess = ss
 	wire.HandleTyped(m.daemonMux, wire.KindKVFetch, ss.handleFetch)
 	wire.HandleTyped(m.daemonMux, wire.KindFence, ss.handleFence)
 	wire.HandleTyped(m.daemonMux, wire.KindPublish, ss.handlePublish)

@@ -3,7 +3,11 @@ package proc
 import (
 	"context"
 	"os/exec"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func benchStart(b *testing.B, spec Spec, opts startOpts) {
@@ -55,4 +59,65 @@ func BenchmarkExecCommandTrue(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// benchBurst starts n × /bin/true from `workers` goroutines at once and
+// waits for all of them: a daemon's share of a launch, without the wire.
+func benchBurst(b *testing.B, n, workers int, spec Spec) {
+	ctx := context.Background()
+	self0, kids0 := cpuTimes(b)
+	for b.Loop() {
+		var wg sync.WaitGroup
+		next := atomic.Int32{}
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for int(next.Add(1)) <= n {
+					p, err := Start(ctx, spec)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					defer p.Wait()
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	self1, kids1 := cpuTimes(b)
+	procs := float64(b.N * n)
+	b.ReportMetric(float64(self1-self0)/procs/1e3, "parent-µs/proc")
+	b.ReportMetric(float64(kids1-kids0)/procs/1e3, "child-µs/proc")
+}
+
+// cpuTimes returns the CPU time (user+system) used so far by this process
+// and by its reaped children.
+func cpuTimes(b *testing.B) (self, children time.Duration) {
+	var ru syscall.Rusage
+	for _, who := range []int{syscall.RUSAGE_SELF, syscall.RUSAGE_CHILDREN} {
+		if err := syscall.Getrusage(who, &ru); err != nil {
+			b.Fatal(err)
+		}
+		d := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		if who == syscall.RUSAGE_SELF {
+			self = d
+		} else {
+			children = d
+		}
+	}
+	return self, children
+}
+
+// BenchmarkBurst28Serial forks 28 × /bin/true one after another (waits at
+// the end), as the daemon did with a single spawner thread.
+func BenchmarkBurst28Serial(b *testing.B) { benchBurst(b, 28, 1, Spec{Path: "/bin/true"}) }
+
+// BenchmarkBurst28Pool forks them from Spawners() goroutines at once.
+func BenchmarkBurst28Pool(b *testing.B) { benchBurst(b, 28, Spawners(), Spec{Path: "/bin/true"}) }
+
+// BenchmarkBurst28PoolOutput adds stdout/stderr pipes, as with forwarded
+// output.
+func BenchmarkBurst28PoolOutput(b *testing.B) {
+	benchBurst(b, 28, Spawners(), Spec{Path: "/bin/true", Output: func(int, []byte) {}})
 }

@@ -11,12 +11,16 @@
 // dies with the daemon. The kernel sends the parent-death signal when the
 // *thread* that forked the child exits, not when the process does, and Go
 // may terminate an OS thread (it does so when a goroutine exits while locked
-// to its thread). All forks are therefore done by one spawner goroutine that
-// locks itself to its OS thread and never returns: that thread lives exactly
-// as long as the daemon. Go's fork code also covers the window where the
-// daemon dies between fork and prctl (the child compares getppid and kills
-// itself). Pdeathsig reaches only the direct child; grandchildren are not
-// signalled when the daemon dies, and a set-user-ID program clears it.
+// to its thread). All forks are therefore done by a small pool of spawner
+// goroutines, each locked to its OS thread for good and never returning:
+// those threads live exactly as long as the daemon. The pool grows only when
+// every spawner is busy, up to Spawners() threads, so that a daemon starting
+// many processes concurrently forks them in parallel (a fork blocks its
+// thread until the child has exec'd). Go's fork code also covers the window
+// where the daemon dies between fork and prctl (the child compares getppid
+// and kills itself). Pdeathsig reaches only the direct child; grandchildren
+// are not signalled when the daemon dies, and a set-user-ID program clears
+// it.
 //
 // # Signals and pid reuse
 //

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"sync"
 )
 
 // DefaultMaxLine is the longest line delivered in one piece; longer lines are
@@ -12,6 +13,11 @@ import (
 const DefaultMaxLine = 64 << 10
 
 const initialLineBuf = 4 << 10
+
+// lineBufs recycles the initial read buffers: most processes print little
+// or nothing, so without it every process would leave two buffers of
+// garbage behind, and a launch of hundreds of processes a GC cycle.
+var lineBufs = sync.Pool{New: func() any { return new([initialLineBuf]byte) }}
 
 // splitLines reads r until EOF or error and calls emit for every line without
 // its trailing newline. A line longer than max is emitted in pieces of max
@@ -23,7 +29,14 @@ const initialLineBuf = 4 << 10
 func splitLines(r io.Reader, max int, emit func([]byte)) error {
 	// Start small and grow up to max: most programs print short lines, and a
 	// node may run hundreds of processes with two streams each.
-	buf := make([]byte, min(initialLineBuf, max))
+	var buf []byte
+	if max >= initialLineBuf {
+		pooled := lineBufs.Get().(*[initialLineBuf]byte)
+		defer lineBufs.Put(pooled) // emit never keeps the slice
+		buf = pooled[:]
+	} else {
+		buf = make([]byte, max)
+	}
 	n := 0       // bytes held in buf[:n], none of them a newline
 	cut := false // the last piece was cut at max bytes
 	for {

@@ -47,13 +47,24 @@ func TestMain(m *testing.M) {
 		out.Flush()
 		errw.Flush()
 		os.Exit(0)
-	case "minidaemon": // start `sleep 100` through this package, print its pid, hang
-		p, err := Start(context.Background(), Spec{Path: "sleep", Args: []string{"sleep", "100"}, Env: os.Environ()})
-		if err != nil {
-			fmt.Println("error:", err)
-			os.Exit(1)
+	case "minidaemon": // minidaemon N: start N `sleep 100` concurrently through this package, print their pids, hang
+		n, _ := strconv.Atoi(os.Args[1])
+		pids := make([]string, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p, err := Start(context.Background(), Spec{Path: "sleep", Args: []string{"sleep", "100"}, Env: os.Environ()})
+				if err != nil {
+					fmt.Println("error:", err)
+					os.Exit(1)
+				}
+				pids[i] = strconv.Itoa(p.Pid())
+			}()
 		}
-		fmt.Println(p.Pid())
+		wg.Wait()
+		fmt.Println(strings.Join(pids, " "))
 		select {}
 	default:
 		fmt.Fprintln(os.Stderr, "unknown helper", os.Getenv(helperEnv))
@@ -564,14 +575,21 @@ func TestThreadExitDoesNotKillChild(t *testing.T) {
 }
 
 // TestParentDeathKillsChild runs the test binary as a mini daemon that starts
-// `sleep 100` through this package, SIGKILLs the daemon, and expects the
+// `sleep 100` through this package (one, or several at once so that more
+// than one spawner thread forks), SIGKILLs the daemon, and expects every
 // sleep to die too.
 func TestParentDeathKillsChild(t *testing.T) {
+	for _, n := range []int{1, 8} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) { parentDeath(t, n) })
+	}
+}
+
+func parentDeath(t *testing.T, n int) {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe)
+	cmd := exec.Command(exe, strconv.Itoa(n))
 	cmd.Env = append(os.Environ(), helperEnv+"=minidaemon")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -586,21 +604,77 @@ func TestParentDeathKillsChild(t *testing.T) {
 		cmd.Wait()
 		t.Fatalf("mini daemon: %v", err)
 	}
-	child, err := strconv.Atoi(strings.TrimSpace(line))
-	if err != nil {
+	var children []int
+	for _, f := range strings.Fields(line) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("mini daemon said %q", line)
+		}
+		children = append(children, pid)
+	}
+	t.Cleanup(func() {
+		for _, pid := range children {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	if len(children) != n {
 		cmd.Process.Kill()
 		cmd.Wait()
-		t.Fatalf("mini daemon said %q", line)
+		t.Fatalf("mini daemon started %d processes, want %d", len(children), n)
 	}
-	t.Cleanup(func() { syscall.Kill(child, syscall.SIGKILL) })
-	if dead(child) {
-		t.Fatal("sleep not running before the daemon died")
+	for _, pid := range children {
+		if dead(pid) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("sleep %d not running before the daemon died", pid)
+		}
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	cmd.Wait()
-	waitDead(t, child)
+	for _, pid := range children {
+		waitDead(t, pid)
+	}
+}
+
+// TestConcurrentStarts starts processes from many goroutines at once, each
+// locked to a thread that Go terminates when the goroutine ends: the pool
+// must stay within Spawners() threads, and no child may die with the
+// thread that asked for it.
+func TestConcurrentStarts(t *testing.T) {
+	const n = 24
+	var wg sync.WaitGroup
+	procs := make([]*Proc, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread() // never unlocked: the thread dies with us
+			procs[i], errs[i] = Start(context.Background(), Spec{Path: "/bin/sleep", Args: []string{"sleep", "100"}})
+		}()
+	}
+	wg.Wait()
+	for i, p := range procs {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		defer p.Terminate(0)
+	}
+	if got, limit := spawnThreads(), Spawners(); got < 1 || got > limit {
+		t.Fatalf("%d spawner threads, want 1..%d", got, limit)
+	}
+	time.Sleep(300 * time.Millisecond)
+	for _, p := range procs {
+		select {
+		case <-p.Done():
+			t.Fatalf("child died with the thread that asked for it: %v", p.Wait())
+		default:
+		}
+	}
 }
 
 func TestGroup(t *testing.T) {

@@ -50,6 +50,7 @@ type Session struct {
 	closed bool
 
 	events *eventQueue
+	rc     rcSession // accept calls of resource changes (rc.go)
 }
 
 type config struct {

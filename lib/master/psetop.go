@@ -1,0 +1,255 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/dynrt/dynrt/lib/pset"
+	"github.com/dynrt/dynrt/wire"
+)
+
+// Process set operations (phase 2 of a resource change, thesis §6.3;
+// DESIGN §4) and the ordered pushes to the daemons they and the resource
+// changes need.
+//
+// An operation runs on the loop, so operations are serialised; the result
+// and every set the recursion of Definition 4 changed are pushed to every
+// daemon, and the requester is answered once all of them have acked: a
+// process that learns a new set from the reply can use it with any daemon.
+
+func (m *Master) handlePsetOpTool(ctx context.Context, _ *wire.Request, b *wire.PsetOpReq) (any, error) {
+	return ask(ctx, m, func(s *state, reply func(*wire.PsetOpReply, error)) { s.psetOp(b, false, reply) })
+}
+
+// handlePsetOpApp serves pset.op relayed by a daemon: Job and Rank are the
+// caller's, which resolves mpi://SELF and mpi://SHARED operands.
+func (m *Master) handlePsetOpApp(ctx context.Context, _ *wire.Request, b *wire.PsetOpReq) (any, error) {
+	return ask(ctx, m, func(s *state, reply func(*wire.PsetOpReply, error)) { s.psetOp(b, true, reply) })
+}
+
+func (s *state) psetOp(b *wire.PsetOpReq, app bool, reply func(*wire.PsetOpReply, error)) {
+	j, err := s.rcJob(b.Job)
+	if err != nil {
+		reply(nil, err)
+		return
+	}
+	if j.done {
+		reply(nil, wire.Errorf(wire.ErrState, "master: job %s (%s) has ended", j.app, j.ns))
+		return
+	}
+	op, err := pset.ParseOp(b.Op)
+	if err != nil {
+		reply(nil, err)
+		return
+	}
+	if op != pset.OpNull {
+		if err := s.rcAbortedDelta(j, b.P1, b.P2); err != nil {
+			reply(nil, err)
+			return
+		}
+	}
+	var sched map[string]string
+	for k, v := range b.Hints {
+		if sched == nil {
+			sched = make(map[string]string, len(b.Hints))
+		}
+		sched[pset.SchedPrefix+k] = v
+	}
+	req := pset.OpRequest{Op: op, P1: b.P1, P2: b.P2, Target: b.Target, Active: b.Active, Sched: sched}
+	if app && int(b.Rank) < len(j.procs) {
+		req.Caller = &pset.Caller{Rank: b.Rank, NodePeers: j.nodes[j.procs[b.Rank].node].Ranks()}
+	}
+	res, err := j.reg.ApplyOp(req)
+	if err != nil {
+		reply(nil, err)
+		return
+	}
+	now := time.Now().UnixNano()
+	names := []string{res.Result.Name}
+	for _, a := range res.Affected {
+		names = append(names, a.Name)
+	}
+	defs := make([]wire.PsetInfo, 0, len(names))
+	for _, name := range names {
+		def, err := setInfo(j.reg, j.ns, name, now)
+		if err != nil {
+			reply(nil, err)
+			return
+		}
+		defs = append(defs, def)
+		ev := def
+		ev.Members = nil
+		s.publish(wire.Event{Kind: wire.EvPsetDef, Job: j.ns, Pset: &ev})
+	}
+	rep := &wire.PsetOpReply{Name: defs[0].Name, Version: defs[0].Version, Size: defs[0].Size, Members: defs[0].Members}
+	for _, d := range defs[1:] {
+		rep.Updated = append(rep.Updated, wire.PsetRef{Name: d.Name, Version: d.Version})
+	}
+	s.pushSets(j, defs, nil, func() { reply(rep, nil) })
+}
+
+func (m *Master) handlePsetDelete(ctx context.Context, _ *wire.Request, b *wire.PsetDeleteReq) (any, error) {
+	_, err := ask(ctx, m, func(s *state, reply func(struct{}, error)) {
+		j, err := s.rcJob(b.Job)
+		if err != nil {
+			reply(struct{}{}, err)
+			return
+		}
+		if err := j.reg.Delete(b.Name); err != nil {
+			reply(struct{}{}, err)
+			return
+		}
+		name := b.Name
+		if n, err := pset.Parse(name); err == nil {
+			name = n.String()
+		}
+		s.publish(wire.Event{Kind: wire.EvPsetDel, Job: j.ns, Pset: &wire.PsetInfo{Name: name, Job: j.ns}})
+		s.pushSets(j, nil, []string{name}, func() { reply(struct{}{}, nil) })
+	})
+	return nil, err
+}
+
+// Ordered pushes. Requests on one connection are served concurrently by
+// the daemon, so two pushes in flight to the same daemon could be applied
+// in either order. Each node therefore has a FIFO: one call at a time, and
+// set pushes of the same job waiting behind a call go out merged into one.
+// A push round completes once every daemon that was up has answered (or
+// failed); its done callback then runs on the loop.
+
+type pushq struct {
+	busy  bool
+	items []*pushItem
+	calls chan pushCall // to the queue's sender goroutine (started on first use)
+}
+
+// pushCall is one call the sender makes; done runs on the loop after it.
+type pushCall struct {
+	conn *wire.Conn
+	kind string
+	body any
+	done func(s *state, err error)
+}
+
+// sender makes the calls of one queue, one at a time. A long-lived
+// goroutine instead of one per call: its stack has grown once for all.
+func (m *Master) sender(calls <-chan pushCall) {
+	for {
+		select {
+		case c := <-calls:
+			ctx, cancel := context.WithTimeout(context.Background(), m.callTimeout)
+			err := c.conn.Call(ctx, c.kind, c.body, nil)
+			cancel()
+			if !m.post(func(s *state) { c.done(s, err) }) {
+				return
+			}
+		case <-m.loopDone:
+			return
+		}
+	}
+}
+
+type pushItem struct {
+	j     *job
+	kind  string
+	body  any
+	round *pushRound
+}
+
+type pushRound struct {
+	left int
+	done func()
+}
+
+func (r *pushRound) ack() {
+	r.left--
+	if r.left == 0 && r.done != nil {
+		r.done()
+	}
+}
+
+// pushSets sends set definitions and deletions of j to every daemon.
+func (s *state) pushSets(j *job, defined []wire.PsetInfo, deleted []string, done func()) {
+	st := s.rcs()
+	st.psetSeq++
+	s.pushAll(j, wire.KindPsetPush, &wire.PsetPush{Seq: st.psetSeq, Job: j.ns, Defined: defined, Deleted: deleted}, done)
+}
+
+// pushAll queues one call of kind with body to every daemon that is up.
+func (s *state) pushAll(j *job, kind string, body any, done func()) {
+	st := s.rcs()
+	round := &pushRound{done: done}
+	var touched []int
+	for _, n := range s.nodes {
+		if !n.up {
+			continue
+		}
+		q := st.queues[n.idx]
+		if q == nil {
+			q = &pushq{}
+			st.queues[n.idx] = q
+		}
+		round.left++
+		q.items = append(q.items, &pushItem{j: j, kind: kind, body: body, round: round})
+		touched = append(touched, n.idx)
+	}
+	if round.left == 0 {
+		if done != nil {
+			done()
+		}
+		return
+	}
+	for _, idx := range touched {
+		s.pump(idx)
+	}
+}
+
+// pump sends the next push of node idx if none is in flight.
+func (s *state) pump(idx int) {
+	q := s.rc.queues[idx]
+	n := s.nodes[idx]
+	for !q.busy && len(q.items) > 0 {
+		first := q.items[0]
+		batch := []*pushItem{first}
+		q.items = q.items[1:]
+		body := first.body
+		if pp, ok := body.(*wire.PsetPush); ok {
+			merged := *pp
+			for len(q.items) > 0 && q.items[0].kind == wire.KindPsetPush && q.items[0].j == first.j {
+				next := q.items[0].body.(*wire.PsetPush)
+				merged.Seq = next.Seq
+				merged.Defined = append(merged.Defined[:len(merged.Defined):len(merged.Defined)], next.Defined...)
+				merged.Deleted = append(merged.Deleted[:len(merged.Deleted):len(merged.Deleted)], next.Deleted...)
+				batch = append(batch, q.items[0])
+				q.items = q.items[1:]
+			}
+			body = &merged
+		}
+		if !n.up || first.j.done {
+			// Nobody to tell, or the daemons dropped the job already (a
+			// late push would bring it back).
+			for _, it := range batch {
+				it.round.ack()
+			}
+			continue
+		}
+		q.busy = true
+		if q.calls == nil {
+			// Buffered: the loop never waits for the sender, which holds at
+			// most one call at a time anyway.
+			q.calls = make(chan pushCall, 1)
+			go s.m.sender(q.calls)
+		}
+		conn, kind := n.conn, first.kind
+		q.calls <- pushCall{conn: conn, kind: kind, body: body, done: func(s *state, err error) {
+			q.busy = false
+			if err != nil && conn.Err() == nil && !errors.Is(err, wire.ErrNotFound) {
+				s.log.Warn("master: push to daemon failed", "kind", kind, "daemon", conn.Peer().Name, "err", err)
+			}
+			for _, it := range batch {
+				it.round.ack()
+			}
+			s.pump(idx)
+		}}
+	}
+}

@@ -1,0 +1,1365 @@
+package master
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/dynrt/dynrt/lib/alloc"
+	"github.com/dynrt/dynrt/lib/daemon"
+	"github.com/dynrt/dynrt/lib/pset"
+	"github.com/dynrt/dynrt/lib/rc"
+	"github.com/dynrt/dynrt/wire"
+)
+
+// Resource changes (DESIGN §5, thesis §6.2–6.4). Everything here runs on
+// the loop; calls to daemons go through the ordered push queues of
+// psetop.go (one FIFO per node) or, for launches and kills, through
+// goroutines that post back.
+//
+// The life of a change (an rcRun):
+//
+//	request   validate, choose slots (ADD: alloc.Allocate with the job's
+//	          map-by) or victims (SUB: highest slots, or the named ranks),
+//	          number it (rc.Tracker) and define the delta set in the job's
+//	          registry; ADD processes enter the job table as "launching"
+//	defined   the delta set reached every daemon (pset.push, acked)
+//	job data  the job as it is after the change reached every daemon
+//	announced status ANNOUNCED; the record reached every daemon (rc.push),
+//	          then the event; ADD: node.launch of the new processes
+//	accept    the root of a bound set accepts (rc.accept): PENDING, and the
+//	          master publishes <delta>:accept; SUB: FINALIZED after one
+//	          accept per set of X_c(U)
+//	confirm   ADD: one new process confirms (rc.confirm): FINALIZED and
+//	          <delta>:confirm published
+//	settled   ADD: FINALIZED and every new process started; SUB: FINALIZED
+//	          and every removed process gone (after the grace period they
+//	          are killed), slots freed, inactive sets updated, job data
+//	          pushed; ABORTED: the new processes of an ADD gone and their
+//	          slots freed, job data reverted
+//
+// A job has at most one change that is not settled; another request gets
+// wire.ErrBusy naming it or, with Queue, waits for it. Every update of a
+// record is pushed to every daemon before its rc.state event is published,
+// so a process that sees the event finds the same record in its daemon.
+
+// Defaults of the timers of a change.
+const (
+	// DefaultRCConfirmTimeout bounds the time from the announcement until
+	// an ADD is FINALIZED (or a SUB got its first accept); then the change
+	// is ABORTED.
+	DefaultRCConfirmTimeout = 30 * time.Second
+	// DefaultRCGrace is how long the removed processes of a FINALIZED SUB
+	// have to exit before the runtime kills them.
+	DefaultRCGrace = 5 * time.Second
+)
+
+// rcState is the master's resource-change state (a field of *state).
+type rcState struct {
+	jobs    map[string]*jobRC // by job namespace
+	queues  map[int]*pushq    // ordered pushes per node index (psetop.go)
+	psetSeq uint64            // PsetPush.Seq counter
+}
+
+// jobRC holds the changes of one job.
+type jobRC struct {
+	j     *job
+	tr    *rc.Tracker
+	runs  map[string]*rcRun // by delta name
+	order []*rcRun
+	cur   *rcRun       // the change not yet settled, if any
+	queue []*rcPending // requests waiting for cur (Queue)
+}
+
+// rcPending is a queued request.
+type rcPending struct {
+	req   wire.RCRequest
+	at    time.Time
+	reply func(*wire.RC, error)
+}
+
+// rcRun is one change and everything the master does for it.
+type rcRun struct {
+	jr        *jobRC
+	r         *rc.RC
+	req       wire.RCRequest
+	typ       string // wire.RCAdd or wire.RCSub
+	ranks     []uint32
+	delta     wire.RankRanges
+	bound     []string
+	refs      []wire.PsetRef             // bound sets at the announcement
+	bmem      map[string]wire.RankRanges // their members then
+	procs     []alloc.Proc               // ADD: the new processes
+	placement []wire.Placement           // where the delta's processes run
+
+	seq       uint64 // record updates pushed
+	placed    time.Time
+	launched  time.Time
+	exited    time.Time
+	newSet    *wire.PsetRef           // ADD: the set the accept named
+	sets      map[string]wire.PsetRef // the set each bound set's accept named
+	pinned    bool
+	launching bool // ADD: the launch round is in flight
+	launchEnd bool // ADD: the launch round completed (or was never needed)
+	started   int  // ADD: new processes reported forked
+	gone      map[uint32]bool
+	timer     *time.Timer // confirm timeout, then (SUB) the grace period
+	settled   bool
+
+	announced func(*wire.RC, error)   // requester without Wait: answered at ANNOUNCED
+	waiters   []func(*wire.RC, error) // requesters with Wait: answered when settled
+	blocked   []rcBlocked             // blocking accepts waiting for the end
+}
+
+type rcBlocked struct {
+	key   string // decision key to publish with the answer
+	bound string
+	owner procRef
+	term  bool
+	reply func(*wire.RCAcceptReply, error)
+}
+
+func (s *state) rcs() *rcState {
+	if s.rc == nil {
+		s.rc = &rcState{jobs: make(map[string]*jobRC), queues: make(map[int]*pushq)}
+	}
+	return s.rc
+}
+
+// jobRC returns the change record of j, creating it.
+func (s *state) jobRC(j *job) *jobRC {
+	st := s.rcs()
+	if jr := st.jobs[j.ns]; jr != nil {
+		return jr
+	}
+	// Forget the changes of jobs the master itself has forgotten.
+	for ns := range st.jobs {
+		if s.jobs[ns] == nil {
+			delete(st.jobs, ns)
+		}
+	}
+	jr := &jobRC{
+		j: j, runs: make(map[string]*rcRun),
+		tr: rc.NewTracker(j.app, rc.TrackerOptions{Name: func(app string, n int) string {
+			return pset.DeltaName(app, uint64(n)+1) // the registry numbers delta sets from 1
+		}}),
+	}
+	st.jobs[j.ns] = jr
+	return jr
+}
+
+// rcJob resolves the job of a request: a namespace, an application name
+// (of a live job) or, when empty, the only live job.
+func (s *state) rcJob(name string) (*job, error) {
+	if name == "" {
+		var live []*job
+		for _, j := range s.order {
+			if !j.done {
+				live = append(live, j)
+			}
+		}
+		switch len(live) {
+		case 1:
+			return live[0], nil
+		case 0:
+			return nil, wire.Errorf(wire.ErrNotFound, "master: DVM %s runs no job", s.id)
+		}
+		return nil, wire.Errorf(wire.ErrInvalid, "master: DVM %s runs %d jobs; say which", s.id, len(live))
+	}
+	if j := s.jobs[name]; j != nil {
+		return j, nil
+	}
+	for i := len(s.order) - 1; i >= 0; i-- {
+		if j := s.order[i]; j.app == name && !j.done {
+			return j, nil
+		}
+	}
+	for i := len(s.order) - 1; i >= 0; i-- {
+		if j := s.order[i]; j.app == name {
+			return j, nil
+		}
+	}
+	return nil, wire.Errorf(wire.ErrNotFound, "master: DVM %s has no job %q", s.id, name)
+}
+
+// rcFind returns the change named by delta (of job, when given).
+func (s *state) rcFind(jobName, delta string) (*rcRun, error) {
+	n, err := pset.Parse(delta)
+	if err != nil {
+		return nil, err
+	}
+	if n.Kind != pset.KindDelta {
+		return nil, wire.Errorf(wire.ErrInvalid, "master: %s is not a delta set (mpi://rte/<app>/rc/<n>)", delta)
+	}
+	key := n.String()
+	var cands []*job
+	if jobName != "" {
+		j, err := s.rcJob(jobName)
+		if err != nil {
+			return nil, err
+		}
+		cands = []*job{j}
+	} else {
+		for i := len(s.order) - 1; i >= 0; i-- {
+			if s.order[i].app == n.App {
+				cands = append(cands, s.order[i])
+			}
+		}
+	}
+	for _, j := range cands {
+		if jr := s.rcs().jobs[j.ns]; jr != nil {
+			if run := jr.runs[key]; run != nil {
+				return run, nil
+			}
+		}
+	}
+	return nil, wire.Errorf(wire.ErrNotFound, "master: no resource change %s", key)
+}
+
+// rcDelta names the change of j in flight ("" if none), for JobInfo.
+func (s *state) rcDelta(j *job) string {
+	if s.rc == nil {
+		return ""
+	}
+	if jr := s.rc.jobs[j.ns]; jr != nil && jr.cur != nil {
+		return jr.cur.r.Delta()
+	}
+	return ""
+}
+
+func parseRCType(t string) (string, error) {
+	switch strings.ToUpper(t) {
+	case wire.RCAdd:
+		return wire.RCAdd, nil
+	case wire.RCSub:
+		return wire.RCSub, nil
+	case wire.RCReplace:
+		return "", wire.Errorf(wire.ErrUnsupported, "master: REPLACE changes are not supported (use a SUB, then an ADD)")
+	}
+	return "", wire.Errorf(wire.ErrInvalid, "master: resource change type %q: want ADD or SUB", t)
+}
+
+// requester converts the wire requester of a change.
+func requester(b *wire.RCRequest) rc.Requester {
+	r := rc.Requester{Kind: rc.ByTool, Name: b.RequesterID}
+	switch b.Requester {
+	case wire.ByApp:
+		r.Kind = rc.ByApp
+		if n, err := strconv.ParseUint(strings.TrimPrefix(b.RequesterID, "rank "), 10, 32); err == nil {
+			r.Rank = uint32(n)
+		}
+	case wire.BySched:
+		r.Kind = rc.ByScheduler
+	}
+	return r
+}
+
+// rcRoutes registers the resource change and process set operation
+// requests: called once from routes.
+func (m *Master) rcRoutes() {
+	wire.HandleTyped(m.toolMux, wire.KindRCRequest, m.handleRCRequest)
+	wire.HandleTyped(m.toolMux, wire.KindRCQuery, m.handleRCQuery)
+	wire.HandleTyped(m.toolMux, wire.KindRCList, m.handleRCList)
+	wire.HandleTyped(m.toolMux, wire.KindRCCancel, m.handleRCCancel)
+	wire.HandleTyped(m.toolMux, wire.KindPsetOp, m.handlePsetOpTool)
+	wire.HandleTyped(m.toolMux, wire.KindPsetDelete, m.handlePsetDelete)
+
+	// Relayed by daemons for their processes (job and rank stamped).
+	wire.HandleTyped(m.daemonMux, wire.KindRCRequest, m.handleRCRequestApp)
+	wire.HandleTyped(m.daemonMux, wire.KindRCQuery, m.handleRCQuery)
+	wire.HandleTyped(m.daemonMux, wire.KindRCAccept, m.handleRCAccept)
+	wire.HandleTyped(m.daemonMux, wire.KindRCConfirm, m.handleRCConfirm)
+	wire.HandleTyped(m.daemonMux, wire.KindPsetOp, m.handlePsetOpApp)
+	wire.HandleTyped(m.daemonMux, wire.KindPsetDelete, m.handlePsetDelete)
+}
+
+// Handlers.
+
+func (m *Master) handleRCRequest(ctx context.Context, req *wire.Request, b *wire.RCRequest) (any, error) {
+	switch b.Requester {
+	case "":
+		b.Requester = wire.ByTool
+	case wire.ByTool, wire.BySched:
+	default:
+		return nil, wire.Errorf(wire.ErrInvalid, "master: a tool may ask as %q or %q, not %q", wire.ByTool, wire.BySched, b.Requester)
+	}
+	if b.RequesterID == "" {
+		b.RequesterID = req.Conn.Peer().String()
+	}
+	return m.rcRequest(ctx, b)
+}
+
+// handleRCRequestApp serves rc.request relayed by a daemon for one of its
+// processes (evolving jobs): the daemon stamped the job and the rank.
+func (m *Master) handleRCRequestApp(ctx context.Context, _ *wire.Request, b *wire.RCRequest) (any, error) {
+	b.Requester = wire.ByApp
+	return m.rcRequest(ctx, b)
+}
+
+func (m *Master) rcRequest(ctx context.Context, b *wire.RCRequest) (any, error) {
+	if b.Wait && b.TimeoutMS > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(b.TimeoutMS)*time.Millisecond)
+		defer cancel()
+	}
+	at := time.Now()
+	return ask(ctx, m, func(s *state, reply func(*wire.RC, error)) { s.rcSubmit(b, at, reply) })
+}
+
+func (m *Master) handleRCQuery(ctx context.Context, _ *wire.Request, b *wire.RCQueryReq) (any, error) {
+	return ask(ctx, m, func(s *state, reply func(*wire.RCQueryReply, error)) {
+		if b.Delta != "" {
+			run, err := s.rcFind(b.Job, b.Delta)
+			if err != nil {
+				reply(nil, err)
+				return
+			}
+			rec := run.record()
+			reply(&wire.RCQueryReply{RC: &rec, Incl: b.Rank != nil && run.delta.Contains(*b.Rank)}, nil)
+			return
+		}
+		j, err := s.rcJob(b.Job)
+		if err != nil {
+			reply(nil, err)
+			return
+		}
+		jr := s.jobRC(j)
+		bound := b.Bound
+		if bound == "" {
+			bound = pset.AppName(j.app)
+		} else if n, err := pset.Parse(bound); err != nil {
+			reply(nil, err)
+			return
+		} else {
+			bound = n.String()
+		}
+		for i := len(jr.order) - 1; i >= 0; i-- {
+			run := jr.order[i]
+			if bound == pset.NameSelf {
+				if b.Rank == nil || !run.concerns(*b.Rank) {
+					continue
+				}
+			} else if !slices.Contains(run.bound, bound) {
+				continue
+			}
+			rec := run.record()
+			reply(&wire.RCQueryReply{RC: &rec, Incl: b.Rank != nil && run.delta.Contains(*b.Rank)}, nil)
+			return
+		}
+		reply(&wire.RCQueryReply{}, nil)
+	})
+}
+
+// concerns reports whether rank is in the delta or in a bound set.
+func (run *rcRun) concerns(rank uint32) bool {
+	if run.delta.Contains(rank) {
+		return true
+	}
+	for _, m := range run.bmem {
+		if m.Contains(rank) {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *Master) handleRCList(ctx context.Context, _ *wire.Request, b *wire.RCListReq) (any, error) {
+	return ask(ctx, m, func(s *state, reply func(*wire.RCList, error)) {
+		var jobs []*job
+		if b.Job != "" {
+			j, err := s.rcJob(b.Job)
+			if err != nil {
+				reply(nil, err)
+				return
+			}
+			jobs = []*job{j}
+		} else {
+			jobs = s.order
+		}
+		out := &wire.RCList{}
+		for _, j := range jobs {
+			jr := s.rcs().jobs[j.ns]
+			if jr == nil {
+				continue
+			}
+			for _, run := range jr.order {
+				if b.All || !run.settled {
+					out.RCs = append(out.RCs, run.record())
+				}
+			}
+		}
+		reply(out, nil)
+	})
+}
+
+func (m *Master) handleRCCancel(ctx context.Context, req *wire.Request, b *wire.RCCancelReq) (any, error) {
+	return ask(ctx, m, func(s *state, reply func(*wire.RC, error)) {
+		run, err := s.rcFind("", b.Delta)
+		if err != nil {
+			reply(nil, err)
+			return
+		}
+		why := b.Reason
+		if why == "" {
+			why = "canceled by " + req.Conn.Peer().String()
+		}
+		if err := s.rcAbort(run, why, false); err != nil {
+			reply(nil, err)
+			return
+		}
+		rec := run.record()
+		reply(&rec, nil)
+	})
+}
+
+// Phase 1.
+
+// rcSubmit starts a change now, queues it, or refuses it.
+func (s *state) rcSubmit(b *wire.RCRequest, at time.Time, reply func(*wire.RC, error)) {
+	if s.stopping {
+		reply(nil, wire.Errorf(wire.ErrState, "master: DVM %s is stopping", s.id))
+		return
+	}
+	j, err := s.rcJob(b.Job)
+	if err != nil {
+		reply(nil, err)
+		return
+	}
+	if err := s.rcJobOK(j); err != nil {
+		reply(nil, err)
+		return
+	}
+	if _, err := parseRCType(b.Type); err != nil {
+		reply(nil, err)
+		return
+	}
+	jr := s.jobRC(j)
+	if cur := jr.cur; cur != nil {
+		if !b.Queue {
+			reply(nil, wire.Errorf(wire.ErrBusy,
+				"master: job %s (%s): resource change %s (%s, %s) is still in flight; one change per job at a time (or queue the request)",
+				j.app, j.ns, cur.r.Delta(), cur.typ, cur.r.Status()))
+			return
+		}
+		jr.queue = append(jr.queue, &rcPending{req: *b, at: at, reply: reply})
+		return
+	}
+	s.rcStart(jr, b, at, reply)
+}
+
+func (s *state) rcJobOK(j *job) error {
+	switch {
+	case j.done:
+		return wire.Errorf(wire.ErrState, "master: job %s (%s) has ended", j.app, j.ns)
+	case !j.launched:
+		return wire.Errorf(wire.ErrState, "master: job %s (%s) is still being launched", j.app, j.ns)
+	case j.kill != nil:
+		return wire.Errorf(wire.ErrState, "master: job %s (%s) is being killed (%s)", j.app, j.ns, j.kill.reason)
+	}
+	return nil
+}
+
+// rcStart runs the synchronous part of phase 1: everything that can fail
+// on bad input is checked before anything changes.
+func (s *state) rcStart(jr *jobRC, b *wire.RCRequest, at time.Time, reply func(*wire.RC, error)) {
+	j := jr.j
+	typ, _ := parseRCType(b.Type)
+	if b.TimeoutMS < 0 || b.GraceMS < 0 || b.ConfirmMS < 0 {
+		reply(nil, wire.Errorf(wire.ErrInvalid, "master: negative time in a resource change request"))
+		return
+	}
+	if len(b.Bound) > 1 {
+		reply(nil, wire.Errorf(wire.ErrInvalid, "master: a change names at most one set (--pset), got %d", len(b.Bound)))
+		return
+	}
+	var (
+		ranks  []uint32
+		placed []alloc.Proc
+		bound  []string
+		err    error
+	)
+	switch typ {
+	case wire.RCAdd:
+		placed, bound, err = s.rcPlanAdd(j, b)
+		for _, p := range placed {
+			ranks = append(ranks, p.Rank)
+		}
+	case wire.RCSub:
+		ranks, bound, err = s.rcPlanSub(j, b)
+	}
+	if err != nil {
+		reply(nil, err)
+		return
+	}
+	release := func() {
+		if placed != nil {
+			_ = s.alloc.Release(j.ns, ranks)
+		}
+	}
+	named := []uint32(nil)
+	if typ == wire.RCSub {
+		named = b.Ranks.Ranks()
+	}
+	rtyp := rc.TypeAdd
+	if typ == wire.RCSub {
+		rtyp = rc.TypeSub
+	}
+	r, _, err := jr.tr.Submit(at, rc.Request{Type: rtyp, N: len(ranks), Ranks: named, By: requester(b)})
+	if err != nil {
+		release()
+		reply(nil, err)
+		return
+	}
+	in, err := j.reg.DefineDelta(ranks)
+	if err == nil && in.Name != r.Delta() {
+		err = wire.Errorf(wire.ErrInternal, "master: delta set numbering out of step: registry defined %s for %s", in.Name, r.Delta())
+	}
+	if err != nil {
+		release()
+		_ = r.Abort(time.Now(), err.Error())
+		reply(nil, err)
+		return
+	}
+	if typ == wire.RCSub {
+		// X_c(U) from the registry itself, now that U exists (rcPlanSub
+		// checked the same thing before anything changed).
+		if bound, err = j.reg.RefCounted(r.Delta()); err == nil && len(bound) == 0 {
+			err = wire.Errorf(wire.ErrInternal, "master: no reference-counted set for %s", r.Delta())
+		}
+		if err != nil {
+			_ = r.Abort(time.Now(), err.Error())
+			reply(nil, err)
+			return
+		}
+	}
+	run := &rcRun{
+		jr: jr, r: r, req: *b, typ: typ, ranks: ranks, delta: wire.RangesOf(ranks), bound: bound,
+		procs: placed, placed: time.Now(), gone: make(map[uint32]bool), launchEnd: typ == wire.RCSub,
+	}
+	jr.cur = run
+	jr.runs[r.Delta()] = run
+	jr.order = append(jr.order, run)
+	if b.Wait {
+		run.waiters = append(run.waiters, reply)
+	} else {
+		run.announced = reply
+	}
+	if typ == wire.RCAdd {
+		// The new processes join the job table now, so that every later
+		// step (job data, kills, exits) sees them.
+		for _, p := range placed {
+			j.procs = append(j.procs, jproc{node: p.Node, state: wire.ProcStateLaunching})
+			j.nodes[p.Node] = j.nodes[p.Node].Add(p.Rank)
+		}
+		j.live += len(placed)
+	}
+	run.placement = s.deltaPlacement(j, ranks)
+	def, err := setInfo(j.reg, j.ns, r.Delta(), time.Now().UnixNano())
+	if err != nil {
+		s.rcFail(run, err)
+		return
+	}
+	s.pushSets(j, []wire.PsetInfo{def}, nil, func() { s.rcDefined(run, def) })
+}
+
+// rcPlanAdd checks an ADD and places its processes.
+func (s *state) rcPlanAdd(j *job, b *wire.RCRequest) ([]alloc.Proc, []string, error) {
+	if len(b.Ranks) > 0 {
+		return nil, nil, wire.Errorf(wire.ErrInvalid, "master: an ADD cannot name ranks")
+	}
+	if b.N == 0 {
+		return nil, nil, wire.Errorf(wire.ErrInvalid, "master: an ADD needs a positive number of processes")
+	}
+	xm := j.reg.Malleable()
+	var bound string
+	if len(b.Bound) == 1 {
+		n, err := pset.Parse(b.Bound[0])
+		if err != nil {
+			return nil, nil, err
+		}
+		bound = n.String()
+		if !slices.Contains(xm, bound) {
+			return nil, nil, wire.Errorf(wire.ErrInvalid, "master: pset %s is not malleable (an ADD binds to one of %s)", bound, strings.Join(xm, ", "))
+		}
+	} else {
+		bound = pset.AppName(j.app)
+		if !slices.Contains(xm, bound) {
+			// The application set is inactive or inside another active
+			// set: take the largest malleable set.
+			if len(xm) == 0 {
+				return nil, nil, wire.Errorf(wire.ErrInvalid, "master: job %s has no malleable set to bind an ADD to (every set is inactive)", j.app)
+			}
+			best, size := "", -1
+			for _, name := range xm {
+				if in, err := j.reg.Get(name, pset.Latest); err == nil && in.Size > size {
+					best, size = name, in.Size
+				}
+			}
+			bound = best
+		}
+	}
+	mapBy, err := alloc.ParseMapBy(j.req.MapBy)
+	if err != nil {
+		return nil, nil, err
+	}
+	placed, err := s.alloc.Allocate(j.ns, int(b.N), alloc.Options{MapBy: mapBy, Oversubscribe: j.req.Oversubscribe})
+	if err != nil {
+		return nil, nil, fmt.Errorf("master: ADD %d to job %s: %w", b.N, j.app, err)
+	}
+	ranks := make([]uint32, len(placed))
+	for i, p := range placed {
+		ranks[i] = p.Rank
+		if int(p.Rank) != len(j.procs)+i {
+			_ = s.alloc.Release(j.ns, ranks[:i+1])
+			return nil, nil, wire.Errorf(wire.ErrInternal, "master: job %s: rank %d handed out, expected %d", j.ns, p.Rank, len(j.procs)+i)
+		}
+		if n := s.nodes[p.Node]; !n.up {
+			_ = s.alloc.Release(j.ns, ranks[:i+1])
+			_ = s.alloc.Release(j.ns, rangeRanks(placed[i+1:]))
+			return nil, nil, wire.Errorf(wire.ErrNoResources, "master: ADD %d to job %s: node %s, where they would go, is down", b.N, j.app, n.name)
+		}
+	}
+	return placed, []string{bound}, nil
+}
+
+// deltaPlacement lists where ranks run (or will run), in node order.
+func (s *state) deltaPlacement(j *job, ranks []uint32) []wire.Placement {
+	per := map[int]wire.RankRanges{}
+	for _, r := range ranks {
+		if int(r) < len(j.procs) {
+			per[j.procs[r].node] = per[j.procs[r].node].Add(r)
+		}
+	}
+	var out []wire.Placement
+	for _, n := range s.nodes {
+		if rr, ok := per[n.idx]; ok {
+			out = append(out, wire.Placement{Node: n.name, Ranks: rr})
+		}
+	}
+	return out
+}
+
+func rangeRanks(ps []alloc.Proc) []uint32 {
+	out := make([]uint32, len(ps))
+	for i, p := range ps {
+		out[i] = p.Rank
+	}
+	return out
+}
+
+// rcPlanSub checks a SUB and chooses its victims: the named ranks, or the
+// live processes on the highest slots (oversubscribed ones first), within
+// the named set if there is one.
+func (s *state) rcPlanSub(j *job, b *wire.RCRequest) ([]uint32, []string, error) {
+	if err := b.Ranks.Check(); err != nil {
+		return nil, nil, err
+	}
+	named := b.Ranks.Ranks()
+	if len(named) > 0 && b.N != 0 && int(b.N) != len(named) {
+		return nil, nil, wire.Errorf(wire.ErrInvalid, "master: SUB of %d processes names %d ranks", b.N, len(named))
+	}
+	if len(named) == 0 && b.N == 0 {
+		return nil, nil, wire.Errorf(wire.ErrInvalid, "master: a SUB needs a positive number of processes or the ranks to remove")
+	}
+	var within wire.RankRanges
+	if len(b.Bound) == 1 {
+		ms, err := j.reg.Members(b.Bound[0])
+		if err != nil {
+			return nil, nil, err
+		}
+		within = wire.RangesOf(ms)
+	}
+	live := 0
+	for r := range j.procs {
+		if s.procLive(procRef{j.ns, uint32(r)}) {
+			live++
+		}
+	}
+	var victims []uint32
+	if len(named) > 0 {
+		for _, r := range named {
+			if !s.procLive(procRef{j.ns, r}) {
+				return nil, nil, wire.Errorf(wire.ErrNotFound, "master: job %s has no live rank %d", j.app, r)
+			}
+			if within != nil && !within.Contains(r) {
+				return nil, nil, wire.Errorf(wire.ErrInvalid, "master: rank %d is not a member of %s", r, b.Bound[0])
+			}
+		}
+		victims = named
+	} else {
+		procs := s.alloc.Procs(j.ns)
+		slices.SortStableFunc(procs, func(a, b alloc.Proc) int {
+			switch {
+			case a.Slot == alloc.Oversubscribed && b.Slot == alloc.Oversubscribed:
+				return int(b.Rank) - int(a.Rank)
+			case a.Slot == alloc.Oversubscribed:
+				return -1
+			case b.Slot == alloc.Oversubscribed:
+				return 1
+			}
+			return b.Slot - a.Slot
+		})
+		for _, p := range procs {
+			if len(victims) == int(b.N) {
+				break
+			}
+			if s.procLive(procRef{j.ns, p.Rank}) && (within == nil || within.Contains(p.Rank)) {
+				victims = append(victims, p.Rank)
+			}
+		}
+		if len(victims) < int(b.N) {
+			where := "job " + j.app
+			if within != nil {
+				where = b.Bound[0]
+			}
+			return nil, nil, wire.Errorf(wire.ErrInvalid, "master: SUB of %d: %s has only %d live processes", b.N, where, len(victims))
+		}
+	}
+	if len(victims) >= live {
+		return nil, nil, wire.Errorf(wire.ErrInvalid, "master: SUB of %d would remove every process of job %s (it has %d); end the job instead", len(victims), j.app, live)
+	}
+	slices.Sort(victims)
+	// X_c(U) must not be empty, or nobody could accept the change.
+	vr := wire.RangesOf(victims)
+	found := false
+	for _, name := range j.reg.Malleable() {
+		ms, err := j.reg.Members(name)
+		if err != nil {
+			continue
+		}
+		for _, r := range ms {
+			if vr.Contains(r) {
+				found = true
+				break
+			}
+		}
+		if found {
+			break
+		}
+	}
+	if !found {
+		return nil, nil, wire.Errorf(wire.ErrInvalid, "master: no active process set holds ranks %s, so nobody could accept their removal", vr)
+	}
+	return victims, nil, nil
+}
+
+// rcFail aborts a change whose phase 1 failed inside the master.
+func (s *state) rcFail(run *rcRun, err error) {
+	s.log.Error("master: resource change failed", "delta", run.r.Delta(), "err", err)
+	_ = s.rcAbort(run, err.Error(), true)
+}
+
+// rcDefined runs once every daemon has the delta set.
+func (s *state) rcDefined(run *rcRun, def wire.PsetInfo) {
+	if run.r.Status() == rc.StatusAborted {
+		return
+	}
+	if err := run.r.DefineDelta(time.Now(), run.ranks, run.bound); err != nil {
+		s.rcFail(run, err)
+		return
+	}
+	j := run.jr.j
+	def.Members = nil
+	s.publish(wire.Event{Kind: wire.EvPsetDef, Job: j.ns, Pset: &def})
+	s.pushJobData(j, func() { s.rcJobPushed(run) })
+}
+
+// pushJobData sends the job as it now is to every daemon.
+func (s *state) pushJobData(j *job, done func()) {
+	j.gen++
+	s.pushAll(j, wire.KindNodeJobData, &daemon.JobDataBody{JobData: s.rcJobData(j)}, done)
+}
+
+// rcJobData describes j for the daemons: its live processes without those
+// a change is removing (SUB not aborted) or taking back (aborted ADD).
+func (s *state) rcJobData(j *job) wire.JobData {
+	var excl wire.RankRanges
+	if jr := s.rcs().jobs[j.ns]; jr != nil && jr.cur != nil {
+		cur := jr.cur
+		aborted := cur.r.Status() == rc.StatusAborted
+		if (cur.typ == wire.RCSub && !aborted) || (cur.typ == wire.RCAdd && aborted) {
+			excl = cur.delta
+		}
+	}
+	data := wire.JobData{Gen: j.gen, ID: j.id, Job: j.ns, App: j.app, NextRank: uint32(len(j.procs))}
+	size := 0
+	for _, n := range s.nodes {
+		rr, ok := j.nodes[n.idx]
+		if !ok {
+			continue
+		}
+		if len(excl) > 0 {
+			var keep wire.RankRanges
+			for r := range rr.All() {
+				if !excl.Contains(r) {
+					keep = keep.Add(r)
+				}
+			}
+			rr = keep
+		}
+		if len(rr) == 0 {
+			continue
+		}
+		size += rr.Count()
+		data.Placement = append(data.Placement, wire.Placement{Node: n.name, Ranks: rr})
+	}
+	data.Size = uint32(size)
+	return data
+}
+
+// rcJobPushed runs once every daemon has the new job data: the change is
+// announced.
+func (s *state) rcJobPushed(run *rcRun) {
+	if run.r.Status() == rc.StatusAborted {
+		return
+	}
+	now := time.Now()
+	if err := run.r.PushJobData(now); err != nil {
+		s.rcFail(run, err)
+		return
+	}
+	if err := run.r.Announce(now); err != nil {
+		s.rcFail(run, err)
+		return
+	}
+	j := run.jr.j
+	run.bmem = make(map[string]wire.RankRanges, len(run.bound))
+	for _, b := range run.bound {
+		in, err := j.reg.Get(b, pset.Latest)
+		if err != nil {
+			s.rcFail(run, err)
+			return
+		}
+		ref := wire.PsetRef{Name: b, Version: uint32(in.Version)}
+		ms, err := j.reg.Members(b + "@" + uitoa(ref.Version))
+		if err != nil {
+			s.rcFail(run, err)
+			return
+		}
+		run.refs = append(run.refs, ref)
+		run.bmem[b] = wire.RangesOf(ms)
+		if err := j.reg.Pin(b); err == nil {
+			run.pinned = true
+		}
+	}
+	d := s.m.cfg.RCConfirmTimeout
+	if run.req.ConfirmMS > 0 {
+		d = time.Duration(run.req.ConfirmMS) * time.Millisecond
+	}
+	if d <= 0 {
+		d = DefaultRCConfirmTimeout
+	}
+	m := s.m
+	run.timer = time.AfterFunc(d, func() { m.post(func(s *state) { s.rcTimeout(run, d) }) })
+	s.rcUpdate(run, func(rec *wire.RC) {
+		if run.announced != nil {
+			run.announced(rec, nil)
+			run.announced = nil
+		}
+		if run.typ == wire.RCAdd && run.r.Status() != rc.StatusAborted {
+			s.rcLaunch(run)
+		}
+	})
+}
+
+// rcLaunch starts the new processes of an ADD.
+func (s *state) rcLaunch(run *rcRun) {
+	j := run.jr.j
+	run.launched = time.Now()
+	run.launching = true
+	per := map[int]wire.RankRanges{}
+	for _, p := range run.procs {
+		per[p.Node] = per[p.Node].Add(p.Rank)
+	}
+	var calls []*nodeCall
+	var lost []uint32
+	for _, n := range s.nodes {
+		rr, ok := per[n.idx]
+		if !ok {
+			continue
+		}
+		if !n.up {
+			lost = append(lost, rr.Ranks()...)
+			continue
+		}
+		calls = append(calls, &nodeCall{
+			node: n.idx, conn: n.conn, kind: wire.KindNodeLaunch, ranks: rr,
+			body: &daemon.LaunchBody{LaunchReq: wire.LaunchReq{
+				Job: j.ns, App: j.app, ID: j.id, Ranks: rr, Argv: j.req.Argv, Env: j.req.Env, Wdir: j.req.Wdir,
+				Output: j.req.Output, Delta: run.r.Delta(),
+			}},
+		})
+	}
+	m := s.m
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), m.callTimeout)
+		defer cancel()
+		var wg sync.WaitGroup
+		for _, c := range calls {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c.err = m.callNode(ctx, c)
+			}()
+		}
+		wg.Wait()
+		m.post(func(s *state) { s.rcLaunchDone(run, calls) })
+	}()
+	for _, r := range lost {
+		s.recordExit(j, wire.ProcExited{Job: j.ns, Rank: r, Code: 1, Err: "its node is down"}, "")
+	}
+}
+
+// rcLaunchDone books the outcome of the launch round of an ADD.
+func (s *state) rcLaunchDone(run *rcRun, calls []*nodeCall) {
+	j := run.jr.j
+	run.launching = false
+	run.launchEnd = true
+	if j.done {
+		return
+	}
+	for _, c := range calls {
+		var running wire.RankRanges
+		for _, st := range c.rep.Started {
+			if int(st.Rank) >= len(j.procs) || !run.delta.Contains(st.Rank) {
+				continue
+			}
+			p := &j.procs[st.Rank]
+			p.pid, p.started = st.PID, st.Time
+			if p.state == wire.ProcStateLaunching {
+				p.state = wire.ProcStateRunning
+				running = running.Add(st.Rank)
+			}
+			run.started++
+		}
+		if len(running) > 0 {
+			s.publish(wire.Event{Kind: wire.EvProcState, Job: j.ns, Ranks: running, Node: s.nodes[c.node].name, State: wire.ProcStateRunning})
+		}
+		if c.err != nil {
+			for r := range c.ranks.All() {
+				if p := j.procs[r]; p.state == wire.ProcStateLaunching {
+					s.recordExit(j, wire.ProcExited{Job: j.ns, Rank: r, Node: s.nodes[c.node].name, Code: startCode(c.err), Err: c.err.Error()}, "")
+				}
+			}
+		}
+	}
+	switch run.r.Status() {
+	case rc.StatusAborted:
+		// Aborted while the launch was in flight: a daemon may have forked
+		// after the kill reached it.
+		s.rcKillDelta(run, syscall.SIGTERM)
+	default:
+		if run.started == len(run.ranks) {
+			if err := run.r.AllStarted(time.Now()); err == nil {
+				s.rcUpdate(run, nil)
+			}
+		}
+	}
+	s.rcSettle(run)
+}
+
+// Exits.
+
+// rcProcExit is called by recordExit for every process that ends. It
+// returns true when the exit belongs to a change (a new process of an ADD
+// before it is FINALIZED, a removed process of a SUB), which then is not a
+// failure of the job.
+func (s *state) rcProcExit(j *job, rank uint32, how string) bool {
+	if s.rc == nil {
+		return false
+	}
+	jr := s.rc.jobs[j.ns]
+	if jr == nil || jr.cur == nil || !jr.cur.delta.Contains(rank) {
+		return false
+	}
+	run := jr.cur
+	if run.typ == wire.RCAdd && run.r.Status() == rc.StatusFinalized {
+		return false // a member of the job like any other now
+	}
+	run.gone[rank] = true
+	if run.typ == wire.RCAdd && !run.r.Status().Terminal() {
+		why := fmt.Sprintf("new process %s before confirming", how)
+		if j.kill != nil {
+			why = "the job is being killed (" + j.kill.reason + ")"
+		}
+		_ = s.rcAbort(run, why, true)
+	}
+	s.rcSettle(run)
+	return true
+}
+
+// rcTimeout fires when an ADD was not FINALIZED (or a SUB not accepted)
+// in time.
+func (s *state) rcTimeout(run *rcRun, d time.Duration) {
+	switch st := run.r.Status(); {
+	case run.typ == wire.RCAdd && !st.Terminal():
+		_ = s.rcAbort(run, fmt.Sprintf("not confirmed within %v", d), true)
+	case run.typ == wire.RCSub && st == rc.StatusAnnounced:
+		_ = s.rcAbort(run, fmt.Sprintf("not accepted within %v", d), true)
+	}
+}
+
+// rcGraceOver kills the removed processes of a SUB that are still there.
+func (s *state) rcGraceOver(run *rcRun) {
+	if run.settled {
+		return
+	}
+	if err := run.r.Enforce(time.Now()); err != nil {
+		return
+	}
+	s.rcKillDelta(run, syscall.SIGTERM)
+	s.rcUpdate(run, nil)
+}
+
+// rcKillDelta signals the delta processes still alive (SIGKILL after the
+// master's grace).
+func (s *state) rcKillDelta(run *rcRun, sig syscall.Signal) {
+	j := run.jr.j
+	per := map[int]wire.RankRanges{}
+	for _, r := range run.ranks {
+		if int(r) < len(j.procs) && !run.gone[r] && s.procLive(procRef{j.ns, r}) {
+			per[j.procs[r].node] = per[j.procs[r].node].Add(r)
+		}
+	}
+	for idx, rr := range per {
+		if n := s.nodes[idx]; n.up {
+			go s.m.notifyCall(n.conn, wire.KindNodeKill, &wire.KillReq{Job: j.ns, Ranks: rr, Signal: int(sig), GraceMS: s.m.grace.Milliseconds()})
+		}
+	}
+}
+
+// Aborts.
+
+// rcAbort ends a change as ABORTED. Unless forced, a SUB can be aborted
+// only before its first accept (after that, removed processes may be gone
+// already).
+func (s *state) rcAbort(run *rcRun, why string, force bool) error {
+	st := run.r.Status()
+	if st.Terminal() {
+		return wire.Errorf(wire.ErrState, "master: resource change %s is already %s", run.r.Delta(), st)
+	}
+	if run.typ == wire.RCSub && st == rc.StatusPending && !force {
+		return wire.Errorf(wire.ErrState, "master: resource change %s (SUB) has been accepted by %d of %d sets; processes may have left already, so it cannot be aborted",
+			run.r.Delta(), len(run.r.Accepted()), len(run.bound))
+	}
+	if err := run.r.Abort(time.Now(), why); err != nil {
+		return err
+	}
+	j := run.jr.j
+	s.rcStopTimer(run)
+	s.rcUnpin(run)
+	if run.announced != nil {
+		run.announced(nil, wire.Errorf(wire.ErrAborted, "master: resource change %s aborted: %s", run.r.Delta(), why))
+		run.announced = nil
+	}
+	if !j.done {
+		if run.typ == wire.RCAdd {
+			if run.launched.IsZero() {
+				for _, r := range run.ranks {
+					if p := j.procs[r]; p.state == wire.ProcStateLaunching {
+						run.gone[r] = true
+						s.recordExit(j, wire.ProcExited{Job: j.ns, Rank: r, Node: s.nodes[p.node].name, Forced: true},
+							"was not started: the resource change was aborted")
+					}
+				}
+			} else {
+				s.rcKillDelta(run, syscall.SIGTERM)
+			}
+		}
+		if !run.r.Times().JobDataPushed.IsZero() && !j.done {
+			s.pushJobData(j, func() {})
+		}
+		if run.typ == wire.RCAdd && !run.r.Times().DeltaDefined.IsZero() {
+			s.rcRevertSets(run)
+		}
+	}
+	s.rcReleaseKeys(run, why)
+	for _, b := range run.blocked {
+		s.rcDecide(run, b.key, b.owner, nil, s.rcAbortErr(run))
+		b.reply(nil, s.rcAbortErr(run))
+	}
+	run.blocked = nil
+	s.rcUpdate(run, nil)
+	s.rcSettle(run)
+	return nil
+}
+
+func (s *state) rcAbortErr(run *rcRun) error {
+	return wire.Errorf(wire.ErrAborted, "master: resource change %s was aborted: %s", run.r.Delta(), run.r.AbortReason())
+}
+
+func (s *state) rcStopTimer(run *rcRun) {
+	if run.timer != nil {
+		run.timer.Stop()
+		run.timer = nil
+	}
+}
+
+func (s *state) rcUnpin(run *rcRun) {
+	if !run.pinned {
+		return
+	}
+	run.pinned = false
+	for _, b := range run.bound {
+		_ = run.jr.j.reg.Unpin(b)
+	}
+}
+
+// rcJobEnded is called by endJob: the change in flight is aborted (its
+// processes are gone with the job) and queued requests fail.
+func (s *state) rcJobEnded(j *job) {
+	if s.rc == nil {
+		return
+	}
+	jr := s.rc.jobs[j.ns]
+	if jr == nil {
+		return
+	}
+	if run := jr.cur; run != nil {
+		if !run.r.Status().Terminal() {
+			_ = s.rcAbort(run, "the job ended", true)
+		}
+		s.rcStopTimer(run)
+		s.rcSettle(run)
+	}
+	for _, p := range jr.queue {
+		p.reply(nil, wire.Errorf(wire.ErrAborted, "master: job %s ended before the queued resource change could start", j.app))
+	}
+	jr.queue = nil
+}
+
+// Settling.
+
+// rcSettle finishes a change whose processes and slots are all accounted
+// for, and starts the next queued request.
+func (s *state) rcSettle(run *rcRun) {
+	if run.settled {
+		return
+	}
+	j := run.jr.j
+	st := run.r.Status()
+	alive := 0
+	for _, r := range run.ranks {
+		if !run.gone[r] && s.procLive(procRef{j.ns, r}) {
+			alive++
+		}
+	}
+	switch {
+	case j.done:
+	case st == rc.StatusFinalized && run.typ == wire.RCAdd:
+		if run.r.Times().AllStarted.IsZero() {
+			return
+		}
+	case st == rc.StatusFinalized && run.typ == wire.RCSub:
+		if alive > 0 {
+			return
+		}
+		if err := run.r.AllExited(time.Now()); err != nil {
+			s.log.Warn("master: resource change", "delta", run.r.Delta(), "err", err)
+		}
+		s.rcStopTimer(run)
+		if err := s.alloc.Release(j.ns, run.ranks); err != nil {
+			s.log.Error("master: cannot free the slots of removed processes", "delta", run.r.Delta(), "err", err)
+		}
+		s.rcInactive(run)
+		s.pushJobData(j, func() {}) // the removed processes are out of the job table now
+	case st == rc.StatusAborted && run.typ == wire.RCAdd:
+		if !run.launchEnd && !run.launched.IsZero() || alive > 0 {
+			return
+		}
+		run.exited = time.Now()
+		if err := s.alloc.Release(j.ns, run.ranks); err != nil {
+			s.log.Error("master: cannot free the slots of an aborted change", "delta", run.r.Delta(), "err", err)
+		}
+		s.rcInactive(run)
+	case st == rc.StatusAborted:
+	default:
+		return
+	}
+	run.settled = true
+	s.rcStopTimer(run)
+	s.rcUnpin(run)
+	jr := run.jr
+	if jr.cur == run {
+		jr.cur = nil
+	}
+	waiters := run.waiters
+	run.waiters = nil
+	finish := func(rec *wire.RC) {
+		var err error
+		if run.r.Status() == rc.StatusAborted {
+			err = s.rcAbortErr(run)
+		}
+		for _, w := range waiters {
+			if err != nil {
+				w(nil, err)
+			} else {
+				w(rec, nil)
+			}
+		}
+	}
+	if j.done {
+		rec := run.record()
+		s.publish(wire.Event{Kind: wire.EvRCState, Job: j.ns, RC: &rec, State: rec.Status, Msg: "settled"})
+		finish(&rec)
+	} else {
+		s.rcUpdate(run, finish)
+	}
+	s.rcNext(jr)
+}
+
+// rcInactive removes the delta's ranks from the inactive sets (a finished
+// SUB, an aborted ADD) and pushes the sets that changed.
+func (s *state) rcInactive(run *rcRun) {
+	j := run.jr.j
+	changed, err := j.reg.ApplyDeltaToInactive(run.r.Delta(), pset.OpDifference)
+	if err != nil || len(changed) == 0 {
+		return
+	}
+	now := time.Now().UnixNano()
+	var defs []wire.PsetInfo
+	for _, in := range changed {
+		def, err := setInfo(j.reg, j.ns, in.Name, now)
+		if err != nil {
+			continue
+		}
+		defs = append(defs, def)
+		ev := def
+		ev.Members = nil
+		s.publish(wire.Event{Kind: wire.EvPsetDef, Job: j.ns, Pset: &ev})
+	}
+	s.pushSets(j, defs, nil, func() {})
+}
+
+// rcRevertSets takes the ranks of an aborted ADD out of every set of the
+// application, active ones included: phase 2 may have put them in (a
+// UNION with the delta), but the processes never joined, and the next
+// change must not count on them. Inactive sets follow through the
+// recursion of Definition 4 or rcInactive.
+func (s *state) rcRevertSets(run *rcRun) {
+	j := run.jr.j
+	delta := run.r.Delta()
+	now := time.Now().UnixNano()
+	seen := map[string]bool{}
+	var defs []wire.PsetInfo
+	for _, in := range j.reg.List() {
+		if in.Kind != pset.KindApp || !in.Active {
+			continue
+		}
+		ms, err := j.reg.Members(in.Name)
+		if err != nil || !slices.ContainsFunc(ms, run.delta.Contains) {
+			continue
+		}
+		res, err := j.reg.ApplyOp(pset.OpRequest{Op: pset.OpDifference, P1: in.Name, P2: delta, Target: in.Name})
+		if err != nil {
+			// Only ranks of the aborted change: the set would be empty.
+			s.log.Warn("master: cannot take the ranks of an aborted change out of a set", "set", in.Name, "err", err)
+			continue
+		}
+		for _, w := range append([]pset.Info{res.Result}, res.Affected...) {
+			if seen[w.Name] {
+				continue
+			}
+			seen[w.Name] = true
+			def, err := setInfo(j.reg, j.ns, w.Name, now)
+			if err != nil {
+				continue
+			}
+			defs = append(defs, def)
+			ev := def
+			ev.Members = nil
+			s.publish(wire.Event{Kind: wire.EvPsetDef, Job: j.ns, Pset: &ev})
+		}
+	}
+	if len(defs) > 0 {
+		s.pushSets(j, defs, nil, func() {})
+	}
+	s.rcInactive(run)
+}
+
+// rcAbortedDelta refuses a set operation with the delta of an aborted ADD
+// (the application's phase 2 racing with the abort).
+func (s *state) rcAbortedDelta(j *job, names ...string) error {
+	for _, name := range names {
+		n, err := pset.Parse(name)
+		if err != nil || n.Kind != pset.KindDelta || s.rc == nil {
+			continue
+		}
+		jr := s.rc.jobs[j.ns]
+		if jr == nil {
+			continue
+		}
+		if run := jr.runs[n.String()]; run != nil && run.typ == wire.RCAdd && run.r.Status() == rc.StatusAborted {
+			return wire.Errorf(wire.ErrAborted, "master: resource change %s was aborted (%s): its processes never joined", run.r.Delta(), run.r.AbortReason())
+		}
+	}
+	return nil
+}
+
+// rcNext starts the oldest queued request of jr, if nothing is in flight.
+func (s *state) rcNext(jr *jobRC) {
+	for jr.cur == nil && len(jr.queue) > 0 {
+		p := jr.queue[0]
+		jr.queue = jr.queue[1:]
+		if err := s.rcJobOK(jr.j); err != nil {
+			p.reply(nil, err)
+			continue
+		}
+		b := p.req
+		s.rcStart(jr, &b, p.at, p.reply)
+	}
+}
+
+// Records and updates.
+
+// record describes the change for the wire.
+func (run *rcRun) record() wire.RC {
+	in := run.r.Info()
+	t := in.Times
+	ns := func(x time.Time) int64 {
+		if x.IsZero() {
+			return 0
+		}
+		return x.UnixNano()
+	}
+	rec := wire.RC{
+		Delta: in.Delta, Job: run.jr.j.ns, Type: run.typ, Status: in.Status.String(), Bound: in.Bound,
+		Requester: run.req.Requester, RequesterID: run.req.RequesterID, N: uint32(len(run.ranks)), Ranks: run.delta,
+		NewSet: run.newSet, Accepts: uint32(len(in.Accepts)), Reason: in.AbortReason, Seq: run.seq,
+		BoundRefs: run.refs, Settled: run.settled, Placement: run.placement,
+		Times: wire.RCTimes{
+			Requested: ns(t.Requested), Placed: ns(run.placed), Defined: ns(t.DeltaDefined), JobData: ns(t.JobDataPushed),
+			Announced: ns(t.Announced), Launched: ns(run.launched), Started: ns(t.AllStarted), Accepted: ns(t.AcceptPublished),
+			Confirmed: ns(t.Confirmed), Finalized: ns(t.Finalized), Exited: ns(t.AllExited), Aborted: ns(t.Aborted),
+			Enforced: ns(t.Enforced),
+		},
+	}
+	if rec.Bound == nil {
+		rec.Bound = run.bound
+	}
+	if rec.Times.Exited == 0 {
+		rec.Times.Exited = ns(run.exited)
+	}
+	return rec
+}
+
+// rcUpdate pushes the current record to every daemon and, once all have
+// it, publishes the rc.state event and calls then (if set) with the
+// record. Pushes to one daemon are ordered, so events come out in update
+// order.
+func (s *state) rcUpdate(run *rcRun, then func(*wire.RC)) {
+	run.seq++
+	rec := run.record()
+	j := run.jr.j
+	s.pushAll(j, wire.KindRCPush, &rec, func() {
+		s.publish(wire.Event{Kind: wire.EvRCState, Job: j.ns, RC: &rec, State: rec.Status})
+		if then != nil {
+			then(&rec)
+		}
+	})
+}

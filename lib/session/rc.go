@@ -1,0 +1,530 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dynrt/dynrt/lib/daemon"
+	"github.com/dynrt/dynrt/lib/pset"
+	"github.com/dynrt/dynrt/wire"
+)
+
+// Resource changes: the dynamic part of the session API (thesis §6.2–6.4,
+// DESIGN §5). A change is named by its delta set; it is ANNOUNCED by the
+// runtime, the application builds its new process sets (PsetOp, phase 2),
+// the members of the bound set accept it (phase 3) and, for an ADD, the
+// new processes confirm it; then it is FINALIZED. The thesis listings map
+// to:
+//
+//	6.1 MPI_Session_get_res_change      QueryRC (WaitRC, SubscribeRC)
+//	6.2 MPI_Session_pset_create_op      PsetOp
+//	6.5 MPI_Session_accept_res_change   Accept
+//	6.6 MPI_Session_confirm_res_change  Confirm
+//	    MPI_Session_request_res_change  RequestRC (evolving jobs, §7.4.4)
+//
+// A typical loop (listing 6.7): a process started by an ADD finds its
+// change with QueryRC(Bound: Self) (Incl is true) and calls Confirm, which
+// names the set to continue with. The others, at a point of their choice
+// (or when SubscribeRC reports an ANNOUNCED change), run one PsetOp on the
+// root — UNION for an ADD, DIFFERENCE for a SUB, with the delta set as
+// second operand — and all members of the bound set call Accept with its
+// result. An ADD's accept returns PENDING until the new processes have
+// confirmed: call it again later (or pass Blocking). A SUB's accept tells
+// the processes it removes to Terminate: they call Finalize and exit.
+
+// rcSession is the per-session state of the resource changes: the accept
+// calls so far, and what never changes once known — a change's delta and
+// bound sets after its announcement, the members of a set version — so
+// that Accept and Confirm need no local queries on their fast path.
+type rcSession struct {
+	mu      sync.Mutex
+	calls   map[string]uint32                // accept calls so far, by delta and bound set
+	recs    map[string]wire.RC               // latest record seen, by delta
+	members map[wire.PsetRef]wire.RankRanges // members of exact versions
+	changed chan struct{}                    // closed on every change event (watchRC); nil until then
+	watch   sync.Mutex                       // serialises the start of the subscription
+}
+
+// saw keeps a record unless a newer one of the same change is known.
+func (r *rcSession) saw(rec wire.RC) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.recs == nil {
+		r.recs = make(map[string]wire.RC)
+	}
+	if old, ok := r.recs[rec.Delta]; !ok || old.Seq <= rec.Seq {
+		r.recs[rec.Delta] = rec
+	}
+}
+
+// announced returns the known record of delta if it has been announced.
+func (r *rcSession) announced(delta string) (wire.RC, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rec, ok := r.recs[delta]
+	return rec, ok && len(rec.BoundRefs) > 0
+}
+
+// record returns the change delta: the known record once announced (its
+// delta and bound sets no longer change), else the daemon's answer.
+func (s *Session) record(ctx context.Context, delta string) (wire.RC, error) {
+	if n, err := pset.Parse(delta); err == nil {
+		if rec, ok := s.rc.announced(n.String()); ok {
+			return rec, nil
+		}
+	}
+	r, err := s.QueryRC(ctx, QueryOptions{Delta: delta})
+	return r.Record, err
+}
+
+// Members returns the members of one exact version of a set. Since a
+// (name, version) pair always names the same members, the answer is kept
+// for later calls.
+func (s *Session) Members(ctx context.Context, ref wire.PsetRef) (wire.RankRanges, error) {
+	s.rc.mu.Lock()
+	m, ok := s.rc.members[ref]
+	s.rc.mu.Unlock()
+	if ok {
+		return m, nil
+	}
+	p, err := s.PsetInfo(ctx, ref.Name+"@"+strconv.FormatUint(uint64(ref.Version), 10))
+	if err != nil {
+		return nil, err
+	}
+	s.rc.mu.Lock()
+	if s.rc.members == nil {
+		s.rc.members = make(map[wire.PsetRef]wire.RankRanges)
+	}
+	s.rc.members[ref] = p.Members
+	s.rc.mu.Unlock()
+	return p.Members, nil
+}
+
+func (r *rcSession) next(key string) uint32 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.calls == nil {
+		r.calls = make(map[string]uint32)
+	}
+	r.calls[key]++
+	return r.calls[key]
+}
+
+// undo takes back a call whose collective part failed before it reached
+// the runtime, so that a retry is the same call again.
+func (r *rcSession) undo(key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.calls[key] > 0 {
+		r.calls[key]--
+	}
+}
+
+// RC is the answer of QueryRC: the change, or Type and Status NULL when
+// there is none.
+type RC struct {
+	Type   string // wire.RCAdd, wire.RCSub, or wire.RCNull
+	Delta  string // the delta set naming the change
+	Incl   bool   // the caller is in the delta: a new process (ADD) or one to remove (SUB)
+	Status string // wire.RCAnnounced, RCPending, RCFinalized, RCAborted, or RCNull
+	// Record is the runtime's full record: bound sets with their
+	// versions, ranks, step times, abort reason.
+	Record wire.RC
+}
+
+// Null reports whether there is no change.
+func (r RC) Null() bool { return r.Type == wire.RCNull }
+
+// QueryOptions select the change QueryRC reports.
+type QueryOptions struct {
+	// Bound is the set whose change is wanted (the thesis's
+	// MPI_RC_BOUND_PSET): "" means the application set mpi://app/<app>
+	// (application-level changes), Self the latest change that adds or
+	// removes the caller or binds a set holding it.
+	Bound string
+	// Delta names one change exactly; Bound is then ignored.
+	Delta string
+}
+
+// QueryRC reports the latest change bound to o.Bound (listing 6.1). The
+// daemon answers from its copy of the runtime's records, without a round
+// trip to the master.
+func (s *Session) QueryRC(ctx context.Context, o QueryOptions) (RC, error) {
+	var rep wire.RCQueryReply
+	if err := s.call(ctx, wire.KindRCQuery, &wire.RCQueryReq{Delta: o.Delta, Bound: o.Bound}, &rep); err != nil {
+		return RC{}, err
+	}
+	if rep.RC == nil {
+		return RC{Type: wire.RCNull, Status: wire.RCNull}, nil
+	}
+	s.rc.saw(*rep.RC)
+	return RC{Type: rep.RC.Type, Delta: rep.RC.Delta, Incl: rep.Incl, Status: rep.RC.Status, Record: *rep.RC}, nil
+}
+
+// SubscribeRC calls fn with the record of every update of a change of the
+// caller's job (on the session's event goroutine, in order): an
+// application can react to an announcement instead of polling QueryRC.
+// When fn runs, the caller's daemon already answers queries with that
+// update. Unsubscribe ends it.
+func (s *Session) SubscribeRC(ctx context.Context, fn func(wire.RC)) (uint64, error) {
+	if fn == nil {
+		return 0, wire.Errorf(wire.ErrInvalid, "session: subscribe without a callback")
+	}
+	job := s.info.Job
+	return s.Subscribe(ctx, []string{wire.EvRCState}, func(ev wire.Event) {
+		if ev.Job == job && ev.RC != nil {
+			s.rc.saw(*ev.RC)
+			fn(*ev.RC)
+		}
+	})
+}
+
+// WaitRC queries the change selected by o until done accepts it, querying
+// again after every update of a change of the job (no polling). It
+// returns the accepted answer, or an error when ctx ends.
+//
+// The session subscribes to the change events once, at the first WaitRC,
+// and keeps the subscription until Finalize.
+func (s *Session) WaitRC(ctx context.Context, o QueryOptions, done func(RC) bool) (RC, error) {
+	if err := s.watchRC(ctx); err != nil {
+		return RC{}, err
+	}
+	for {
+		s.rc.mu.Lock()
+		wake := s.rc.changed // taken before the query: no update can fall in between
+		s.rc.mu.Unlock()
+		r, err := s.QueryRC(ctx, o)
+		if err != nil {
+			return r, err
+		}
+		if done(r) {
+			return r, nil
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return r, ctxErr(ctx, "session: wait for a resource change")
+		}
+	}
+}
+
+// watchRC makes sure the session's own subscription to change events
+// exists: every event closes rc.changed and replaces it.
+func (s *Session) watchRC(ctx context.Context) error {
+	s.rc.watch.Lock() // one subscription even if several WaitRC start at once
+	defer s.rc.watch.Unlock()
+	s.rc.mu.Lock()
+	on := s.rc.changed != nil
+	if !on {
+		s.rc.changed = make(chan struct{})
+	}
+	s.rc.mu.Unlock()
+	if on {
+		return nil
+	}
+	_, err := s.SubscribeRC(ctx, func(wire.RC) {
+		s.rc.mu.Lock()
+		close(s.rc.changed)
+		s.rc.changed = make(chan struct{})
+		s.rc.mu.Unlock()
+	})
+	if err != nil {
+		s.rc.mu.Lock()
+		s.rc.changed = nil
+		s.rc.mu.Unlock()
+	}
+	return err
+}
+
+func ctxErr(ctx context.Context, what string) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return wire.Errorf(wire.ErrTimeout, "%s: %w", what, ctx.Err())
+	}
+	return wire.Errorf(wire.ErrCanceled, "%s: %w", what, ctx.Err())
+}
+
+// RequestOptions complete a RequestRC.
+type RequestOptions struct {
+	Ranks []uint32 // SUB: exactly these ranks (n may then be 0)
+	// Bound: ADD binds to this malleable set instead of the application
+	// set; SUB removes processes of this set only.
+	Bound string
+	// Wait makes the call return only once the change is settled
+	// (FINALIZED with its processes started or gone, or ABORTED). The
+	// caller must not be needed to accept it.
+	Wait bool
+	// Queue waits for a change in flight instead of failing with
+	// wire.ErrBusy.
+	Queue bool
+	// Grace (SUB) and ConfirmTimeout override the runtime's defaults for
+	// this change.
+	Grace, ConfirmTimeout time.Duration
+	Hints                 map[string]string
+}
+
+// RequestRC asks the runtime to add (typ wire.RCAdd) or remove (wire.RCSub)
+// n processes of the caller's own job: an evolving application (thesis
+// §7.4.4). It returns the record once the change is announced (with Wait:
+// settled). The request goes through the same path as dynrc's.
+func (s *Session) RequestRC(ctx context.Context, typ string, n int, o RequestOptions) (wire.RC, error) {
+	if n < 0 {
+		return wire.RC{}, wire.Errorf(wire.ErrInvalid, "session: negative number of processes %d", n)
+	}
+	req := &wire.RCRequest{
+		Type: strings.ToUpper(typ), N: uint32(n), Ranks: wire.RangesOf(o.Ranks), Wait: o.Wait, Queue: o.Queue,
+		GraceMS: o.Grace.Milliseconds(), ConfirmMS: o.ConfirmTimeout.Milliseconds(), Hints: o.Hints,
+	}
+	if len(o.Ranks) == 0 {
+		req.Ranks = nil
+	}
+	if o.Bound != "" {
+		req.Bound = []string{o.Bound}
+	}
+	if o.Wait {
+		req.TimeoutMS = timeoutMS(ctx, 0)
+	}
+	var rc wire.RC
+	err := s.call(ctx, wire.KindRCRequest, req, &rc)
+	return rc, err
+}
+
+// JobInfo reads the process's identity and the job data again from the
+// daemon: after a change the job size, the local peers and the local rank
+// differ from what Init saw.
+func (s *Session) JobInfo(ctx context.Context) (wire.SessionInfo, error) {
+	var in wire.SessionInfo
+	err := s.call(ctx, wire.KindSessionInit, &wire.SessionInitReq{Job: s.info.Job, Rank: s.info.Rank, PID: os.Getpid()}, &in)
+	return in, err
+}
+
+// AcceptOptions complete an Accept.
+type AcceptOptions struct {
+	// Bound is the bound set the caller accepts for. Empty: the change's
+	// only bound set, or (a SUB bound to several) the one holding the
+	// caller.
+	Bound string
+	// Root is the member that speaks for the set; nil means its lowest
+	// rank. Every member must give the same root.
+	Root *uint32
+	// Blocking makes the call return only once the change is FINALIZED
+	// (or ABORTED), instead of PENDING while the new processes of an ADD
+	// have not confirmed yet (or, for a SUB, other bound sets have not
+	// accepted).
+	Blocking bool
+	// Timeout bounds the collective steps and, with Blocking, the wait (0:
+	// ctx's deadline only).
+	Timeout time.Duration
+}
+
+// AcceptResult is what Accept returns to every member of the set.
+type AcceptResult struct {
+	// Status is wire.RCPending (an ADD not yet confirmed: call Accept again
+	// later, with the same arguments) or wire.RCFinalized. A SUB's accept
+	// is complete even while PENDING (other bound sets have to accept too).
+	Status string
+	// Terminate is set for the processes a SUB removes: they must call
+	// Finalize and exit.
+	Terminate bool
+	// NewSet is the set to continue with (ADD).
+	NewSet wire.PsetRef
+}
+
+// Accept applies the change delta for the bound set (listing 6.5). Every
+// member of the bound set (as it was when the change was announced) calls
+// it with the same arguments; the root names in newSet the set it built
+// in phase 2 (an ADD needs one; for a SUB it is optional). The first call
+// fences the members, then the root records the accept with the runtime
+// (status PENDING; for a SUB, FINALIZED once every bound set accepted) and
+// every member gets the root's answer. Later calls (an ADD still PENDING)
+// ask again and agree on the answer the same way. An aborted change
+// returns an error matching wire.ErrAborted.
+func (s *Session) Accept(ctx context.Context, delta, newSet string, o AcceptOptions) (AcceptResult, error) {
+	rec, err := s.record(ctx, delta)
+	if err != nil {
+		return AcceptResult{}, err
+	}
+	if rec.Status == wire.RCAborted {
+		return AcceptResult{}, wire.Errorf(wire.ErrAborted, "session: resource change %s was aborted: %s", rec.Delta, rec.Reason)
+	}
+	ref, members, err := s.boundOf(ctx, &rec, o.Bound)
+	if err != nil {
+		return AcceptResult{}, err
+	}
+	me := s.info.Rank
+	root := uint32(0)
+	if o.Root != nil {
+		root = *o.Root
+		if !members.Contains(root) {
+			return AcceptResult{}, wire.Errorf(wire.ErrInvalid, "session: root %d is not a member of %s@%d", root, ref.Name, ref.Version)
+		}
+	} else {
+		root = members[0].Lo
+	}
+	key := rec.Delta + "|" + ref.Name
+	call := s.rc.next(key)
+	tmo := timeoutMS(ctx, o.Timeout)
+	if call == 1 {
+		// Everyone has built the new set before the root speaks for them.
+		err := s.FenceWith(ctx, FenceOptions{
+			ID: rec.Delta + ":accept:" + ref.Name, Procs: []wire.ProcRanges{{Ranks: members}},
+		})
+		if err != nil {
+			s.rc.undo(key)
+			return AcceptResult{}, err
+		}
+	}
+	var rep *wire.RCAcceptReply
+	if me == root {
+		req := &wire.RCAcceptReq{Delta: rec.Delta, Bound: ref.Name, Call: call, Block: o.Blocking}
+		if newSet != "" {
+			req.Set = wire.PsetRef{Name: newSet}
+		}
+		if o.Blocking {
+			req.TimeoutMS = tmo
+		}
+		rep = new(wire.RCAcceptReply)
+		if err := s.call(ctx, wire.KindRCAccept, req, rep); err != nil {
+			return AcceptResult{}, err
+		}
+	} else {
+		v, err := s.lookupOne(ctx, daemon.RCDecisionKey(rec.Delta, ref.Name, call), tmo)
+		if err != nil {
+			return AcceptResult{}, err
+		}
+		if rep, err = daemon.DecodeRCDecision(v); err != nil {
+			return AcceptResult{}, fmt.Errorf("session: accept of %s by the root (rank %d): %w", rec.Delta, root, err)
+		}
+	}
+	return AcceptResult{
+		Status: rep.Status, NewSet: rep.Set,
+		Terminate: rec.Type == wire.RCSub && rec.Ranks.Contains(me),
+	}, nil
+}
+
+// boundOf resolves the bound set a member accepts for and its members at
+// the announcement.
+func (s *Session) boundOf(ctx context.Context, rec *wire.RC, name string) (wire.PsetRef, wire.RankRanges, error) {
+	if len(rec.BoundRefs) == 0 {
+		return wire.PsetRef{}, nil, wire.Errorf(wire.ErrState, "session: resource change %s is %s: nothing to accept yet", rec.Delta, rec.Status)
+	}
+	members := func(ref wire.PsetRef) (wire.RankRanges, error) { return s.Members(ctx, ref) }
+	if name != "" {
+		n, err := pset.Parse(name)
+		if err != nil {
+			return wire.PsetRef{}, nil, err
+		}
+		for _, ref := range rec.BoundRefs {
+			if ref.Name == n.String() {
+				m, err := members(ref)
+				if err == nil && !m.Contains(s.info.Rank) {
+					err = wire.Errorf(wire.ErrPermission, "session: rank %d is not a member of %s@%d", s.info.Rank, ref.Name, ref.Version)
+				}
+				return ref, m, err
+			}
+		}
+		return wire.PsetRef{}, nil, wire.Errorf(wire.ErrInvalid, "session: resource change %s is not bound to %s", rec.Delta, n)
+	}
+	var found []wire.PsetRef
+	var fm wire.RankRanges
+	for _, ref := range rec.BoundRefs {
+		m, err := members(ref)
+		if err != nil {
+			return wire.PsetRef{}, nil, err
+		}
+		if m.Contains(s.info.Rank) {
+			found = append(found, ref)
+			fm = m
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], fm, nil
+	case 0:
+		return wire.PsetRef{}, nil, wire.Errorf(wire.ErrPermission, "session: rank %d is in none of the sets bound to %s", s.info.Rank, rec.Delta)
+	}
+	return wire.PsetRef{}, nil, wire.Errorf(wire.ErrInvalid, "session: rank %d is in %d sets bound to %s; say which one accepts", s.info.Rank, len(found), rec.Delta)
+}
+
+// lookupOne waits for one key of the job range.
+func (s *Session) lookupOne(ctx context.Context, key string, tmo int64) ([]byte, error) {
+	var rep wire.LookupReply
+	err := s.call(ctx, wire.KindLookup, &wire.LookupReq{Keys: []string{key}, Wait: true, TimeoutMS: tmo}, &rep)
+	if err != nil {
+		return nil, err
+	}
+	if len(rep.Data) != 1 {
+		return nil, wire.Errorf(wire.ErrMalformed, "session: lookup of %q returned %d values", key, len(rep.Data))
+	}
+	return rep.Data[0].Value, nil
+}
+
+// ConfirmOptions complete a Confirm.
+type ConfirmOptions struct {
+	// Timeout bounds the wait for the accept and the fence of the new
+	// processes (0: ctx's deadline only; the runtime aborts a change that
+	// is not confirmed within its own limit anyway).
+	Timeout time.Duration
+}
+
+// Confirm is called by every process an ADD started (listing 6.6): it
+// waits until the running processes have accepted, fences the new
+// processes, lets the lowest of them confirm (status FINALIZED), and
+// returns the set to continue with. If the change is aborted it returns
+// an error matching wire.ErrAborted.
+func (s *Session) Confirm(ctx context.Context, delta string, o ConfirmOptions) (wire.PsetRef, error) {
+	rec, err := s.record(ctx, delta)
+	if err != nil {
+		return wire.PsetRef{}, err
+	}
+	me := s.info.Rank
+	switch {
+	case rec.Type != wire.RCAdd:
+		return wire.PsetRef{}, wire.Errorf(wire.ErrInvalid, "session: %s is a %s; only the new processes of an ADD confirm", rec.Delta, rec.Type)
+	case !rec.Ranks.Contains(me):
+		return wire.PsetRef{}, wire.Errorf(wire.ErrPermission, "session: rank %d is not a new process of %s", me, rec.Delta)
+	case rec.Status == wire.RCAborted:
+		return wire.PsetRef{}, wire.Errorf(wire.ErrAborted, "session: resource change %s was aborted: %s", rec.Delta, rec.Reason)
+	}
+	tmo := timeoutMS(ctx, o.Timeout)
+	v, err := s.lookupOne(ctx, daemon.RCAcceptKey(rec.Delta), tmo)
+	if err != nil {
+		return wire.PsetRef{}, err
+	}
+	set, err := parseSetValue(rec.Delta, v)
+	if err != nil {
+		return wire.PsetRef{}, err
+	}
+	if err := s.FenceWith(ctx, FenceOptions{ID: rec.Delta + ":confirm", Procs: []wire.ProcRanges{{Ranks: rec.Ranks}}}); err != nil {
+		return wire.PsetRef{}, err
+	}
+	if me == rec.Ranks[0].Lo {
+		var rep wire.RCAcceptReply
+		if err := s.call(ctx, wire.KindRCConfirm, &wire.RCConfirmReq{Delta: rec.Delta, Set: set}, &rep); err != nil {
+			return wire.PsetRef{}, err
+		}
+		return rep.Set, nil
+	}
+	if v, err = s.lookupOne(ctx, daemon.RCConfirmKey(rec.Delta), tmo); err != nil {
+		return wire.PsetRef{}, err
+	}
+	return parseSetValue(rec.Delta, v)
+}
+
+// parseSetValue reads "<set>@<version>" or an abort from a phase 3 key.
+func parseSetValue(delta string, v []byte) (wire.PsetRef, error) {
+	sv := string(v)
+	if why, ok := strings.CutPrefix(sv, daemon.RCAbortedValue); ok {
+		return wire.PsetRef{}, wire.Errorf(wire.ErrAborted, "session: resource change %s was aborted: %s", delta, why)
+	}
+	n, ver, err := pset.ParseRef(sv)
+	if err != nil || ver < 0 {
+		return wire.PsetRef{}, wire.Errorf(wire.ErrMalformed, "session: resource change %s: bad set %q", delta, sv)
+	}
+	return wire.PsetRef{Name: n.String(), Version: uint32(ver)}, nil
+}

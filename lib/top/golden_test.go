@@ -1,0 +1,98 @@
+package top
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/dynrt/dynrt/wire"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden screens under testdata/")
+
+// golden compares a screen with testdata/<name>.golden.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./lib/top -run Golden -update)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from %s (run with -update to accept):\n--- got ---\n%s\n--- want ---\n%s", name, path, got, want)
+	}
+}
+
+// The screens at the two sizes of the issue, and the other views, with a
+// fixed clock, fixed data and no colour.
+func TestGoldenScreens(t *testing.T) {
+	cases := []struct {
+		name string
+		w, h int
+		msgs []tea.Msg
+	}{
+		{"main-80x24", 80, 24, nil},
+		{"main-120x40", 120, 40, nil},
+		{"focus-psets-120x40", 120, 40, []tea.Msg{keyMsg("tab"), keyMsg("j")}},
+		{"detail-80x24", 80, 24, []tea.Msg{keyMsg("enter")}},
+		{"detail-120x40", 120, 40, []tea.Msg{keyMsg("enter")}},
+		{"help-80x24", 80, 24, []tea.Msg{keyMsg("?")}},
+		{"confirm-80x24", 80, 24, []tea.Msg{keyMsg("a"), keyMsg("backspace"), keyMsg("4"), keyMsg("enter")}},
+		{"lost-wait-80x24", 80, 24, []tea.Msg{LostMsg{At: t0.Add(5 * time.Second)}}},
+		{"paused-80x24", 80, 24, []tea.Msg{keyMsg("z"), TickMsg(t0.Add(time.Second))}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := feed(newModel(Config{Wait: true, Request: func(wire.RCRequest) tea.Cmd { return nil }}), scene()...)
+			m.Update(tea.WindowSizeMsg{Width: c.w, Height: c.h})
+			feed(m, c.msgs...)
+			golden(t, c.name, m.View()+"\n")
+		})
+	}
+}
+
+// 1,024 processes on 40 nodes of 28 slots: the compact slot map.
+func TestGoldenBig(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {120, 40}} {
+		m := feed(newModel(Config{}), tea.WindowSizeMsg{Width: size[0], Height: size[1]}, bigScene(40, 28, 1024))
+		golden(t, "big-"+itoa(size[0])+"x"+itoa(size[1]), m.View()+"\n")
+	}
+}
+
+// With a colour profile, cells are coloured by job: the two jobs of the
+// scene get different background colours, and the plain text under the
+// colours is the plain golden.
+func TestGoldenColour(t *testing.T) {
+	m := feed(newModel(Config{Renderer: colour()}), scene()...)
+	v := m.View()
+	golden(t, "colour-80x24", v+"\n")
+	if !strings.Contains(v, "\x1b[") {
+		t.Fatal("no colour at all")
+	}
+	lu := NewStyles(colour()).Job(1).Render("A8  A9  A12 A13 ")
+	sl := NewStyles(colour()).Job(2).Render("B0  B1  ")
+	if lu == sl || !strings.Contains(v, lu) || !strings.Contains(v, sl) {
+		t.Errorf("job cells not coloured by job:\n%q", v)
+	}
+	plainView := feed(newModel(Config{}), scene()...).View()
+	if stripped(v) != plainView {
+		t.Error("colour and plain screens differ in text")
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
