@@ -22,6 +22,17 @@ type DVMState struct {
 	Nodes   []NodeInfo `msgpack:"nodes,omitempty"` // nodes in index order, with slots used
 	Jobs    []JobInfo  `msgpack:"jobs,omitempty"`  // jobs, oldest first
 	RCs     []RC       `msgpack:"rcs,omitempty"`   // resource changes, oldest first
+	Slots   []SlotUse  `msgpack:"slots,omitempty"` // used slots only, by global slot index
+}
+
+// SlotUse says which process holds one slot. Slots are numbered globally
+// in node order, so a tool can place a process at its exact cell; only
+// used slots are listed to keep the snapshot small.
+type SlotUse struct {
+	Slot int32  `msgpack:"s"`           // global slot index; -1 = oversubscribed, no slot of its own
+	Node uint32 `msgpack:"n,omitempty"` // node index
+	Job  string `msgpack:"j,omitempty"` // job namespace
+	Rank uint32 `msgpack:"r,omitempty"` // rank within the job
 }
 
 // DVMStopReq stops the DVM: every job is killed, every daemon stopped.

@@ -32,6 +32,7 @@ func samples() map[string]any {
 		ID: 7, Job: "dvm1.7", App: "lu", State: JobStateRunning, Argv: []string{"./lu", "-n", "64"}, Size: 8,
 		NextRank: 12, Code: 1, Started: 3, Ended: 4, Delta: "mpi://rte/lu/rc/1", Placement: pl, Procs: []ProcInfo{proc},
 	}
+	slot := SlotUse{Slot: 9, Node: 1, Job: "dvm1.7", Rank: 2}
 	node := NodeInfo{Name: "n0", Index: 1, Host: "h0", Slots: 8, Used: 6, PID: 100, Addr: "/run/d0.sock", State: NodeUp}
 	procs := []ProcRanges{{Job: "dvm1.1", Ranks: rr}, {Job: "dvm1.2", Ranks: RankRanges{{0, 0}}}}
 	kv := []KV{{Key: "addr", Value: []byte{1, 2, 3}}, {Key: "port", Value: []byte("5000")}}
@@ -138,7 +139,8 @@ func samples() map[string]any {
 
 		"DVMStateReq": &DVMStateReq{Ended: true},
 		"DVMState": &DVMState{ID: "ab12cd", PID: 77, Started: 1, Uptime: 2, Version: "v0.1.0", Nodes: []NodeInfo{node},
-			Jobs: []JobInfo{job}, RCs: []RC{rc}},
+			Jobs: []JobInfo{job}, RCs: []RC{rc}, Slots: []SlotUse{slot, {Slot: -1, Node: 0, Job: "dvm1.2", Rank: 0}}},
+		"SlotUse":    &slot,
 		"DVMStopReq": &DVMStopReq{GraceMS: 100},
 	}
 }

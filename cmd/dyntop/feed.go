@@ -219,6 +219,14 @@ func (f *feeder) fetch(ctx context.Context, cl *tool.Client, need top.Need) erro
 		}
 		f.send(top.PsetsMsg{Job: job, Sets: ps})
 	}
+	if need.Slots {
+		// Events name a process's node, not its slot: ask for the map.
+		st, err := cl.State(ctx)
+		if err != nil {
+			return cmpErr(firstErr, err)
+		}
+		f.send(top.SlotsMsg(st.Slots))
+	}
 	return firstErr
 }
 

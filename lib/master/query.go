@@ -29,8 +29,28 @@ func (m *Master) handleState(ctx context.Context, _ *wire.Request, b *wire.DVMSt
 				st.Jobs = append(st.Jobs, s.jobInfo(j, false))
 			}
 		}
+		st.Slots = s.slotUse()
 		reply(st, nil)
 	})
+}
+
+// slotUse lists the used slots, then the oversubscribed processes (slot
+// -1), so dyntop can draw each process at its real cell.
+func (s *state) slotUse() []wire.SlotUse {
+	var out []wire.SlotUse
+	for _, si := range s.alloc.SlotMap() {
+		if si.Job != "" {
+			out = append(out, wire.SlotUse{Slot: int32(si.Slot), Node: uint32(si.Node), Job: si.Job, Rank: si.Rank})
+		}
+	}
+	for _, name := range s.alloc.Jobs() {
+		for _, p := range s.alloc.Procs(name) {
+			if p.Slot < 0 {
+				out = append(out, wire.SlotUse{Slot: -1, Node: uint32(p.Node), Job: name, Rank: p.Rank})
+			}
+		}
+	}
+	return out
 }
 
 func (m *Master) handleJobState(ctx context.Context, _ *wire.Request, b *wire.JobStateReq) (any, error) {

@@ -141,7 +141,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, m.cfg.Tick()
 		}
 		return m, nil
-	case SnapshotMsg, EventsMsg, JobMsg, PsetsMsg:
+	case SnapshotMsg, EventsMsg, JobMsg, PsetsMsg, SlotsMsg:
 		if m.paused {
 			m.queue = append(m.queue, msg)
 			if len(m.queue) >= maxQueued {
@@ -197,6 +197,8 @@ func (m *Model) apply(msg tea.Msg) {
 		m.st.ApplyJob(wire.JobInfo(msg))
 	case PsetsMsg:
 		m.st.ApplyPsets(msg.Job, msg.Sets)
+	case SlotsMsg:
+		m.st.ApplySlots(msg)
 	}
 }
 

@@ -313,6 +313,15 @@ func TestNeedsOf(t *testing.T) {
 	if !n.Snapshot || len(n.Jobs) != 2 || n.Empty() {
 		t.Errorf("merged %+v", n)
 	}
+	if !n.Slots {
+		t.Errorf("job and process events do not refresh the slot map: %+v", n)
+	}
+	if sl := NeedsOf([]wire.Event{{Kind: wire.EvPsetDef, Job: "a", Pset: &wire.PsetInfo{Name: "y", Size: 1, Members: wire.Span(0, 0)}}}); sl.Slots || !sl.Empty() {
+		t.Errorf("a set event needs the slot map: %+v", sl)
+	}
+	if !NeedsOf([]wire.Event{{Kind: wire.EvRCState, Job: "a"}}).Slots {
+		t.Error("an rc event does not refresh the slot map")
+	}
 	if !NeedsOf(nil).Empty() {
 		t.Error("no events need something")
 	}

@@ -43,6 +43,10 @@ type PsetsMsg struct {
 	Sets []wire.PsetInfo
 }
 
+// SlotsMsg delivers a fresh slot map (dvm.state's Slots), fetched after
+// events that move processes. Nil from a master that does not send one.
+type SlotsMsg []wire.SlotUse
+
 // TickMsg moves the model's clock.
 type TickMsg time.Time
 

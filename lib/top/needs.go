@@ -13,10 +13,11 @@ type Need struct {
 	Snapshot bool     // nodes came or went: fetch everything
 	Jobs     []string // jobs to describe again (new, or changed state)
 	Psets    []string // jobs whose sets to fetch with members
+	Slots    bool     // processes came or went: fetch the slot map
 }
 
 // Empty reports whether nothing needs fetching.
-func (n Need) Empty() bool { return !n.Snapshot && len(n.Jobs) == 0 && len(n.Psets) == 0 }
+func (n Need) Empty() bool { return !n.Snapshot && !n.Slots && len(n.Jobs) == 0 && len(n.Psets) == 0 }
 
 // NeedsOf computes what to fetch after evs.
 func NeedsOf(evs []wire.Event) Need {
@@ -32,6 +33,10 @@ func NeedsOf(evs []wire.Event) Need {
 			n.Snapshot = true
 		case wire.EvJobState:
 			add(&n.Jobs, ev.Job)
+			n.Slots = true
+		case wire.EvProcState, wire.EvRCState:
+			// events say which node runs a rank, not which slot
+			n.Slots = true
 		case wire.EvPsetDef:
 			if ev.Pset == nil || ev.Pset.Members.Count() != int(ev.Pset.Size) {
 				add(&n.Psets, ev.Job)
@@ -44,6 +49,7 @@ func NeedsOf(evs []wire.Event) Need {
 // Merge adds o to n.
 func (n *Need) Merge(o Need) {
 	n.Snapshot = n.Snapshot || o.Snapshot
+	n.Slots = n.Slots || o.Slots
 	for _, j := range o.Jobs {
 		if !slices.Contains(n.Jobs, j) {
 			n.Jobs = append(n.Jobs, j)

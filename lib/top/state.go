@@ -22,9 +22,13 @@ type State struct {
 	Nodes             []Node
 	Jobs              []*Job // by job number
 	RCs               []wire.RC
-	Log               []wire.Event // newest last, at most logSize
-	LastSeq           uint64       // highest event Seq applied
-	Events            uint64       // events applied since start
+	// Slots is the master's exact slot map: used slots by global index,
+	// slot -1 for oversubscribed processes. Empty from an older master;
+	// the slot map then falls back to an approximate layout.
+	Slots   []wire.SlotUse
+	Log     []wire.Event // newest last, at most logSize
+	LastSeq uint64       // highest event Seq applied
+	Events  uint64       // events applied since start
 
 	// snapNS is the master's clock when the last snapshot was taken:
 	// events up to then are already in it and only go to the log (the
@@ -118,6 +122,9 @@ func jobNumber(ns string) uint32 {
 // changes by a fresh snapshot. Sets already fetched are kept.
 func (s *State) ApplySnapshot(snap Snapshot) {
 	st := snap.State
+	if st.ID != s.ID || (st.Started != 0 && !s.Started.Equal(time.Unix(0, st.Started))) {
+		s.LastSeq = 0 // another DVM (or a restarted master) numbers its events afresh
+	}
 	s.ID, s.Version = st.ID, st.Version
 	if snap.Name != "" {
 		s.Name = snap.Name
@@ -130,6 +137,7 @@ func (s *State) ApplySnapshot(snap Snapshot) {
 	for _, n := range st.Nodes {
 		s.Nodes = append(s.Nodes, Node{n})
 	}
+	s.ApplySlots(st.Slots)
 	seen := map[string]bool{}
 	for _, in := range st.Jobs {
 		s.ApplyJob(in)
@@ -163,6 +171,9 @@ func (s *State) ApplyJob(in wire.JobInfo) {
 	}
 	j.treeOK = false
 }
+
+// ApplySlots replaces the slot map.
+func (s *State) ApplySlots(slots []wire.SlotUse) { s.Slots = slices.Clone(slots) }
 
 // ApplyPsets replaces the sets of a job.
 func (s *State) ApplyPsets(job string, sets []wire.PsetInfo) {
@@ -198,6 +209,11 @@ func rcFinal(status string) bool { return status == wire.RCFinalized || status =
 // ApplyEvent updates the state from one event of the bus (events older
 // than the last snapshot only go to the log).
 func (s *State) ApplyEvent(ev wire.Event) {
+	if ev.Seq != 0 && ev.Seq <= s.LastSeq {
+		// Seen already: after a reconnection to the same DVM the feeder
+		// subscribes with a replay of the bus's recent history again.
+		return
+	}
 	s.Events++
 	if ev.Seq > s.LastSeq {
 		s.LastSeq = ev.Seq

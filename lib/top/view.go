@@ -357,6 +357,23 @@ func steps(t wire.RCTimes) []struct {
 	}
 }
 
+// rcStep names the latest step a change has reached ("" before any).
+// Steps that happen at the same instant count in their order.
+func rcStep(t wire.RCTimes) string {
+	long := map[string]string{
+		"plc": "placed", "def": "defined", "jd": "job data", "ann": "announced", "lau": "launched",
+		"sta": "started", "acc": "accepted", "cnf": "confirmed", "fin": "finalized", "enf": "enforced",
+		"ext": "exited", "abt": "aborted",
+	}
+	name, last := "", int64(0)
+	for _, st := range steps(t) {
+		if st.at != 0 && st.at >= last {
+			name, last = long[st.name], st.at
+		}
+	}
+	return name
+}
+
 // rcLine renders one change: who, what, status, total or elapsed time,
 // and separately the offset of every step reached from the request.
 func (m *Model) rcLine(rc wire.RC, withJob bool) (head, times string) {
@@ -478,6 +495,19 @@ func (m *Model) eventText(ev wire.Event) string {
 	case wire.EvRCState:
 		if ev.RC != nil {
 			what = fmt.Sprintf("%s %s %d %s", shortDelta(ev.RC.Delta), ev.RC.Type, ev.RC.N, ev.RC.Status)
+			// The master publishes every step of a change, several in one
+			// status (ANNOUNCED, then launched, then started): name the step
+			// so those lines do not read as the same event twice.
+			step := ev.Msg
+			if step == "" {
+				step = rcStep(ev.RC.Times)
+				if step == "accepted" && ev.RC.Accepts > 1 {
+					step += fmt.Sprintf(" ×%d", ev.RC.Accepts)
+				}
+			}
+			if step != "" && !strings.EqualFold(step, ev.RC.Status) {
+				what += " (" + step + ")"
+			}
 			if ev.RC.Reason != "" && ev.RC.Status == wire.RCAborted {
 				what += ": " + ev.RC.Reason
 			}
@@ -565,29 +595,92 @@ func (m *Model) detailView() []string {
 	return append(out, m.footer())
 }
 
+// slotCell is one cell of the slot map; job is nil for a free slot.
+type slotCell struct {
+	job  *Job
+	rank uint32
+}
+
+// slotCells lays the live processes out on each node's slots. With the
+// master's slot map a process sits at its own slot (its global index
+// minus the node's first global slot; slots are numbered in node order).
+// Processes the map does not hold yet (started since it was fetched, or
+// oversubscribed) take the node's free cells, then cells past its slots.
+// An older master sends no map: processes are then laid out by job, then
+// rank, which is exact per node but not within it.
+func (s *State) slotCells() [][]slotCell {
+	nodes := s.Nodes
+	cells := make([][]slotCell, len(nodes))
+	var placed map[*Job]map[uint32]bool
+	if len(s.Slots) > 0 {
+		placed = map[*Job]map[uint32]bool{}
+		at := make(map[uint32]int, len(nodes)) // node index → position in nodes
+		base := make([]int, len(nodes))
+		first := 0
+		for i, n := range nodes {
+			at[n.Index], base[i] = i, first
+			first += int(n.Slots)
+			cells[i] = make([]slotCell, n.Slots)
+		}
+		for _, su := range s.Slots {
+			i, ok := at[su.Node]
+			j := s.jobs[su.Job]
+			if su.Slot < 0 || !ok || j == nil {
+				continue
+			}
+			pos := int(su.Slot) - base[i]
+			// the events may have ended the process since the map was taken
+			if pos < 0 || pos >= len(cells[i]) || cells[i][pos].job != nil || !j.Place[nodes[i].Name].Contains(su.Rank) {
+				continue
+			}
+			cells[i][pos] = slotCell{j, su.Rank}
+			if placed[j] == nil {
+				placed[j] = map[uint32]bool{}
+			}
+			placed[j][su.Rank] = true
+		}
+	}
+	for i, n := range nodes {
+		next := 0
+		for _, j := range s.Jobs {
+			for r := range j.Place[n.Name].All() {
+				if placed[j][r] {
+					continue
+				}
+				for next < len(cells[i]) && cells[i][next].job != nil {
+					next++
+				}
+				if next < len(cells[i]) {
+					cells[i][next] = slotCell{j, r}
+				} else {
+					cells[i] = append(cells[i], slotCell{j, r})
+				}
+				next++
+			}
+		}
+	}
+	return cells
+}
+
 // slotLines renders the node × slot map in at most rows lines.
 //
 // Each slot shows the job holding it (its letter, coloured by job) and,
-// when every node fits on one line that way, the rank. Within a node the
-// processes are laid out by job, then rank: the master reports which
-// node runs each rank, not which of the node's slots.
+// when every node fits on one line that way, the rank. See slotCells for
+// where each process goes.
 func (m *Model) slotLines(w, rows int) []string {
 	nodes := m.st.Nodes
 	if len(nodes) == 0 {
 		return []string{m.styles.Dim.Render("  no node known yet")}
 	}
-	type cell struct {
-		job  *Job
-		rank uint32
-	}
-	cells := make([][]cell, len(nodes))
+	cells := m.st.slotCells()
+	used := make([]int, len(nodes))
 	nameW := 0
 	maxSlots := 0
 	for i, n := range nodes {
 		nameW = max(nameW, len(n.Name))
-		for _, j := range m.st.Jobs {
-			for r := range j.Place[n.Name].All() {
-				cells[i] = append(cells[i], cell{j, r})
+		for _, c := range cells[i] {
+			if c.job != nil {
+				used[i]++
 			}
 		}
 		maxSlots = max(maxSlots, int(n.Slots), len(cells[i]))
@@ -596,6 +689,9 @@ func (m *Model) slotLines(w, rows int) []string {
 	cw := 2
 	for _, cs := range cells {
 		for _, c := range cs {
+			if c.job == nil {
+				continue
+			}
 			cw = max(cw, len(strconv.FormatUint(uint64(c.rank), 10))+2)
 		}
 	}
@@ -604,7 +700,7 @@ func (m *Model) slotLines(w, rows int) []string {
 		n := nodes[i]
 		var b strings.Builder
 		for s := from; s < to; {
-			if s >= len(cells[i]) {
+			if s >= len(cells[i]) || cells[i][s].job == nil {
 				txt := "·"
 				if wideCells {
 					txt = fit("·", cw)
@@ -648,7 +744,7 @@ func (m *Model) slotLines(w, rows int) []string {
 	var out []string
 	if nameW+3+maxSlots*cw <= w && len(nodes) <= rows {
 		for i, n := range nodes {
-			out = append(out, fmt.Sprintf("%s │%s│ %d/%d", name(i), renderRow(i, true, 0, max(int(n.Slots), len(cells[i]))), len(cells[i]), n.Slots))
+			out = append(out, fmt.Sprintf("%s │%s│ %d/%d", name(i), renderRow(i, true, 0, max(int(n.Slots), len(cells[i]))), used[i], n.Slots))
 		}
 		return out
 	}
