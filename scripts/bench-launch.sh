@@ -7,7 +7,8 @@
 #   floor          forkfloor N /bin/true            bare fork/exec/wait of N x /bin/true from one
 #                                                   thread per CPU: what no launcher can beat here
 #   hydra          mpiexec.hydra -n N /bin/true     (Debian package mpich)
-#   openmpi        mpirun.openmpi --oversubscribe -n N /bin/true  (Debian package openmpi-bin)
+#   openmpi        mpirun.openmpi --oversubscribe -n N /bin/true  (Debian package openmpi-bin),
+#                  N <= $OMPI_MAX_N only (default 28)
 #
 # Runs alternate: each of $ROUNDS rounds (default 20) runs every variant once,
 # in a fresh random order, after $WARMUP (default 2) uncounted runs of each.
@@ -23,6 +24,10 @@ set -euo pipefail
 ROUNDS=${ROUNDS:-20}
 WARMUP=${WARMUP:-2}
 NS=${NS:-"8 28 112"}
+# mpirun.openmpi hangs at N >= 56 on this machine: a hung run costs the
+# 60 s time limit and disturbs the runs around it, so larger N are left
+# out unless asked for (OMPI_MAX_N=112).
+OMPI_MAX_N=${OMPI_MAX_N:-28}
 NODES=4
 SLOTS=28
 
@@ -288,7 +293,7 @@ for n in $NS; do
 	if ((have_hydra)); then
 		echo "hydra${tab}$n${tab}$(command -v mpiexec.hydra)${tab}-n${tab}$n${tab}/bin/true" >>"$spec"
 	fi
-	if ((have_ompi)); then
+	if ((have_ompi && n <= OMPI_MAX_N)); then
 		line="openmpi${tab}$n${tab}$(command -v mpirun.openmpi)"
 		for a in "${ompi[@]:1}"; do line+="${tab}$a"; done
 		echo "$line${tab}-n${tab}$n${tab}/bin/true" >>"$spec"
@@ -298,6 +303,7 @@ mkdir -m 700 "$work/priv"
 
 note "$ROUNDS rounds (+$WARMUP warm-up runs per variant), $(nproc) CPUs, kernel $(uname -r), load average $(cut -d" " -f1-3 /proc/loadavg)"
 "$work/launchtimer" -rounds "$ROUNDS" -warmup "$WARMUP" <"$spec"
+note "load average after the runs $(cut -d" " -f1-3 /proc/loadavg)"
 
 # --- idle RSS of the warm DVM ----------------------------------------------
 rss() { awk '/^VmRSS:/ {printf "%.1f", $2/1024}' "/proc/$1/status" 2>/dev/null || echo "?"; }
