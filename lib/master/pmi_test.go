@@ -415,3 +415,30 @@ func TestPMIEnvironment(t *testing.T) {
 		t.Errorf("unknown PMI mode: %v", err)
 	}
 }
+
+// TestRCRefusedForPMIJob: a resource change on a running job whose processes
+// spoke PMI is refused with the static-job error, and one on a job that
+// never did is not refused for that reason.
+func TestRCRefusedForPMIJob(t *testing.T) {
+	var s state
+	tests := []struct {
+		name   string
+		pmi    *pmiJob
+		static bool
+	}{
+		{"no PMI", nil, false},
+		{"PMI offered, never used", &pmiJob{}, false},
+		{"PMI used", &pmiJob{used: true}, true},
+	}
+	for _, tt := range tests {
+		j := &job{ns: "d.1", app: "hello", launched: true, pmi: tt.pmi}
+		err := s.rcJobOK(j)
+		got := err != nil && strings.Contains(err.Error(), "launched as an MPI job without dynrt's session API")
+		if got != tt.static {
+			t.Errorf("%s: rcJobOK = %v, want static refusal %v", tt.name, err, tt.static)
+		}
+		if err != nil && !errors.Is(err, wire.ErrState) {
+			t.Errorf("%s: error %v does not carry the state code", tt.name, err)
+		}
+	}
+}

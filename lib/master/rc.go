@@ -461,7 +461,7 @@ func (s *state) rcJobOK(j *job) error {
 	case j.kill != nil:
 		return wire.Errorf(wire.ErrState, "master: job %s (%s) is being killed (%s)", j.app, j.ns, j.kill.reason)
 	}
-	return nil
+	return j.staticErr() // MPI jobs started through PMI cannot take part in a change
 }
 
 // rcStart runs the synchronous part of phase 1: everything that can fail

@@ -1,0 +1,115 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/dynrt/dynrt/wire"
+)
+
+// The PMI service runs end to end in lib/master's tests (pmi_test.go,
+// pmi_mpi_test.go); these cover its pure helpers.
+
+func TestWithoutPMIEnv(t *testing.T) {
+	in := []string{"PATH=/bin", "PMI_FD=9", "PMI_RANK=3", "PMI_SIZE=4", "PMI_PORT=h:1", "PMI_ID=7", "PMI_SPAWNED=1",
+		"PMI_JOBID=x", "MPI_LOCALNRANKS=2", "MPI_LOCALRANKID=1", "PMI_DEBUG=1", "MPI_LOCALX=1", "HOME=/root"}
+	got := withoutPMIEnv(in)
+	want := []string{"PATH=/bin", "PMI_DEBUG=1", "MPI_LOCALX=1", "HOME=/root"}
+	if !slices.Equal(got, want) {
+		t.Errorf("withoutPMIEnv = %q, want %q", got, want)
+	}
+	if in[1] != "PMI_FD=9" {
+		t.Error("withoutPMIEnv modified its input")
+	}
+}
+
+func TestPlacementNodes(t *testing.T) {
+	pl := []wire.Placement{
+		{Node: "node0", Ranks: wire.RankRanges{{Lo: 0, Hi: 0}, {Lo: 2, Hi: 2}}},
+		{Node: "node1", Ranks: wire.Span(1, 1)},
+		{Node: "node2", Ranks: wire.Span(3, 4)},
+	}
+	if got := placementNodes(pl, 6); !slices.Equal(got, []int{0, 1, 0, 2, 2, -1}) {
+		t.Errorf("placementNodes = %v", got)
+	}
+}
+
+// TestPMIJobBarrier: the local barrier completes when the last live local
+// rank enters, and a rank that leaves no longer holds it up; a flush that
+// fails reaches every waiting rank.
+func TestPMIJobBarrier(t *testing.T) {
+	j := &pmiJob{ns: "j", live: map[uint32]bool{0: true, 1: true, 2: true}, kvs: map[string]string{}, pending: map[uint32][]wire.KV{}}
+	j.put(1, "k", "v")
+	if v, ok := j.get("k"); !ok || v != "v" {
+		t.Fatalf("local put not visible: %q %v", v, ok)
+	}
+	j.mu.Lock()
+	j.bar = &pmiBarrier{in: map[uint32]bool{0: true}, done: make(chan struct{})}
+	b := j.bar
+	if j.readyLocked() != nil {
+		t.Error("barrier ready with 1 of 3 ranks in")
+	}
+	b.in[1] = true
+	if j.readyLocked() != nil {
+		t.Error("barrier ready with 2 of 3 ranks in")
+	}
+	delete(j.live, 2) // rank 2 exited
+	flush := j.readyLocked()
+	pending := len(j.pending)
+	j.mu.Unlock()
+	if flush == nil || j.bar != nil || pending != 0 {
+		t.Fatalf("barrier not released after rank 2 left: flush %v, bar %v, pending %d", flush != nil, j.bar, pending)
+	}
+	// Complete it by hand (flush needs a master): waiters see the result.
+	errc := make(chan error, 1)
+	go func() {
+		<-b.done
+		errc <- b.err
+	}()
+	b.err = wire.Errorf(wire.ErrAborted, "rank 2 ended before entering")
+	close(b.done)
+	if err := <-errc; !errors.Is(err, wire.ErrAborted) {
+		t.Errorf("waiter got %v", err)
+	}
+	// A rank cannot enter the same barrier twice.
+	j.live[0] = true
+	j.live[1] = true
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	go func() { _ = j.fence(ctx, 0) }()
+	time.Sleep(10 * time.Millisecond)
+	if err := j.fence(ctx, 0); !errors.Is(err, wire.ErrState) {
+		t.Errorf("second entry: %v", err)
+	}
+}
+
+func TestPMIJobNodeAttr(t *testing.T) {
+	j := &pmiJob{attrs: map[string]string{}, attrCh: make(chan struct{})}
+	if _, ok, err := j.getAttr(context.Background(), "shm", false); ok || err != nil {
+		t.Fatalf("missing attr: %v %v", ok, err)
+	}
+	got := make(chan string, 1)
+	go func() {
+		v, _, _ := j.getAttr(context.Background(), "shm", true)
+		got <- v
+	}()
+	time.Sleep(10 * time.Millisecond)
+	j.putAttr("other", "x")
+	j.putAttr("shm", "/dev/shm/seg")
+	select {
+	case v := <-got:
+		if v != "/dev/shm/seg" {
+			t.Errorf("waited get = %q", v)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("get with wait never returned")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, _, err := j.getAttr(ctx, "never", true); !errors.Is(err, wire.ErrCanceled) {
+		t.Errorf("canceled wait: %v", err)
+	}
+}
