@@ -58,6 +58,7 @@ func Catalogue() []KindInfo {
 		{Kind: KindJobList, Dir: "tool→master", Req: &JobListReq{}, Reply: &JobList{}},
 		{Kind: KindJobKill, Dir: "tool→master", Req: &JobKillReq{}},
 		{Kind: KindJobWait, Dir: "tool→master", Req: &JobWaitReq{}, Reply: &JobInfo{}},
+		{Kind: KindJobStdin, Dir: "tool→master→daemon", Req: &JobStdin{}},
 
 		{Kind: KindNodeRegister, Dir: "daemon→master", Req: &NodeRegister{}, Reply: &NodeRegisterReply{}},
 		{Kind: KindNodeJobData, Dir: "master→daemon", Req: &JobData{}},

@@ -8,6 +8,7 @@ const (
 	KindJobList   = "job.list"   // tool→master: JobListReq → JobList
 	KindJobKill   = "job.kill"   // tool→master: JobKillReq → empty
 	KindJobWait   = "job.wait"   // tool→master: JobWaitReq → JobInfo (once the job has ended)
+	KindJobStdin  = "job.stdin"  // tool→master→daemon: JobStdin → empty (once the data is queued for the process)
 )
 
 // Job states.
@@ -56,6 +57,7 @@ type JobLaunchReq struct {
 	TimeoutMS     int64       `msgpack:"tmo,omitempty"`  // kill the job after this many ms (0 = no limit)
 	Output        OutputFlags `msgpack:"out,omitempty"`  // output handling
 	PMI           string      `msgpack:"pmi,omitempty"`  // PMI service for MPI programs: PMIAuto (default), PMIFD, PMIPort or PMINone
+	Stdin         bool        `msgpack:"in,omitempty"`   // rank 0 reads what the launcher sends with job.stdin (else /dev/null)
 }
 
 // PMI service modes (JobLaunchReq.PMI): how MPI programs (MPICH's PMI-1
@@ -132,4 +134,15 @@ type JobKillReq struct {
 type JobWaitReq struct {
 	Job       string `msgpack:"j,omitempty"`   // job namespace
 	TimeoutMS int64  `msgpack:"tmo,omitempty"` // give up after this many ms (0 = no limit)
+}
+
+// JobStdin carries a piece of the launcher's stdin to one process (the
+// rank launched with a stdin stream: rank 0 of a JobLaunchReq with Stdin).
+// Pieces are delivered in the order they are sent; EOF closes the
+// process's stdin after Data.
+type JobStdin struct {
+	Job  string `msgpack:"j,omitempty"`   // job namespace
+	Rank uint32 `msgpack:"r,omitempty"`   // rank
+	Data []byte `msgpack:"d,omitempty"`   // bytes to write
+	EOF  bool   `msgpack:"eof,omitempty"` // close the stream after Data
 }

@@ -81,6 +81,7 @@ type LaunchReq struct {
 	Wdir   string      `msgpack:"wd,omitempty"`   // working directory
 	Output OutputFlags `msgpack:"out,omitempty"`  // output handling
 	Delta  string      `msgpack:"rc,omitempty"`   // delta set when launched for a resource change
+	Stdin  bool        `msgpack:"in,omitempty"`   // rank 0, if in Ranks, reads job.stdin data (else /dev/null)
 }
 
 // LaunchReply lists what was forked; failures to start are reported as

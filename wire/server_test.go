@@ -5,7 +5,7 @@ import (
 	"errors"
 	"net"
 	"path/filepath"
-	"sync"
+	"slices"
 	"testing"
 	"time"
 )
@@ -17,16 +17,14 @@ func TestServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var peers []string
+	// OnConn runs after the handshake, concurrently with the new Conn
+	// serving requests, so a client may finish a call before OnConn has
+	// run: collect the names through a channel instead of a snapshot.
+	seen := make(chan string, 8)
 	srv := &Server{
 		Policy:  AcceptPolicy{Name: "master", Role: RoleMaster},
 		Options: Options{Handler: echoMux().Serve},
-		OnConn: func(c *Conn) {
-			mu.Lock()
-			peers = append(peers, c.Peer().Name)
-			mu.Unlock()
-		},
+		OnConn:  func(c *Conn) { seen <- c.Peer().Name },
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
@@ -55,11 +53,24 @@ func TestServer(t *testing.T) {
 	if err := conns[1].Call(context.Background(), KindPing, &Ping{}, nil); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	if len(peers) != 3 {
+	var peers []string
+	for len(peers) < 3 {
+		select {
+		case name := <-seen:
+			peers = append(peers, name)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("OnConn saw only %v", peers)
+		}
+	}
+	slices.Sort(peers)
+	if !slices.Equal(peers, []string{"a", "b", "c"}) {
 		t.Errorf("OnConn saw %v", peers)
 	}
-	mu.Unlock()
+	select {
+	case name := <-seen:
+		t.Errorf("OnConn called for a failed handshake too (%q)", name)
+	default:
+	}
 
 	cancel()
 	select {

@@ -28,11 +28,12 @@ type env struct {
 	list   func() []string
 	stdout io.Writer
 	stderr io.Writer
+	stdin  io.Reader // forwarded to rank 0 with --stdin 0
 }
 
 // Main is dynrun: it starts DVMs and launches jobs on them.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	e := &env{get: os.Getenv, list: os.Environ, stdout: stdout, stderr: stderr}
+	e := &env{get: os.Getenv, list: os.Environ, stdout: stdout, stderr: stderr, stdin: os.Stdin}
 	app := &cli.App{
 		Name:  "dynrun",
 		Usage: "launch dynamic parallel jobs on a dynrt DVM",

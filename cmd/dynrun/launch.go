@@ -42,10 +42,6 @@ func runLaunch(c *cli.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	if o.stdin == "0" {
-		// The wire protocol has no stdin stream yet.
-		return cliutil.Exitf(cliutil.ExitFail, "--stdin 0 is not supported yet; processes read /dev/null (--stdin none)")
-	}
 	env := jobEnv(e.list(), o.xs)
 	if o.programPath, err = resolveProgram(o.argv[0], o.wdir, env); err != nil {
 		return programExit(err)
@@ -170,6 +166,11 @@ func runJob(ctx context.Context, e *env, cl *tool.Client, req wire.JobLaunchReq,
 			return cliutil.Exitf(signalExit(ctx), "interrupted")
 		}
 		return launchError(err)
+	}
+	if req.Stdin {
+		sctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go forwardStdin(sctx, cl, rep.Job, e.stdin, newLogger(e, "dynrun"))
 	}
 	end, err := cl.WaitJob(ctx, rep.Job)
 	if err != nil && ctx.Err() != nil {

@@ -259,6 +259,7 @@ func (o *launchOpts) launchReq(env []string, cwd string) wire.JobLaunchReq {
 	req := wire.JobLaunchReq{
 		Argv: argv, N: uint32(o.n), MapBy: o.mapBy, Oversubscribe: o.over, Name: o.appName(),
 		Env: env, Wdir: o.wdir, KeepGoing: o.keepGoing, Output: wire.OutputFlags{Forward: true}, PMI: o.pmi,
+		Stdin: o.stdin == "0",
 	}
 	if o.timeout > 0 {
 		req.TimeoutMS = max(o.timeout.Milliseconds(), 1) // never 0, which means no limit

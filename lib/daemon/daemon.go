@@ -84,6 +84,8 @@ type Daemon struct {
 
 	sess *sessionState // session services (session.go)
 	pmi  *pmiService   // PMI service for MPI programs (pmi.go)
+
+	stdin stdinTable // stdin streams fed by job.stdin (stdin.go)
 }
 
 type procKey struct {

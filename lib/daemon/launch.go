@@ -148,6 +148,9 @@ func (d *Daemon) startRank(b *LaunchBody, base []string, rank uint32) (wire.Proc
 	if e.out != nil {
 		spec.Output = e.out.write
 	}
+	if b.Stdin && rank == 0 {
+		spec.Stdin = d.stdin.open(key).r // fed by job.stdin (stdin.go)
+	}
 	// The start is not bound to the request: a process, once forked, is
 	// reported whatever happens to the master's call.
 	pp, err := d.pmiAttach(b, rank, &spec) // PMI service (pmi.go): PMI_FD etc.
@@ -161,6 +164,7 @@ func (d *Daemon) startRank(b *LaunchBody, base []string, rank uint32) (wire.Proc
 		delete(d.live, key)
 		d.mu.Unlock()
 		e.out.close()
+		d.stdin.drop(key)
 		d.reportStartFailure(key, err)
 		d.wg.Done()
 		return wire.ProcStarted{}, false
@@ -200,6 +204,7 @@ func (d *Daemon) reportStartFailure(key procKey, err error) {
 // process before its exit.
 func (d *Daemon) onExit(key procKey, p *proc.Proc, st proc.ExitStatus) {
 	d.pmiExited(key, st) // settle its PMI session first (pmi.go)
+	d.stdin.drop(key)
 	d.mu.Lock()
 	e := d.live[key]
 	delete(d.live, key)

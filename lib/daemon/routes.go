@@ -18,6 +18,7 @@ func (d *Daemon) routes() {
 	wire.HandleTyped(d.fromMaster, wire.KindNodeStop, d.handleStop)
 	wire.HandleTyped(d.fromMaster, wire.KindNodeJobData, d.handleJobData)
 	wire.HandleTyped(d.fromMaster, wire.KindPsetPush, d.handlePsetPush)
+	wire.HandleTyped(d.fromMaster, wire.KindJobStdin, d.handleStdin)
 	wire.HandleTyped(d.fromMaster, wire.KindPing, handlePing)
 
 	// From application processes, answered here from the cache.

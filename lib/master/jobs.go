@@ -317,6 +317,7 @@ func (s *state) launch(c *wire.Conn, b *wire.JobLaunchReq, reply func(*wire.JobL
 			call.body = &daemon.LaunchBody{
 				LaunchReq: wire.LaunchReq{
 					Job: ns, App: app, ID: id, Ranks: rr, Argv: b.Argv, Env: b.Env, Wdir: b.Wdir, Output: b.Output,
+					Stdin: b.Stdin, // only rank 0 reads it (daemon stdin.go)
 				},
 				Data: data, Psets: push, PMI: s.pmiLaunch(j),
 			}

@@ -23,6 +23,7 @@ func (m *Master) routes() {
 	wire.HandleTyped(m.toolMux, wire.KindJobKill, m.handleKill)
 	wire.HandleTyped(m.toolMux, wire.KindJobState, m.handleJobState)
 	wire.HandleTyped(m.toolMux, wire.KindJobList, m.handleJobList)
+	wire.HandleTyped(m.toolMux, wire.KindJobStdin, m.handleStdin)
 	wire.HandleTyped(m.toolMux, wire.KindDVMState, m.handleState)
 	wire.HandleTyped(m.toolMux, wire.KindDVMStop, m.handleStop)
 	wire.HandleTyped(m.toolMux, wire.KindEventSub, m.handleEventSub)
