@@ -47,7 +47,9 @@ func TestMain(m *testing.M) {
 	case "pmi":
 		os.Exit(pmiClientMain(os.Args[1:])) // PMI protocol client (pmi_client_test.go)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removeMPIBuild()
+	os.Exit(code)
 }
 
 // daemonMain is `dynrun daemon` for tests: the flags lib/launcher passes,

@@ -1,7 +1,6 @@
 package master
 
 import (
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -45,9 +44,8 @@ var mpiBuild struct {
 }
 
 // mpiProgram returns the path of a testdata/mpi program, compiling them
-// once per test binary into a directory named by a hash of the sources and
-// the compiler (so repeated runs reuse it and nothing accumulates); it
-// skips the test when MPICH is missing.
+// once per test binary into a temporary directory that TestMain removes
+// (removeMPIBuild); it skips the test when MPICH is missing.
 func mpiProgram(t *testing.T, name string) string {
 	t.Helper()
 	mpiBuild.once.Do(func() { mpiBuild.dir, mpiBuild.err = buildMPI() })
@@ -69,25 +67,10 @@ func buildMPI() (string, error) {
 	if len(srcs) == 0 {
 		return "", fmt.Errorf("no sources in testdata/mpi")
 	}
-	h := sha256.New()
-	h.Write([]byte(cc))
-	for _, src := range srcs {
-		b, err := os.ReadFile(src)
-		if err != nil {
-			return "", err
-		}
-		h.Write([]byte(src))
-		h.Write(b)
-	}
-	dir := filepath.Join(os.TempDir(), fmt.Sprintf("dynrt-mpi-%x", h.Sum(nil)[:8]))
-	if _, err := os.Stat(filepath.Join(dir, "ok")); err == nil {
-		return dir, nil
-	}
 	tmp, err := os.MkdirTemp(os.TempDir(), "dynrt-mpi-build-")
 	if err != nil {
 		return "", err
 	}
-	defer os.RemoveAll(tmp)
 	var wg sync.WaitGroup
 	errs := make([]error, len(srcs))
 	for i, src := range srcs {
@@ -102,18 +85,10 @@ func buildMPI() (string, error) {
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
+		os.RemoveAll(tmp)
 		return "", err
 	}
-	if err := os.WriteFile(filepath.Join(tmp, "ok"), nil, 0o644); err != nil {
-		return "", err
-	}
-	// Another test binary may have won the race: either copy is good.
-	if err := os.Rename(tmp, dir); err != nil {
-		if _, err2 := os.Stat(filepath.Join(dir, "ok")); err2 != nil {
-			return "", err
-		}
-	}
-	return dir, nil
+	return tmp, nil
 }
 
 // lines returns a job's stdout lines, sorted.
@@ -282,5 +257,13 @@ func TestMPISession(t *testing.T) {
 		if want := fmt.Sprintf("session rank=%d size=4 psets=2 world=1 self=1", r); l != want {
 			t.Errorf("%q, want %q", l, want)
 		}
+	}
+}
+
+// removeMPIBuild deletes the compiled MPI programs; TestMain calls it after
+// the tests so nothing is left in the temporary directory.
+func removeMPIBuild() {
+	if mpiBuild.dir != "" {
+		os.RemoveAll(mpiBuild.dir)
 	}
 }
