@@ -13,7 +13,7 @@
 # Runs alternate: each of $ROUNDS rounds (default 20) runs every variant once,
 # in a fresh random order, after $WARMUP (default 2) uncounted runs of each.
 # Times are wall-clock from fork to exit, measured with ns resolution by a
-# small Go timer this script builds. It reports medians, the ratio to Hydra and
+# Go timer in scripts/benchtimer. It reports medians, the ratio to Hydra and
 # the idle RSS of the warm DVM's daemons. Peers that are missing and cannot be
 # installed with apt-get, or that fail to run, are skipped with a note.
 #
@@ -63,135 +63,7 @@ note "building dynrun and the timer in $work"
 # run starts a dynrun process, so its start-up is part of what is measured.
 (cd "$root" && go build -tags urfave_cli_no_docs,netgo -o "$work/dynrun" ./cmd/dynrun)
 
-mkdir -p "$work/timer"
-cat >"$work/timer/main.go" <<'EOF'
-// launchtimer runs benchmark variants alternately and prints median times.
-// Spec lines: variant TAB n TAB [VAR=VAL TAB ...] argv... (TAB separated).
-package main
-
-import (
-	"bufio"
-	"context"
-	"flag"
-	"fmt"
-	"math/rand/v2"
-	"os"
-	"os/exec"
-	"sort"
-	"strconv"
-	"strings"
-	"time"
-)
-
-type variant struct {
-	name  string
-	n     int
-	env   []string
-	argv  []string
-	times []time.Duration
-	err   string
-}
-
-// runTimeout stops a run that hangs (mpirun.openmpi does at N >= 56 on
-// some machines); the variant is then reported as failed.
-const runTimeout = 60 * time.Second
-
-func (v *variant) run() (time.Duration, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, v.argv[0], v.argv[1:]...)
-	cmd.Env = append(os.Environ(), v.env...)
-	var errb strings.Builder
-	cmd.Stderr = &errb
-	t0 := time.Now()
-	err := cmd.Run()
-	d := time.Since(t0)
-	if ctx.Err() != nil {
-		return d, fmt.Errorf("no exit after %s: killed", runTimeout)
-	}
-	if err != nil {
-		return d, fmt.Errorf("%v: %s", err, strings.TrimSpace(errb.String()))
-	}
-	return d, nil
-}
-
-func pct(ts []time.Duration, p float64) time.Duration {
-	s := append([]time.Duration(nil), ts...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	if len(s)%2 == 0 && p == 50 {
-		return (s[len(s)/2-1] + s[len(s)/2]) / 2
-	}
-	return s[int(float64(len(s)-1)*p/100+0.5)]
-}
-
-func ms(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 1, 64) }
-
-func main() {
-	rounds := flag.Int("rounds", 20, "counted rounds")
-	warmup := flag.Int("warmup", 2, "uncounted runs per variant")
-	flag.Parse()
-	var vs []*variant
-	sc := bufio.NewScanner(os.Stdin)
-	for sc.Scan() {
-		f := strings.Split(sc.Text(), "\t")
-		if len(f) < 3 {
-			continue
-		}
-		n, _ := strconv.Atoi(f[1])
-		v := &variant{name: f[0], n: n}
-		rest := f[2:]
-		for len(rest) > 0 && strings.Contains(rest[0], "=") && !strings.HasPrefix(rest[0], "/") {
-			v.env, rest = append(v.env, rest[0]), rest[1:]
-		}
-		v.argv = rest
-		vs = append(vs, v)
-	}
-	for _, v := range vs {
-		for i := 0; i < *warmup && v.err == ""; i++ {
-			if _, err := v.run(); err != nil {
-				v.err = err.Error()
-			}
-		}
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	for r := 0; r < *rounds; r++ {
-		order := rng.Perm(len(vs))
-		for _, i := range order {
-			v := vs[i]
-			if v.err != "" {
-				continue
-			}
-			d, err := v.run()
-			if err != nil {
-				v.err = err.Error()
-				continue
-			}
-			v.times = append(v.times, d)
-		}
-	}
-	hydra := map[int]time.Duration{}
-	for _, v := range vs {
-		if v.name == "hydra" && v.err == "" {
-			hydra[v.n] = pct(v.times, 50)
-		}
-	}
-	fmt.Printf("| N | variant | median ms | p10 ms | p90 ms | ratio to Hydra |\n|---:|---|---:|---:|---:|---:|\n")
-	for _, v := range vs {
-		if v.err != "" {
-			fmt.Printf("| %d | %s | failed | | | |\n", v.n, v.name)
-			fmt.Fprintf(os.Stderr, "# %s N=%d failed: %s\n", v.name, v.n, v.err)
-			continue
-		}
-		med := pct(v.times, 50)
-		ratio := "-"
-		if h, ok := hydra[v.n]; ok {
-			ratio = strconv.FormatFloat(float64(med)/float64(h), 'f', 2, 64)
-		}
-		fmt.Printf("| %d | %s | %s | %s | %s | %s |\n", v.n, v.name, ms(med), ms(pct(v.times, 10)), ms(pct(v.times, 90)), ratio)
-	}
-}
-EOF
-(cd "$work/timer" && GOFLAGS= GO111MODULE=on go build -o "$work/launchtimer" main.go)
+(cd "$root" && go build -o "$work/benchtimer" ./scripts/benchtimer)
 
 # The floor: the least any launcher on this machine can do. A static Go
 # program forks N x prog from one locked thread per CPU (vfork + exec, as
@@ -302,7 +174,7 @@ done
 mkdir -m 700 "$work/priv"
 
 note "$ROUNDS rounds (+$WARMUP warm-up runs per variant), $(nproc) CPUs, kernel $(uname -r), load average $(cut -d" " -f1-3 /proc/loadavg)"
-"$work/launchtimer" -rounds "$ROUNDS" -warmup "$WARMUP" <"$spec"
+"$work/benchtimer" -rounds "$ROUNDS" -warmup "$WARMUP" <"$spec"
 note "load average after the runs $(cut -d" " -f1-3 /proc/loadavg)"
 
 # --- idle RSS of the warm DVM ----------------------------------------------
