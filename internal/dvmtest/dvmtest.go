@@ -15,11 +15,7 @@
 package dvmtest
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -32,6 +28,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynrt/dynrt/internal/leakcheck"
 	"github.com/dynrt/dynrt/lib/alloc"
 	"github.com/dynrt/dynrt/lib/daemon"
 	"github.com/dynrt/dynrt/lib/dvmdir"
@@ -43,7 +40,7 @@ import (
 // Environment of the processes a DVM of this package starts.
 const (
 	EnvRole  = "DYNRT_TEST_ROLE"  // "daemon" in a re-executed test binary
-	EnvMark  = "DYNRT_TEST_MARK"  // in every process a test starts, to find leftovers
+	EnvMark  = leakcheck.EnvMark  // in every process a test starts, to find leftovers
 	EnvGrace = "DYNRT_TEST_GRACE" // the daemon's kill grace (a time.Duration)
 	EnvLog   = "DYNRT_TEST_LOG"   // non-empty: debug logs of the DVM to stderr
 
@@ -116,16 +113,6 @@ type DVM struct {
 	Env  []string // environment for jobs: the test's, marked, without DYNRT_*
 }
 
-// NewMark returns a fresh random mark.
-func NewMark(t testing.TB) string {
-	t.Helper()
-	b := make([]byte, 8)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(b)
-}
-
 // Start starts a DVM in a directory under t.TempDir(). The test's cleanup
 // stops it and fails the test if anything it started is left.
 func Start(t testing.TB, o Options) *DVM {
@@ -141,7 +128,7 @@ func Start(t testing.TB, o Options) *DVM {
 		t.Setenv(dvmdir.EnvDir, dir)
 		t.Setenv(dvmdir.EnvDVM, "")
 	}
-	mark := NewMark(t)
+	mark := leakcheck.NewMark(t)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -187,7 +174,7 @@ func Start(t testing.TB, o Options) *DVM {
 		if err := m.Stop(ctx); err != nil {
 			t.Errorf("stop DVM: %v", err)
 		}
-		AssertClean(t, dir, mark, daemonPIDs)
+		leakcheck.AssertClean(t, dir, mark, daemonPIDs)
 	})
 	// The daemons' PIDs, to check they are gone at the end.
 	c, err := d.attach(ctx)
@@ -223,63 +210,4 @@ func (d *DVM) Attach(t testing.TB) *tool.Client {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
-}
-
-// AssertClean checks that nothing a test started is left: no process
-// carrying mark, none of the daemons, no file in the rendezvous directory
-// dir (rendezvous file, socket directory, sockets). It kills leftover
-// processes so that they do not poison the next test.
-func AssertClean(t testing.TB, dir, mark string, daemons []int) {
-	t.Helper()
-	if left := MarkedProcs(mark); len(left) > 0 {
-		t.Errorf("processes left running: %v", left)
-		for _, pid := range left {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
-	for _, pid := range daemons {
-		if Alive(pid) {
-			t.Errorf("daemon pid %d still runs", pid)
-		}
-	}
-	ents, err := os.ReadDir(dir)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("read %s: %v", dir, err)
-	}
-	for _, e := range ents {
-		t.Errorf("left in the DVM directory: %s", e.Name())
-	}
-}
-
-// MarkedProcs lists live processes (not zombies) other than this one
-// whose environment holds mark.
-func MarkedProcs(mark string) []int {
-	want := []byte(EnvMark + "=" + mark + "\x00")
-	ents, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err != nil || !bytes.Contains(env, want) {
-			continue
-		}
-		if Alive(pid) {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
-// Alive reports whether pid runs. A zombie does not: pid 1 may reap
-// orphans late.
-func Alive(pid int) bool {
-	st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(st, ')')
-	return i < 0 || len(st) <= i+2 || st[i+2] != 'Z'
 }

@@ -3,8 +3,6 @@ package dvmtest
 import (
 	"context"
 	"os"
-	"os/exec"
-	"slices"
 	"testing"
 	"time"
 )
@@ -14,24 +12,6 @@ func TestMain(m *testing.M) {
 		os.Exit(DaemonMain(os.Args[1:]))
 	}
 	os.Exit(m.Run())
-}
-
-// TestLeftoverCheck makes sure the leftover check sees a marked process.
-func TestLeftoverCheck(t *testing.T) {
-	mark := NewMark(t)
-	cmd := exec.Command("sleep", "30")
-	cmd.Env = append(os.Environ(), EnvMark+"="+mark)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if got := MarkedProcs(mark); !slices.Equal(got, []int{cmd.Process.Pid}) {
-		t.Errorf("MarkedProcs = %v, want [%d]", got, cmd.Process.Pid)
-	}
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
-	if Alive(cmd.Process.Pid) || len(MarkedProcs(mark)) != 0 {
-		t.Error("a reaped process still counts as alive")
-	}
 }
 
 // TestStart starts a DVM of two nodes (one re-executed daemon) and runs a

@@ -1,22 +1,16 @@
 package master
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynrt/dynrt/internal/leakcheck"
 	"github.com/dynrt/dynrt/lib/alloc"
 	"github.com/dynrt/dynrt/lib/daemon"
 	"github.com/dynrt/dynrt/lib/launcher"
@@ -35,7 +30,7 @@ import (
 // DYNRT_TEST_ROLE selects the part.
 const (
 	envRole = "DYNRT_TEST_ROLE"
-	envMark = "DYNRT_TEST_MARK" // set in every process a test starts, to find leftovers
+	envMark = leakcheck.EnvMark // set in every process a test starts, to find leftovers
 )
 
 func TestMain(m *testing.M) {
@@ -191,14 +186,6 @@ type testDVM struct {
 	changed chan struct{}                // closed and replaced on every output line
 }
 
-func newMark(t testing.TB) string {
-	b := make([]byte, 8)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(b)
-}
-
 func testLogger() *slog.Logger {
 	if os.Getenv("DYNRT_TEST_LOG") != "" {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -211,7 +198,7 @@ func testLogger() *slog.Logger {
 func startDVM(t testing.TB, k, s int) *testDVM {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "d")
-	mark := newMark(t)
+	mark := leakcheck.NewMark(t)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -260,7 +247,7 @@ func startDVM(t testing.TB, k, s int) *testDVM {
 		if err := m.Stop(ctx); err != nil {
 			t.Errorf("stop DVM: %v", err)
 		}
-		assertClean(t, dir, mark, daemonPIDs)
+		leakcheck.AssertClean(t, dir, mark, daemonPIDs)
 	})
 	d.c = d.attach()
 	d.c.OnOutput(func(l wire.OutputLine) {
@@ -358,79 +345,3 @@ func (d *testDVM) procs(job string) []wire.ProcInfo {
 }
 
 func sh(script string) []string { return []string{"/bin/sh", "-c", script} }
-
-// assertClean checks that nothing a test started is left: no process
-// carrying the test's mark, no daemon, no file in the rendezvous
-// directory (rendezvous file, socket directory, sockets).
-func assertClean(t testing.TB, dir, mark string, daemons []int) {
-	t.Helper()
-	if left := markedProcs(mark); len(left) > 0 {
-		t.Errorf("processes left running: %v", left)
-		for _, pid := range left {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
-	for _, pid := range daemons {
-		if alive(pid) {
-			t.Errorf("daemon pid %d still runs", pid)
-		}
-	}
-	ents, err := os.ReadDir(dir)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("read %s: %v", dir, err)
-	}
-	for _, e := range ents {
-		t.Errorf("left in the DVM directory: %s", e.Name())
-	}
-}
-
-// markedProcs lists live processes (not zombies) whose environment holds
-// the mark.
-func markedProcs(mark string) []int {
-	want := []byte(envMark + "=" + mark + "\x00")
-	ents, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err != nil || !bytes.Contains(env, want) {
-			continue
-		}
-		if alive(pid) {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
-// alive reports whether pid runs (a zombie does not: here pid 1 may reap
-// orphans late).
-func alive(pid int) bool {
-	st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(st, ')')
-	return i < 0 || len(st) <= i+2 || st[i+2] != 'Z'
-}
-
-// TestLeftoverCheck makes sure the leftover check sees a marked process.
-func TestLeftoverCheck(t *testing.T) {
-	mark := newMark(t)
-	cmd := exec.Command("sleep", "30")
-	cmd.Env = append(os.Environ(), envMark+"="+mark)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if got := markedProcs(mark); !slices.Equal(got, []int{cmd.Process.Pid}) {
-		t.Errorf("markedProcs = %v, want [%d]", got, cmd.Process.Pid)
-	}
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
-	if alive(cmd.Process.Pid) || len(markedProcs(mark)) != 0 {
-		t.Error("a reaped process still counts as alive")
-	}
-}

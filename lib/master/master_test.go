@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynrt/dynrt/internal/leakcheck"
 	"github.com/dynrt/dynrt/lib/daemon"
 	"github.com/dynrt/dynrt/lib/pset"
 	"github.com/dynrt/dynrt/lib/tool"
@@ -418,10 +419,10 @@ func TestDaemonLost(t *testing.T) {
 	// The orphaned processes of node2 die with their daemon (Pdeathsig).
 	deadline := time.Now().Add(5 * time.Second)
 	for _, p := range d.procs(rep.Job) {
-		for alive(p.PID) && time.Now().Before(deadline) {
+		for leakcheck.Alive(p.PID) && time.Now().Before(deadline) {
 			time.Sleep(5 * time.Millisecond)
 		}
-		if alive(p.PID) {
+		if leakcheck.Alive(p.PID) {
 			t.Errorf("rank %d (pid %d) survived", p.Rank, p.PID)
 		}
 	}
