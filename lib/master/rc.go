@@ -948,10 +948,12 @@ func (s *state) rcLaunchDone(run *rcRun, calls []*nodeCall) {
 			}
 		}
 	}
-	switch run.r.Status() {
-	case rc.StatusAborted:
-		// Aborted while the launch was in flight: a daemon may have forked
-		// after the kill reached it.
+	switch {
+	case run.r.Status() == rc.StatusAborted, j.kill != nil:
+		// Aborted, or the job is being killed, while the launch was in
+		// flight: a daemon may have forked after the kill reached it, and
+		// nothing else would end those processes (the job's kill went out
+		// before they existed, so the job would never end).
 		s.rcKillDelta(run, syscall.SIGTERM)
 	default:
 		if run.started == len(run.ranks) {
