@@ -65,7 +65,7 @@ verify: ## gofmt, go vet, staticcheck, go.mod tidiness, wire/ import rule
 	  if [ -n "$$bad" ]; then echo "wire/ must not import lib/: $$bad"; exit 1; fi
 	@echo "verify: ok"
 
-demo: ## run the main job on a local virtual DVM: grow a malleable job 8 -> 32 -> 8 (scripts/demo.sh)
+demo: ## the main job: the synthetic benchmark grown 8 -> 32 -> 8 on a local virtual DVM, plot in bench-out/demo (scripts/demo.sh)
 	scripts/demo.sh
 
 clean: ## remove build output

@@ -7,7 +7,8 @@
 # alternate and the job is back at 28 processes between changes. One uncounted ADD/SUB of 1 warms up first.
 # From the step timestamps the master records (`dynrc --json`) it prints the median time from the request
 # until each step: announced, all started (ADD), PENDING (accept published), FINALIZED, all exited (SUB),
-# and the total. Then it runs the Go benchmarks of pset-operation and RC-query round trips
+# and the total. Then it runs the Go benchmarks of pset-operation and RC-query round trips and the
+# floors under them: a call relayed to the master without pushes, and 28 idle processes exiting
 # (`go test -bench "$GO_BENCH"` in $GO_BENCH_PKGS). Everything it started is stopped on exit (trap).
 #
 # Usage: scripts/bench-rc.sh                     (from anywhere in the repository)
@@ -22,7 +23,7 @@ NODES=4
 SLOTS=28
 JOBSIZE=28
 APP=bench
-GO_BENCH=${GO_BENCH:-'^Benchmark(PsetOp112|RCQuery)$'}
+GO_BENCH=${GO_BENCH:-'^Benchmark(PsetOp112|RelayFloor112|RCQuery|ExitFloor28)$'}
 GO_BENCH_PKGS=${GO_BENCH_PKGS:-"./lib/session/"}
 MALLEABLE_ARGS=${MALLEABLE_ARGS:-"-timeout 3h"} # the program's own time limit (default 60s)
 TIMEOUT=${TIMEOUT:-60s} # per change

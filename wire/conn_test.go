@@ -372,3 +372,67 @@ func TestEventCallbackPanicKeepsServing(t *testing.T) {
 		t.Fatalf("conn died: %v", cli.Err())
 	}
 }
+
+// TestInlineKinds: requests of the kinds Options.Inline names are served
+// one at a time, on the reader goroutine; other kinds still get answers
+// while they queue.
+func TestInlineKinds(t *testing.T) {
+	leakCheck(t)
+	var running, maxRunning atomic.Int32
+	var mu sync.Mutex
+	var order []uint64
+	mux := echoMux()
+	mux.Handle("inline", func(_ context.Context, req *Request) (any, error) {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for {
+			m := maxRunning.Load()
+			if n <= m || maxRunning.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		var p Ping
+		if err := req.Decode(&p); err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		order = append(order, p.Seq)
+		mu.Unlock()
+		time.Sleep(time.Millisecond) // long enough for a second one to overlap, if it could
+		return &p, nil
+	})
+	srvOpts := Options{Handler: mux.Serve, Inline: func(kind string) bool { return kind == "inline" }}
+	cli, _ := unixPair(t, Options{}, srvOpts)
+	// Twenty calls in flight at once.
+	done := make(chan error, 20)
+	for i := range 20 {
+		seq := uint64(i)
+		sent := make(chan struct{})
+		go func() {
+			var got Ping
+			close(sent)
+			err := cli.Call(context.Background(), "inline", &Ping{Seq: seq}, &got)
+			if err == nil && got.Seq != seq {
+				err = fmt.Errorf("call %d got the reply of %d", seq, got.Seq)
+			}
+			done <- err
+		}()
+		<-sent
+	}
+	// A ping (not inline) is still answered while inline requests queue.
+	var p Ping
+	if err := cli.Call(context.Background(), KindPing, &Ping{Seq: 99}, &p); err != nil || p.Seq != 99 {
+		t.Fatalf("ping beside inline requests: %+v %v", p, err)
+	}
+	for range 20 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m := maxRunning.Load(); m != 1 {
+		t.Errorf("inline handlers ran %d at a time, want 1", m)
+	}
+	if len(order) != 20 {
+		t.Fatalf("%d inline requests served, want 20", len(order))
+	}
+}

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"slices"
@@ -47,7 +48,7 @@ type config struct {
 	quiet     bool   // STATE lines without the set and job data (no queries: for benchmarks)
 	split     bool   // start by splitting the application set in two active sets
 	stress    int    // -psetstress K: K toggles of the shared set per process, then exit
-	bench     string // -bench query|psetop: rank 0 times benchN calls, then exit
+	bench     string // -bench query|lookup|psetop: rank 0 times benchN calls, then exit
 	benchN    int
 	timeout   time.Duration // overall limit
 }
@@ -63,10 +64,16 @@ func main() {
 	flag.BoolVar(&c.quiet, "quiet", false, "STATE lines without set and job data")
 	flag.BoolVar(&c.split, "split", false, "split the application set into two active sets first")
 	flag.IntVar(&c.stress, "psetstress", 0, "toggle the shared set K times, then exit")
-	flag.StringVar(&c.bench, "bench", "", "query or psetop: rank 0 times -n calls, then exit")
+	flag.StringVar(&c.bench, "bench", "", "query, lookup or psetop: rank 0 times -n calls, then exit")
 	flag.IntVar(&c.benchN, "n", 1000, "calls of -bench")
 	flag.DurationVar(&c.timeout, "timeout", 60*time.Second, "overall limit")
+	idle := flag.Bool("idle", false, "no session: print a line, exit when stdin closes (the exit floor of the benchmarks)")
 	flag.Parse()
+	if *idle {
+		fmt.Println("READY")
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	if err := run(ctx, c); err != nil {
@@ -451,18 +458,30 @@ func (p *proc) psetStress(ctx context.Context) error {
 }
 
 // benchmark times c.benchN calls on rank 0: an RC query (answered by the
-// daemon), or a set operation on the whole job (the master pushes the
-// result to every daemon before it answers). The other processes wait in
-// a fence.
+// daemon), a lookup of a published key (relayed to the master: the floor
+// of every call the daemon relays), or a set operation on the whole job
+// (the master pushes the result to every daemon before it answers). The
+// other processes wait in a fence.
 func (p *proc) benchmark(ctx context.Context) error {
 	s := p.s
 	if p.me == 0 {
 		app := session.AppSet(p.app)
 		target := app + "/bench"
+		key := "bench-key"
+		if p.c.bench == "lookup" {
+			if err := s.Publish(ctx, map[string][]byte{key: []byte("v")}, session.RangeJob); err != nil {
+				return err
+			}
+		}
 		call := func(i int) error {
 			switch p.c.bench {
 			case "query":
 				_, err := s.QueryRC(ctx, session.QueryOptions{})
+				return err
+			case "lookup":
+				// Relayed to the master and back without any push: the
+				// floor under a set operation's round trip.
+				_, err := s.Lookup(ctx, []string{key}, session.LookupOptions{})
 				return err
 			case "psetop":
 				// Alternate all and all-but-self: every call makes a new

@@ -1,7 +1,10 @@
 package session_test
 
 import (
+	"bufio"
 	"context"
+	"io"
+	"os/exec"
 	"strconv"
 	"testing"
 	"time"
@@ -119,3 +122,52 @@ func BenchmarkPsetOp112(b *testing.B) { benchInApp(b, "psetop", 112) }
 
 // BenchmarkRCQuery: the query of listing 6.1, answered by the daemon.
 func BenchmarkRCQuery(b *testing.B) { benchInApp(b, "query", 28) }
+
+// BenchmarkRelayFloor112: a lookup relayed by the daemon to the master and
+// back, in the same 112-process job as BenchmarkPsetOp112: a set operation
+// costs this plus its pushes to the daemons.
+func BenchmarkRelayFloor112(b *testing.B) { benchInApp(b, "lookup", 112) }
+
+// BenchmarkExitFloor28: 28 idle processes of the malleable program (no
+// session, no DVM) are told to exit at once, by closing their stdin; the
+// time until all have been reaped is the floor of a SUB 28's "all exited"
+// on this machine (the processes of a real SUB also tear down a session).
+func BenchmarkExitFloor28(b *testing.B) {
+	bin := malleableApp(b)
+	var total time.Duration
+	for range b.N {
+		b.StopTimer()
+		cmds := make([]*exec.Cmd, 28)
+		ins := make([]io.WriteCloser, 28)
+		for i := range cmds {
+			c := exec.Command(bin, "-idle")
+			in, err := c.StdinPipe()
+			if err != nil {
+				b.Fatal(err)
+			}
+			out, err := c.StdoutPipe()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := c.Start(); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+				b.Fatal(err)
+			}
+			cmds[i], ins[i] = c, in
+		}
+		b.StartTimer()
+		t0 := time.Now()
+		for _, in := range ins {
+			_ = in.Close()
+		}
+		for _, c := range cmds {
+			if err := c.Wait(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		total += time.Since(t0)
+	}
+	b.ReportMetric(float64(total.Microseconds())/1e3/float64(b.N), "ms-exited")
+}

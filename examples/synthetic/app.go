@@ -1,0 +1,524 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/dynrt/dynrt/examples/synthetic/report"
+	"github.com/dynrt/dynrt/lib/comm"
+	"github.com/dynrt/dynrt/lib/pset"
+	"github.com/dynrt/dynrt/lib/session"
+	"github.com/dynrt/dynrt/wire"
+)
+
+// Main runs the benchmark with args (args[0] is the program name) and
+// returns the exit status: 0, 1 when the run failed, 2 on a usage error.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c, err := parseArgs(args[1:], stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "synthetic:", err)
+		return 2
+	}
+	level := slog.LevelWarn
+	if c.verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	if err := run(ctx, c, stdout, log); err != nil {
+		fmt.Fprintf(stderr, "synthetic: rank %s: %v\n", os.Getenv("DYNRT_RANK"), err)
+		return 1
+	}
+	return 0
+}
+
+// app is one process of the benchmark.
+type app struct {
+	c   config
+	log *slog.Logger
+	s   *session.Session
+	e   *comm.Endpoint
+	cm  *comm.Comm   // the communicator of the current set
+	new bool         // started by an ADD
+	set wire.PsetRef // the set this process works with
+	// expected is the work result every iteration must give: the first
+	// iteration's, or rank 0's for a process that joined later.
+	expected int64
+
+	root *rootState // rank 0 only
+}
+
+// rootState is what rank 0 keeps: the output, the plan of the changes it
+// asks for, and the changes so far.
+type rootState struct {
+	out      io.Writer // the JSON lines
+	stdout   io.Writer // the tables
+	w        *report.Writer
+	iters    int // iterations done
+	plan     []change
+	next     int // next change of the plan
+	nextDue  int // iteration from which the next change may be asked for
+	inflight *report.Change
+	done     map[string]bool // changes seen (handled or aborted before)
+	changes  []*report.Change
+	started  time.Time
+}
+
+// decision is what rank 0 tells everyone at the start of the change step.
+type decision struct {
+	Iter   int    `json:"i"`           // rank 0's iteration: every process checks it is at the same one
+	Delta  string `json:"d,omitempty"` // the change to accept now ("" for none)
+	Type   string `json:"t,omitempty"`
+	NewSet string `json:"s,omitempty"` // the set phase 2 built, name@version
+	Stop   bool   `json:"x,omitempty"` // leave the loop after this step
+}
+
+// joinMsg is broadcast by rank 0 over every new communicator: where the
+// loop goes on, for the processes that just joined it.
+type joinMsg struct {
+	Iter     int   `json:"i"`
+	Expected int64 `json:"e"`
+}
+
+func run(ctx context.Context, c config, stdout io.Writer, log *slog.Logger) (err error) {
+	s, err := session.Init(ctx)
+	if err != nil {
+		return err
+	}
+	a := &app{c: c, log: log.With("rank", s.Rank()), s: s}
+	defer func() {
+		if a.e != nil {
+			a.e.Close()
+		}
+		if ferr := s.Finalize(context.WithoutCancel(ctx)); err == nil && ferr != nil {
+			err = ferr
+		}
+	}()
+	if a.e, err = comm.Open(ctx, s, comm.Options{Logger: log}); err != nil {
+		return err
+	}
+	first, err := a.join(ctx)
+	if err != nil {
+		return err
+	}
+	if a.cm.Rank() == 0 {
+		if err := a.becomeRoot(stdout); err != nil {
+			return err
+		}
+		defer a.closeOut()
+		if c.start > 0 && a.cm.Size() != c.start {
+			return fmt.Errorf("--start %d, but the job runs %d processes", c.start, a.cm.Size())
+		}
+	}
+	left, err := a.loop(ctx, first)
+	if err != nil || left {
+		return err
+	}
+	if err := a.fenceComm(ctx, "end"); err != nil {
+		return err
+	}
+	if a.root != nil {
+		return a.finish(ctx)
+	}
+	return nil
+}
+
+// join makes the first communicator. A process started by an ADD confirms
+// the change first (listing 6.6), builds the communicator over the set it
+// was given and learns from rank 0 the iteration to go on with.
+func (a *app) join(ctx context.Context) (int, error) {
+	q, err := a.s.QueryRC(ctx, session.QueryOptions{Bound: session.Self})
+	if err != nil {
+		return 0, err
+	}
+	if q.Incl && q.Type == wire.RCAdd && (q.Status == wire.RCAnnounced || q.Status == wire.RCPending) {
+		set, err := a.s.Confirm(ctx, q.Delta, session.ConfirmOptions{})
+		if err != nil {
+			return 0, fmt.Errorf("confirm %s: %w", q.Delta, err)
+		}
+		a.log.Debug("confirmed", "delta", q.Delta, "set", set)
+		a.new = true
+		if a.cm, err = a.e.New(ctx, set, a.c.tag); err != nil {
+			return 0, err
+		}
+		a.set = set
+		b, err := a.cm.Bcast(ctx, 0, nil)
+		if err != nil {
+			return 0, fmt.Errorf("join at the loop: %w", err)
+		}
+		var j joinMsg
+		if err := json.Unmarshal(b, &j); err != nil {
+			return 0, fmt.Errorf("join message %q: %w", b, err)
+		}
+		a.expected = j.Expected
+		return j.Iter, nil
+	}
+	p, err := a.s.PsetInfo(ctx, session.AppSet(a.s.App()))
+	if err != nil {
+		return 0, err
+	}
+	a.set = wire.PsetRef{Name: p.Name, Version: p.Version}
+	a.cm, err = a.e.New(ctx, a.set, a.c.tag)
+	return 0, err
+}
+
+func (a *app) becomeRoot(stdout io.Writer) error {
+	r := &rootState{out: stdout, stdout: stdout, done: map[string]bool{}, started: time.Now(), nextDue: a.c.freq - 1}
+	if a.c.out != "" && a.c.out != "-" {
+		f, err := os.Create(a.c.out)
+		if err != nil {
+			return err
+		}
+		r.out = f
+	}
+	r.w = report.NewWriter(r.out)
+	if a.c.trigger == triggerApp {
+		r.plan = plan(a.c.mode, a.c.start, a.c.limit, a.c.delta)
+	}
+	a.root = r
+	return nil
+}
+
+func (a *app) closeOut() {
+	if f, ok := a.root.out.(*os.File); ok && f != os.Stdout {
+		f.Close()
+	}
+}
+
+// loop is the main loop of listing 6.7 from iteration it. left reports that
+// a SUB removed this process.
+func (a *app) loop(ctx context.Context, it int) (left bool, err error) {
+	for ; ; it++ {
+		line := report.Iter{Kind: report.KindIter, Iter: it, Procs: a.cm.Size()}
+
+		t := time.Now()
+		lo, hi := partition(a.c.problem, a.cm.Rank(), a.cm.Size())
+		line.RebalanceMS = report.MS(time.Since(t))
+
+		// On this machine many processes share two cores, so the root's
+		// own share of the work says little: the work step is timed from
+		// the barrier until the sum of the results is in, which is when
+		// the slowest process has finished.
+		t = time.Now()
+		if err := a.cm.Barrier(ctx); err != nil {
+			return false, fmt.Errorf("iteration %d: barrier: %w", it, err)
+		}
+		line.SyncMS = report.MS(time.Since(t))
+
+		t = time.Now()
+		n := work(a.c.problem, lo, hi)
+		if a.new {
+			n += a.c.skew
+		}
+		line.OwnWorkMS = report.MS(time.Since(t))
+		sum, err := comm.Allreduce(ctx, a.cm, comm.Sum, []int64{n})
+		if err != nil {
+			return false, fmt.Errorf("iteration %d: allreduce: %w", it, err)
+		}
+		line.WorkMS = report.MS(time.Since(t))
+		line.Count = sum[0]
+		if a.expected == 0 {
+			a.expected = sum[0]
+		}
+		if sum[0] != a.expected {
+			return false, fmt.Errorf("iteration %d with %d processes: the work result is %d, the first iteration's was %d",
+				it, a.cm.Size(), sum[0], a.expected)
+		}
+
+		t = time.Now()
+		stop, left, err := a.rcStep(ctx, it, &line)
+		if err != nil || left {
+			return left, err
+		}
+		line.RCMS = report.MS(time.Since(t))
+		if r := a.root; r != nil {
+			if c := r.inflight; c != nil || line.Delta != "" {
+				a.account(&line)
+			}
+			r.w.Line(line)
+			r.iters = it + 1
+			if err := r.w.Err(); err != nil {
+				return false, err
+			}
+		}
+		if stop {
+			return false, nil
+		}
+	}
+}
+
+// account adds the iteration's share to the change it handled.
+func (a *app) account(line *report.Iter) {
+	r := a.root
+	c := r.inflight
+	if c == nil {
+		return
+	}
+	// Sums of values rounded to microseconds, rounded again.
+	c.Phase3MS = math.Round((c.Phase3MS+line.Phase3MS)*1e3) / 1e3
+	c.OverheadMS = math.Round((c.OverheadMS+line.RCMS)*1e3) / 1e3
+	if line.Pending() {
+		c.PendingIters++
+	}
+	if line.RCStatus != wire.RCPending && line.RCStatus != wire.RCAnnounced {
+		c.Status, c.LastIter = line.RCStatus, line.Iter
+		c.To = a.cm.Size()
+		if c.Status == wire.RCAborted {
+			c.To = c.From
+		}
+		r.changes = append(r.changes, c)
+		r.inflight = nil
+	}
+}
+
+// rcStep is the resource-change step of listing 6.7: rank 0 looks for a
+// change (asking for one first with --trigger app) and runs phase 2; then
+// everyone accepts over the communicator (phase 3) and, once the change is
+// done, builds the communicator over the new set.
+func (a *app) rcStep(ctx context.Context, it int, line *report.Iter) (stop, left bool, err error) {
+	var d decision
+	var msg []byte
+	if a.root != nil {
+		if d, err = a.decide(ctx, it, line); err != nil {
+			return false, false, err
+		}
+		d.Iter = it
+		msg, _ = json.Marshal(d)
+	}
+	if msg, err = a.cm.Bcast(ctx, 0, msg); err != nil {
+		return false, false, fmt.Errorf("iteration %d: broadcast of the change: %w", it, err)
+	}
+	d = decision{}
+	if err := json.Unmarshal(msg, &d); err != nil {
+		return false, false, fmt.Errorf("iteration %d: change message %q: %w", it, msg, err)
+	}
+	if d.Iter != it {
+		return false, false, fmt.Errorf("this process is at iteration %d, rank 0 at %d", it, d.Iter)
+	}
+	if d.Delta == "" {
+		return d.Stop, false, nil
+	}
+	newSet := ""
+	if a.cm.Rank() == 0 {
+		newSet = d.NewSet
+	}
+	t := time.Now()
+	acc, err := a.cm.AcceptRC(ctx, d.Delta, 0, newSet, session.AcceptOptions{Blocking: a.c.blocking})
+	line.Phase3MS = report.MS(time.Since(t))
+	line.Delta, line.RCType = d.Delta, d.Type
+	if r := a.root; r != nil && r.inflight != nil {
+		line.RCN = r.inflight.N
+	}
+	switch {
+	case errors.Is(err, wire.ErrAborted):
+		a.log.Warn("change aborted", "delta", d.Delta, "err", err)
+		line.RCStatus = wire.RCAborted
+		return false, false, nil
+	case err != nil:
+		return false, false, fmt.Errorf("iteration %d: accept %s: %w", it, d.Delta, err)
+	case d.Type == wire.RCSub:
+		// Nobody leaves while another member may still wait for its
+		// part of the accept's broadcast (see fenceComm).
+		if err := a.fenceComm(ctx, "leave:"+d.Delta); err != nil {
+			return false, false, fmt.Errorf("iteration %d: after accepting %s: %w", it, d.Delta, err)
+		}
+	}
+	switch {
+	case acc.Terminate:
+		a.log.Debug("removed", "delta", d.Delta)
+		return false, true, nil
+	case acc.Status == wire.RCPending && d.Type == wire.RCAdd:
+		line.RCStatus = wire.RCPending
+		return false, false, nil
+	}
+	// Done for this set (a SUB may still wait for other bound sets: not
+	// this program's concern).
+	line.RCStatus = wire.RCFinalized
+	ref := acc.NewSet
+	if ref.Name == "" {
+		if ref, err = parseRef(d.NewSet); err != nil {
+			return false, false, fmt.Errorf("iteration %d: change %s: no new set: %w", it, d.Delta, err)
+		}
+	}
+	t = time.Now()
+	cm, err := a.e.New(ctx, ref, a.c.tag)
+	if err != nil {
+		return false, false, fmt.Errorf("iteration %d: communicator over %s@%d: %w", it, ref.Name, ref.Version, err)
+	}
+	line.CommMS = report.MS(time.Since(t))
+	var j []byte
+	if a.root != nil {
+		j, _ = json.Marshal(joinMsg{Iter: it + 1, Expected: a.expected})
+	}
+	if _, err := cm.Bcast(ctx, 0, j); err != nil {
+		return false, false, fmt.Errorf("iteration %d: broadcast to the new processes: %w", it, err)
+	}
+	if err := a.cm.Free(ctx); err != nil {
+		a.log.Warn("free the old communicator", "err", err)
+	}
+	a.cm, a.set = cm, ref
+	if r := a.root; r != nil && r.inflight != nil {
+		r.inflight.CommMS = line.CommMS
+	}
+	return false, false, nil
+}
+
+// decide is rank 0's part of the change step: phase 1 (ask for the next
+// change of the plan when it is due, then query) and phase 2 (the set
+// operation building the new set).
+func (a *app) decide(ctx context.Context, it int, line *report.Iter) (decision, error) {
+	r := a.root
+	t := time.Now()
+	last := it+1 >= a.c.iters
+	if a.c.trigger == triggerApp && r.inflight == nil && r.next < len(r.plan) && it >= r.nextDue {
+		ch := r.plan[r.next]
+		r.next++
+		r.nextDue = it + a.c.freq
+		// Queue: a SUB is FINALIZED before its processes have exited, and
+		// the runtime takes the next change only once they have; the
+		// wait counts in this iteration's phase 1.
+		o := session.RequestOptions{ConfirmTimeout: a.c.confirm, Queue: true}
+		if _, err := a.s.RequestRC(ctx, ch.Type, ch.N, o); err != nil {
+			return decision{}, fmt.Errorf("iteration %d: request %s %d: %w", it, ch.Type, ch.N, err)
+		}
+	}
+	q, err := a.s.QueryRC(ctx, session.QueryOptions{Bound: a.set.Name})
+	if err != nil {
+		return decision{}, err
+	}
+	line.QueryMS = report.MS(time.Since(t))
+	if c := r.inflight; c != nil {
+		// Accepted before and still pending: accept again (non-blocking
+		// accept), which also tells an abort to everyone.
+		return decision{Delta: c.Delta, Type: c.Type}, nil
+	}
+	if !q.Null() && !r.done[q.Delta] {
+		switch q.Status {
+		case wire.RCAborted:
+			// Given up before this job took part: count it, nothing to do.
+			r.done[q.Delta] = true
+			c := &report.Change{Kind: report.KindChange, Delta: q.Delta, Type: q.Type, Status: wire.RCAborted,
+				N: int(q.Record.N), From: a.cm.Size(), To: a.cm.Size(), FirstIter: it, LastIter: it, Mode: a.c.mode, Blocking: a.c.blocking}
+			r.changes = append(r.changes, c)
+		case wire.RCAnnounced:
+			r.done[q.Delta] = true
+			return a.phase2(ctx, it, q, line)
+		}
+	}
+	// The run ends after -i iterations, or later: once every change of
+	// the plan (app trigger) or --changes changes (external) have ended.
+	stop := last && r.next == len(r.plan) && len(r.changes) >= a.c.changes
+	return decision{Stop: stop}, nil
+}
+
+// phase2 starts the change q: the root builds the new set (UNION with the
+// delta for an ADD, DIFFERENCE for a SUB) as a new version of its set.
+func (a *app) phase2(ctx context.Context, it int, q session.RC, line *report.Iter) (decision, error) {
+	r := a.root
+	bound := false
+	for _, b := range q.Record.BoundRefs {
+		bound = bound || b == a.set
+	}
+	if !bound {
+		return decision{}, fmt.Errorf("iteration %d: change %s is bound to %v, this job works with %s@%d",
+			it, q.Delta, q.Record.BoundRefs, a.set.Name, a.set.Version)
+	}
+	c := &report.Change{Kind: report.KindChange, Delta: q.Delta, Type: q.Type, N: int(q.Record.N),
+		From: a.cm.Size(), Blocking: a.c.blocking, Mode: a.c.mode, FirstIter: it, QueryMS: line.QueryMS}
+	r.inflight = c
+	line.Phase1MS = report.Since(q.Record.Times.Requested, q.Record.Times.Announced)
+	op := session.OpUnion
+	if q.Type == wire.RCSub {
+		op = session.OpDifference
+	}
+	t := time.Now()
+	res, err := a.s.PsetOp(ctx, op, a.set.Name, q.Delta, session.PsetOpOptions{Target: a.set.Name})
+	line.Phase2MS = report.MS(time.Since(t))
+	c.Phase2MS = line.Phase2MS
+	d := decision{Delta: q.Delta, Type: q.Type}
+	switch {
+	case err == nil:
+		d.NewSet = res.Name + "@" + strconv.FormatUint(uint64(res.Version), 10)
+	case errors.Is(err, wire.ErrAborted):
+		// Aborted meanwhile: the accept tells everyone.
+	default:
+		return decision{}, fmt.Errorf("iteration %d: %s(%s, %s): %w", it, op, a.set.Name, q.Delta, err)
+	}
+	return d, nil
+}
+
+// fenceComm waits, through the runtime, until every member of the
+// communicator has got here. A process about to close its endpoint calls it
+// first: lib/comm can fail a receive whose message is already on its way
+// when the sender exits right after sending (see /tmp/comm-bugs.md, to be
+// fixed there); after the fence nobody waits for a message any more.
+func (a *app) fenceComm(ctx context.Context, id string) error {
+	ranks := make([]uint32, a.cm.Size())
+	for i := range ranks {
+		ranks[i] = a.cm.JobRank(i)
+	}
+	return a.s.FenceWith(ctx, session.FenceOptions{
+		ID:    "synthetic:" + a.set.Name + "@" + strconv.FormatUint(uint64(a.set.Version), 10) + ":" + id,
+		Procs: []wire.ProcRanges{{Ranks: wire.RangesOf(ranks)}},
+	})
+}
+
+func parseRef(s string) (wire.PsetRef, error) {
+	n, v, err := pset.ParseRef(s)
+	if err != nil {
+		return wire.PsetRef{}, err
+	}
+	if v < 0 {
+		return wire.PsetRef{}, fmt.Errorf("set %q without a version", s)
+	}
+	return wire.PsetRef{Name: n.String(), Version: uint32(v)}, nil
+}
+
+// finish writes what rank 0 knows once the loop is over: one line per
+// change with the runtime's step times, the end line and the tables.
+func (a *app) finish(ctx context.Context) error {
+	r := a.root
+	out := make([]report.Change, 0, len(r.changes))
+	for _, c := range r.changes {
+		// A SUB's processes may still be exiting: wait a little for the
+		// record to be settled, so that the total counts the exits.
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		q, err := a.s.WaitRC(wctx, session.QueryOptions{Delta: c.Delta}, func(q session.RC) bool {
+			return q.Record.Settled || q.Status == wire.RCAborted
+		})
+		cancel()
+		if err != nil && q.Record.Delta == "" {
+			return fmt.Errorf("record of %s: %w", c.Delta, err)
+		}
+		report.ChangeTimes(c, q.Record)
+		out = append(out, *c)
+		r.w.Line(c)
+	}
+	r.w.Line(report.End{
+		Kind: report.KindEnd, Mode: a.c.mode, Trigger: a.c.trigger, Start: a.c.start, Limit: a.c.limit, Delta: a.c.delta,
+		Freq: a.c.freq, Blocking: a.c.blocking, Problem: a.c.problem, Count: a.expected, FinalProcs: a.cm.Size(),
+		WallMS: report.MS(time.Since(r.started)), Changes: len(r.changes), Iters: r.iters,
+	})
+	if err := r.w.Err(); err != nil {
+		return err
+	}
+	if !a.c.tables {
+		return nil
+	}
+	tw := r.stdout
+	fmt.Fprintf(tw, "# work result: %d of %d sampling points inside the box in every iteration\n", a.expected, a.c.problem)
+	return report.Tables(tw, out, "# ")
+}

@@ -1,0 +1,112 @@
+package comm_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/dynrt/dynrt/wire"
+)
+
+// stateOf returns the STATE lines of a change.
+func stateOf(ls []line, delta string) []line {
+	var out []line
+	for _, l := range only(ls, "STATE") {
+		if l.str("delta") == delta {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func deltaOf(job string, d *testDVM, n int) string {
+	d.t.Helper()
+	info, err := d.c.Job(context.Background(), wire.JobStateReq{Job: job})
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	return fmt.Sprintf("mpi://rte/%s/rc/%d", info.App, n)
+}
+
+// TestAdapt grows a job 2→5→11 across four virtual nodes and shrinks it to
+// 4: after every change all processes accept over their communicator
+// (AcceptRC), the new processes confirm, and everybody builds a
+// communicator over the new set version and checks an allreduce over it;
+// after the SUB the survivors still talk over the communicator of before.
+func TestAdapt(t *testing.T) {
+	for _, blocking := range []bool{false, true} {
+		t.Run(fmt.Sprintf("blocking=%v", blocking), func(t *testing.T) {
+			d := startDVM(t, 4, 4)
+			args := []string{"-mode", "adapt", "-last", "3"}
+			if blocking {
+				args = append(args, "-blocking")
+			}
+			job := d.launch(2, wire.MapBySlot, args...)
+			d.waitFor(job, "READY", func(ls []line) bool { return len(only(ls, "READY")) == 2 })
+			steps := []struct {
+				typ     string
+				n, size int
+				members string
+			}{
+				{wire.RCAdd, 3, 5, "0-4"},
+				{wire.RCAdd, 6, 11, "0-10"},
+				{wire.RCSub, 7, 4, "0-3"},
+			}
+			for i, st := range steps {
+				rc := d.request(wire.RCRequest{Job: job, Type: st.typ, N: uint32(st.n)})
+				if rc.Status != wire.RCFinalized {
+					t.Fatalf("change %d: %s", i+1, rc.Status)
+				}
+				delta := deltaOf(job, d, i+1)
+				d.waitFor(job, "STATE of "+delta, func(ls []line) bool { return len(stateOf(ls, delta)) == st.size })
+				sum := st.size * (st.size + 1) / 2 // job ranks 0..size-1, each +1
+				for _, l := range stateOf(d.lines(job), delta) {
+					if l.num("size") != st.size || l.num("sum") != sum || l.str("members") != st.members || l.num("crank") != int(l.Rank) {
+						t.Errorf("change %d: rank %d reports %v", i+1, l.Rank, l.Attrs)
+					}
+				}
+			}
+			ls := d.wait(job)
+			if n := len(only(ls, "LEFT")); n != 7 {
+				t.Errorf("%d LEFT lines, want 7", n)
+			}
+			if n := len(only(ls, "DONE")); n != 4 {
+				t.Errorf("%d DONE lines, want 4", n)
+			}
+		})
+	}
+}
+
+// TestAdaptAborted: the new processes of an ADD die before confirming;
+// every running member learns the abort from AcceptRC and goes on with
+// its old communicator; a SUB then still works.
+func TestAdaptAborted(t *testing.T) {
+	d := startDVM(t, 2, 4)
+	job := d.launch(3, wire.MapBySlot, "-mode", "adapt", "-last", "2", "-die-new", "3")
+	d.waitFor(job, "READY", func(ls []line) bool { return len(only(ls, "READY")) == 3 })
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	_, err := d.c.RequestRC(ctx, wire.RCRequest{Job: job, Type: wire.RCAdd, N: 2, Wait: true})
+	if !errors.Is(err, wire.ErrAborted) {
+		t.Fatalf("ADD whose processes die: %v, want aborted", err)
+	}
+	delta := deltaOf(job, d, 1)
+	d.waitFor(job, "STATE of "+delta, func(ls []line) bool { return len(stateOf(ls, delta)) == 3 })
+	for _, l := range stateOf(d.lines(job), delta) {
+		if l.str("status") != wire.RCAborted || l.num("size") != 3 {
+			t.Errorf("rank %d reports %v", l.Rank, l.Attrs)
+		}
+	}
+	if rc := d.request(wire.RCRequest{Job: job, Type: wire.RCSub, N: 1}); rc.Status != wire.RCFinalized {
+		t.Fatalf("SUB after the abort: %s", rc.Status)
+	}
+	ls := d.wait(job)
+	if n := len(only(ls, "LEFT")); n != 1 {
+		t.Errorf("%d LEFT lines, want 1", n)
+	}
+	if n := len(only(ls, "DONE")); n != 2 {
+		t.Errorf("%d DONE lines, want 2", n)
+	}
+}

@@ -1,0 +1,117 @@
+package comm_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dynrt/dynrt/wire"
+)
+
+// TestCollectives runs every operation over the whole job at several sizes,
+// on one node and across four, over unix sockets and over TCP.
+func TestCollectives(t *testing.T) {
+	d := startDVM(t, 4, 16)
+	for _, tc := range []struct {
+		n     int
+		mapBy string
+		tcp   bool
+	}{
+		{1, wire.MapBySlot, false},
+		{2, wire.MapBySlot, false},
+		{7, wire.MapByNode, false},
+		{7, wire.MapByNode, true},
+		{16, wire.MapBySlot, false},
+		{64, wire.MapBySlot, false},
+	} {
+		t.Run(fmt.Sprintf("n=%d/%s/tcp=%v", tc.n, tc.mapBy, tc.tcp), func(t *testing.T) {
+			d.t = t
+			args := []string{"-mode", "check"}
+			if tc.tcp {
+				args = append(args, "-tcp")
+			}
+			ok := only(d.run(tc.n, tc.mapBy, args...), "OK")
+			if len(ok) != tc.n {
+				t.Fatalf("%d OK lines, want %d", len(ok), tc.n)
+			}
+			cids := map[int]bool{}
+			for _, l := range ok {
+				if l.num("size") != tc.n || l.num("crank") != int(l.Rank) {
+					t.Errorf("rank %d: communicator rank %d of %d", l.Rank, l.num("crank"), l.num("size"))
+				}
+				cids[l.num("cid")] = true
+			}
+			if len(cids) != 1 {
+				t.Errorf("context ids %v: want one for all", cids)
+			}
+		})
+	}
+}
+
+// TestHoles builds a communicator over a set whose job ranks have gaps
+// (the processes off node 0, mapped round robin): ranks follow the job
+// ranks in order.
+func TestHoles(t *testing.T) {
+	d := startDVM(t, 4, 4)
+	ls := only(d.run(10, wire.MapByNode, "-mode", "holes"), "OK")
+	if len(ls) != 10 {
+		t.Fatalf("%d OK lines, want 10", len(ls))
+	}
+	var members []int
+	for _, l := range ls {
+		if l.Attrs["member"] == true {
+			members = append(members, int(l.Rank))
+			if l.str("members") != "1-3,5-7,9" || l.num("size") != 7 {
+				t.Errorf("rank %d: members %s size %d", l.Rank, l.str("members"), l.num("size"))
+			}
+		}
+	}
+	slices.Sort(members)
+	if !slices.Equal(members, []int{1, 2, 3, 5, 6, 7, 9}) {
+		t.Errorf("members %v", members)
+	}
+	for _, l := range ls {
+		if l.Attrs["member"] == true && l.num("crank") != slices.Index(members, int(l.Rank)) {
+			t.Errorf("rank %d has communicator rank %d", l.Rank, l.num("crank"))
+		}
+	}
+}
+
+// TestOverlap: two communicators over overlapping sets, built with the
+// same tag string and used with the same user tags, never mix messages.
+func TestOverlap(t *testing.T) {
+	d := startDVM(t, 2, 4)
+	ls := only(d.run(8, wire.MapByNode, "-mode", "overlap"), "OK")
+	if len(ls) != 8 {
+		t.Fatalf("%d OK lines, want 8", len(ls))
+	}
+	in := 0
+	for _, l := range ls {
+		if l.Attrs["member"] == true {
+			in++
+			// All 8 ranks (sum of rank+1 = 36) and the odd ones ×2.
+			if l.num("sa") != 36 || l.num("sb") != 2*(2+4+6+8) {
+				t.Errorf("rank %d: sums %d %d", l.Rank, l.num("sa"), l.num("sb"))
+			}
+		}
+	}
+	if in != 4 {
+		t.Errorf("%d members of the second communicator, want 4", in)
+	}
+}
+
+// TestPeerExit: a process of the communicator exits; a receive from it
+// fails with a closed-connection error instead of waiting, and the others
+// still talk.
+func TestPeerExit(t *testing.T) {
+	d := startDVM(t, 1, 3)
+	ls := d.run(3, wire.MapBySlot, "-mode", "exit")
+	if n := len(only(ls, "OK")); n != 2 {
+		t.Errorf("%d OK lines, want 2", n)
+	}
+	gone := only(ls, "GONE")
+	if len(gone) != 1 || !strings.Contains(gone[0].str("err"), "rank 2") {
+		t.Errorf("GONE lines %v: want one naming rank 2", gone)
+	}
+}
