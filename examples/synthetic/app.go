@@ -127,9 +127,6 @@ func run(ctx context.Context, c config, stdout io.Writer, log *slog.Logger) (err
 	if err != nil || left {
 		return err
 	}
-	if err := a.fenceComm(ctx, "end"); err != nil {
-		return err
-	}
 	if a.root != nil {
 		return a.finish(ctx)
 	}
@@ -329,12 +326,6 @@ func (a *app) rcStep(ctx context.Context, it int, line *report.Iter) (stop, left
 		return false, false, nil
 	case err != nil:
 		return false, false, fmt.Errorf("iteration %d: accept %s: %w", it, d.Delta, err)
-	case d.Type == wire.RCSub:
-		// Nobody leaves while another member may still wait for its
-		// part of the accept's broadcast (see fenceComm).
-		if err := a.fenceComm(ctx, "leave:"+d.Delta); err != nil {
-			return false, false, fmt.Errorf("iteration %d: after accepting %s: %w", it, d.Delta, err)
-		}
 	}
 	switch {
 	case acc.Terminate:
@@ -458,22 +449,6 @@ func (a *app) phase2(ctx context.Context, it int, q session.RC, line *report.Ite
 		return decision{}, fmt.Errorf("iteration %d: %s(%s, %s): %w", it, op, a.set.Name, q.Delta, err)
 	}
 	return d, nil
-}
-
-// fenceComm waits, through the runtime, until every member of the
-// communicator has got here. A process about to close its endpoint calls it
-// first: lib/comm can fail a receive whose message is already on its way
-// when the sender exits right after sending (see /tmp/comm-bugs.md, to be
-// fixed there); after the fence nobody waits for a message any more.
-func (a *app) fenceComm(ctx context.Context, id string) error {
-	ranks := make([]uint32, a.cm.Size())
-	for i := range ranks {
-		ranks[i] = a.cm.JobRank(i)
-	}
-	return a.s.FenceWith(ctx, session.FenceOptions{
-		ID:    "synthetic:" + a.set.Name + "@" + strconv.FormatUint(uint64(a.set.Version), 10) + ":" + id,
-		Procs: []wire.ProcRanges{{Ranks: wire.RangesOf(ranks)}},
-	})
 }
 
 func parseRef(s string) (wire.PsetRef, error) {

@@ -207,12 +207,8 @@ func (c *Comm) send(dst int, tag int32, flags uint8, data []byte, inline bool) *
 	if p.enqueue(f) {
 		if inline {
 			p.flush()
-		} else {
-			c.e.wg.Add(1)
-			go func() {
-				defer c.e.wg.Done()
-				p.flush()
-			}()
+		} else if !c.e.track(p.flush) {
+			p.flush() // closing: it fails at once
 		}
 	}
 	return r

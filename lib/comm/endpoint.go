@@ -136,7 +136,9 @@ func listen(ctx context.Context, me uint32, job string, o Options, lookup func(c
 }
 
 // Close closes every connection and listener; operations still waiting
-// fail with wire.ErrClosed.
+// fail with wire.ErrClosed. What was sent before is not lost: each
+// connection is shut down for writing, then read until the peer closes
+// its end (at most a few seconds for a peer that does not).
 func (e *Endpoint) Close() error {
 	e.mu.Lock()
 	if e.closed {
@@ -159,7 +161,7 @@ func (e *Endpoint) Close() error {
 		l.Close()
 	}
 	for _, p := range peers {
-		p.shut(errClosed)
+		p.stop(errClosed, true)
 	}
 	e.wg.Wait()
 	return nil
@@ -188,7 +190,7 @@ func (e *Endpoint) peer(rank uint32) (*peer, error) {
 	}
 	p := e.peers[rank]
 	if p == nil {
-		p = &peer{e: e, rank: rank}
+		p = newPeer(e, rank)
 		e.peers[rank] = p
 	}
 	return p, nil
@@ -405,16 +407,17 @@ func (p *peer) read(c net.Conn, br *bufio.Reader) {
 	}
 }
 
-// gone records err as the reason the peer is gone (the first one wins)
-// and fails the frames waiting to be sent; it returns the recorded
-// reason and the open connections. Called with p.mu held.
-func (p *peer) goneLocked(err error) (error, []net.Conn, []*outFrame) {
+// goneLocked records err as the reason the peer is gone (the first one
+// wins) and takes the frames waiting to be sent (the caller fails them
+// after unlocking); it returns the open connections, those frames and
+// the recorded reason. Called with p.mu held.
+func (p *peer) goneLocked(err error) ([]net.Conn, []*outFrame, error) {
 	var q []*outFrame
 	if p.err == nil {
 		p.err = err
 		q, p.q = p.q, nil
 	}
-	return p.err, slices.Clone(p.all), q
+	return slices.Clone(p.all), q, p.err
 }
 
 func failFrames(q []*outFrame, err error) {
@@ -428,7 +431,7 @@ func failFrames(q []*outFrame, err error) {
 // it had read; receives from the peer fail once none is left.
 func (p *peer) ended(c net.Conn, err error) {
 	p.mu.Lock()
-	err, _, q := p.goneLocked(err)
+	_, q, err := p.goneLocked(err)
 	p.all = slices.DeleteFunc(p.all, func(x net.Conn) bool { return x == c })
 	if p.conn == c {
 		p.conn = nil
@@ -450,7 +453,7 @@ func (p *peer) ended(c net.Conn, err error) {
 // frames and receives failed, later ones too.
 func (p *peer) fail(err error) {
 	p.mu.Lock()
-	err, conns, q := p.goneLocked(err)
+	conns, q, err := p.goneLocked(err)
 	p.mu.Unlock()
 	failFrames(q, err)
 	for _, c := range conns {
@@ -471,7 +474,7 @@ func (p *peer) fail(err error) {
 // frames of ours not transmitted yet; the readers drain it first.
 func (p *peer) stop(err error, closeWrite bool) {
 	p.mu.Lock()
-	err, conns, q := p.goneLocked(err)
+	conns, q, err := p.goneLocked(err)
 	p.mu.Unlock()
 	failFrames(q, err)
 	grace := min(p.e.o.Timeout, lingerMax)
@@ -528,11 +531,26 @@ func (p *peer) connect() {
 	}
 	p.flushing = true
 	p.mu.Unlock()
-	p.e.wg.Add(1)
+	if !p.e.track(p.flush) {
+		p.flush() // closing: it fails at once
+	}
+}
+
+// track runs f in a goroutine that Close waits for, unless Close has
+// begun: a WaitGroup must not grow from zero while Close waits on it.
+// Goroutines already tracked may start others with wg.Add directly.
+func (e *Endpoint) track(f func()) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
+	e.wg.Add(1)
 	go func() {
-		defer p.e.wg.Done()
-		p.flush()
+		defer e.wg.Done()
+		f()
 	}()
+	return true
 }
 
 // flush writes the queued frames until the queue is empty, connecting
