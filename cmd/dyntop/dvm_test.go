@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -13,18 +12,12 @@ import (
 	"github.com/dynrt/dynrt/wire"
 )
 
+// progs builds the binaries of the end-to-end test; TestMain removes them.
+var progs = &dvmtest.Programs{}
+
 // The test binary doubles as the node daemon of the virtual nodes other
 // than node 0 (see internal/dvmtest).
-func TestMain(m *testing.M) {
-	if dvmtest.IsDaemon() {
-		os.Exit(dvmtest.DaemonMain(os.Args[1:]))
-	}
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { dvmtest.Main(m, progs) }
 
 // testDVM is a DVM of k virtual nodes for one test. Its directory is
 // $DYNRT_DIR for the test, so dyntop finds it as "the only live DVM".

@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,36 +19,12 @@ import (
 // reads the screen with capture-pane. tmux comes from Debian (`make
 // deps-tmux`); without it the test is skipped and says so.
 
-var (
-	binOnce sync.Once
-	binDir  string
-	binErr  error
-)
-
-// binaries builds dyntop and the malleable test application once.
+// binaries builds dyntop and the malleable test application once
+// (without the race detector: the test watches them, it does not check
+// them for races).
 func binaries(t *testing.T) (dyntop, malleable string) {
 	t.Helper()
-	binOnce.Do(func() {
-		binDir, binErr = os.MkdirTemp("", "dyntop-e2e-")
-		if binErr != nil {
-			return
-		}
-		goBin, err := exec.LookPath("go")
-		if err != nil && os.Getenv("GOROOT") != "" {
-			goBin = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
-		}
-		for _, pkg := range []string{"./", "../../internal/malleable"} {
-			cmd := exec.Command(goBin, "build", "-o", binDir+"/", pkg)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				binErr = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
-				return
-			}
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return filepath.Join(binDir, "dyntop"), filepath.Join(binDir, "malleable")
+	return progs.Build(t, "github.com/dynrt/dynrt/cmd/dyntop"), progs.Build(t, "github.com/dynrt/dynrt/internal/malleable")
 }
 
 // screen is one tmux session running a command.

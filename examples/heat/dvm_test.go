@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,54 +16,12 @@ import (
 )
 
 // The test binary doubles as the node daemon of the virtual nodes (see
-// internal/dvmtest); heat itself is built once per run into a temporary
-// directory that TestMain removes.
+// internal/dvmtest); heat itself is built once per run (by progs, with the
+// race detector when the tests have it) into a temporary directory that
+// TestMain removes.
+var progs = &dvmtest.Programs{Race: dvmtest.Race}
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-	binDir  string
-)
-
-func TestMain(m *testing.M) {
-	if dvmtest.IsDaemon() {
-		os.Exit(dvmtest.DaemonMain(os.Args[1:]))
-	}
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
-
-// heatBin builds this program (with the race detector when the tests have
-// it) and returns its path.
-func heatBin(t testing.TB) string {
-	t.Helper()
-	binOnce.Do(func() {
-		if binDir, binErr = os.MkdirTemp("", "dynrt-heat-"); binErr != nil {
-			return
-		}
-		goBin, err := exec.LookPath("go")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(binDir, "heat")
-		args := []string{"build", "-o", binPath}
-		if raceEnabled {
-			args = append(args, "-race")
-		}
-		if out, err := exec.Command(goBin, append(args, "github.com/dynrt/dynrt/examples/heat")...).CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("build heat: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
-}
+func TestMain(m *testing.M) { dvmtest.Main(m, progs) }
 
 // heatDVM runs heat jobs on a test DVM and collects their output.
 type heatDVM struct {
@@ -73,20 +29,14 @@ type heatDVM struct {
 	d   *dvmtest.DVM
 	c   *tool.Client
 	bin string
-
-	mu  sync.Mutex
-	out map[string][]wire.OutputLine
+	out *dvmtest.Output
 }
 
 func startHeatDVM(t *testing.T, nodes, slots int) *heatDVM {
-	bin := heatBin(t)
+	bin := progs.Build(t, "github.com/dynrt/dynrt/examples/heat")
 	d := dvmtest.Start(t, dvmtest.Options{Nodes: nodes, Slots: slots})
-	h := &heatDVM{t: t, d: d, c: d.Attach(t), bin: bin, out: map[string][]wire.OutputLine{}}
-	h.c.OnOutput(func(l wire.OutputLine) {
-		h.mu.Lock()
-		h.out[l.Job] = append(h.out[l.Job], l)
-		h.mu.Unlock()
-	})
+	h := &heatDVM{t: t, d: d, c: d.Attach(t), bin: bin}
+	h.out = dvmtest.CollectOutput(h.c)
 	return h
 }
 
@@ -126,9 +76,7 @@ func (h *heatDVM) collect(t *testing.T, job, out string, args []string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	end, err := h.c.WaitJob(ctx, job)
-	h.mu.Lock()
-	lines := append([]wire.OutputLine(nil), h.out[job]...)
-	h.mu.Unlock()
+	lines := h.out.Lines(job)
 	var text []string
 	for _, l := range lines {
 		text = append(text, fmt.Sprintf("rank %d/%d: %s", l.Rank, l.Stream, l.Line))

@@ -25,18 +25,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
+
+	"github.com/dynrt/dynrt/lib/cliutil"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := Main(ctx, os.Args, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { cliutil.RunMain(Main) }
 
 // config is the command line.
 type config struct {

@@ -4,11 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,54 +13,11 @@ import (
 )
 
 // The test binary doubles as the node daemon of the virtual nodes (see
-// internal/dvmtest); spawnbench itself is built once per run into a
+// internal/dvmtest); spawnbench itself is built once per run (by progs) into a
 // temporary directory that TestMain removes.
+var progs = &dvmtest.Programs{Race: dvmtest.Race}
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-	binDir  string
-)
-
-func TestMain(m *testing.M) {
-	if dvmtest.IsDaemon() {
-		os.Exit(dvmtest.DaemonMain(os.Args[1:]))
-	}
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
-
-// spawnbenchBin builds this program (with the race detector when the tests
-// have it) and returns its path.
-func spawnbenchBin(t testing.TB) string {
-	t.Helper()
-	binOnce.Do(func() {
-		if binDir, binErr = os.MkdirTemp("", "dynrt-spawnbench-"); binErr != nil {
-			return
-		}
-		goBin, err := exec.LookPath("go")
-		if err != nil && os.Getenv("GOROOT") != "" {
-			goBin = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
-		}
-		binPath = filepath.Join(binDir, "spawnbench")
-		args := []string{"build", "-o", binPath}
-		if raceEnabled {
-			args = append(args, "-race")
-		}
-		cmd := exec.Command(goBin, append(args, "github.com/dynrt/dynrt/examples/spawnbench")...)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("build spawnbench: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
-}
+func TestMain(m *testing.M) { dvmtest.Main(m, progs) }
 
 // TestSmoke runs the dynrt side of the benchmark on two virtual nodes (so
 // that grows and communicators span nodes): k = 1, 2 with two rounds each
@@ -73,16 +26,10 @@ func spawnbenchBin(t testing.TB) string {
 // communicator of k+1 processes, the steps are in order, and the job
 // shrank back to one.
 func TestSmoke(t *testing.T) {
-	bin := spawnbenchBin(t)
+	bin := progs.Build(t, "github.com/dynrt/dynrt/examples/spawnbench")
 	d := dvmtest.Start(t, dvmtest.Options{Nodes: 2, Slots: 2, Name: "spawnbench"})
 	c := d.Attach(t)
-	var mu sync.Mutex
-	var lines []wire.OutputLine
-	c.OnOutput(func(l wire.OutputLine) {
-		mu.Lock()
-		lines = append(lines, l)
-		mu.Unlock()
-	})
+	output := dvmtest.CollectOutput(c)
 	for _, tc := range []struct {
 		name   string
 		args   []string
@@ -106,19 +53,14 @@ func TestSmoke(t *testing.T) {
 			if err != nil {
 				t.Fatalf("wait: %v", err)
 			}
-			mu.Lock()
 			var out []string
-			for _, l := range lines {
-				if l.Job != rep.Job {
-					continue
-				}
+			for _, l := range output.Lines(rep.Job) {
 				if l.Stream == wire.StreamStderr || l.Rank != 0 {
 					t.Errorf("rank %d, stream %d: %s", l.Rank, l.Stream, l.Line)
 					continue
 				}
 				out = append(out, string(l.Line))
 			}
-			mu.Unlock()
 			if end.State != wire.JobStateDone || end.Code != 0 {
 				t.Fatalf("job ended %s with code %d (%s); output:\n%s", end.State, end.Code, end.Msg, strings.Join(out, "\n"))
 			}

@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,67 +16,25 @@ import (
 )
 
 // The test binary doubles as the node daemon of the virtual nodes
-// (internal/dvmtest); the benchmark itself is built once per run into a
-// temp dir that TestMain removes.
+// (internal/dvmtest); the benchmark itself is built once per run (by
+// progs) into a temp dir that TestMain removes.
+var progs = &dvmtest.Programs{Race: dvmtest.Race}
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-	binDir  string
-)
-
-func TestMain(m *testing.M) {
-	if dvmtest.IsDaemon() {
-		os.Exit(dvmtest.DaemonMain(os.Args[1:]))
-	}
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
-
-func syntheticBin(t *testing.T) string {
-	t.Helper()
-	binOnce.Do(func() {
-		if binDir, binErr = os.MkdirTemp("", "dynrt-synthetic-"); binErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "synthetic")
-		args := []string{"build", "-o", binPath}
-		if raceEnabled {
-			args = append(args, "-race")
-		}
-		out, err := exec.Command("go", append(args, "github.com/dynrt/dynrt/examples/synthetic")...).CombinedOutput()
-		if err != nil {
-			binErr = fmt.Errorf("build the benchmark: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
-}
+func TestMain(m *testing.M) { dvmtest.Main(m, progs) }
 
 // testDVM collects the output of the jobs of a test DVM.
 type testDVM struct {
 	t   *testing.T
 	d   *dvmtest.DVM
 	c   *tool.Client
-	mu  sync.Mutex
-	out map[string][]wire.OutputLine
+	out *dvmtest.Output
 }
 
 func startDVM(t *testing.T, nodes, slots int) *testDVM {
-	d := &testDVM{t: t, out: map[string][]wire.OutputLine{}}
+	d := &testDVM{t: t}
 	d.d = dvmtest.Start(t, dvmtest.Options{Nodes: nodes, Slots: slots})
 	d.c = d.d.Attach(t)
-	d.c.OnOutput(func(l wire.OutputLine) {
-		d.mu.Lock()
-		d.out[l.Job] = append(d.out[l.Job], l)
-		d.mu.Unlock()
-	})
+	d.out = dvmtest.CollectOutput(d.c)
 	return d
 }
 
@@ -87,7 +43,7 @@ func (d *testDVM) launch(n int, args ...string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	rep, err := d.c.Launch(ctx, wire.JobLaunchReq{
-		Argv: append([]string{syntheticBin(d.t)}, args...), N: uint32(n), Env: d.d.Env,
+		Argv: append([]string{progs.Build(d.t, "github.com/dynrt/dynrt/examples/synthetic")}, args...), N: uint32(n), Env: d.d.Env,
 		Output: wire.OutputFlags{Forward: true},
 	})
 	if err != nil {
@@ -99,16 +55,9 @@ func (d *testDVM) launch(n int, args ...string) string {
 // wait waits for a job's successful end and returns rank 0's stdout.
 func (d *testDVM) wait(job string) string {
 	d.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	end, err := d.c.WaitJob(ctx, job)
-	if err != nil {
-		d.t.Fatalf("wait for %s: %v", job, err)
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	end := dvmtest.WaitJob(d.t, d.c, job, 60*time.Second)
 	var root, errs strings.Builder
-	for _, l := range d.out[job] {
+	for _, l := range d.out.Lines(job) {
 		switch {
 		case l.Stream == wire.StreamStderr:
 			fmt.Fprintf(&errs, "rank %d: %s\n", l.Rank, l.Line)
@@ -305,22 +254,15 @@ func TestWorkCheckFails(t *testing.T) {
 	d := startDVM(t, 1, 4)
 	job := d.launch(2, "--mode", "inc", "--start", "2", "--limit", "3", "--delta", "1", "-f", "1", "-i", "4", "-b",
 		"--problem-size", "10000", "--test-skew", "1", "--timeout", "50s")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	end, err := d.c.WaitJob(ctx, job)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if end.State == wire.JobStateDone && end.Code == 0 {
+	if end := dvmtest.WaitJob(t, d.c, job, 60*time.Second); end.State == wire.JobStateDone && end.Code == 0 {
 		t.Fatal("the run with a miscounting process succeeded")
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	lines := d.out.Lines(job)
 	found := false
-	for _, l := range d.out[job] {
+	for _, l := range lines {
 		found = found || (l.Stream == wire.StreamStderr && strings.Contains(string(l.Line), "the work result is"))
 	}
 	if !found {
-		t.Errorf("no process reported the changed work result; output: %v", d.out[job])
+		t.Errorf("no process reported the changed work result; output: %v", lines)
 	}
 }

@@ -4,14 +4,14 @@
 // test's cleanup, which then fails the test if a process, a daemon or a
 // file in the rendezvous directory is left behind.
 //
-// A test package that uses Start routes the daemon role in its TestMain:
+// A test package that uses Start routes the daemon role in its TestMain,
+// and removes the programs it built (see Programs) when the tests end:
 //
-//	func TestMain(m *testing.M) {
-//		if dvmtest.IsDaemon() {
-//			os.Exit(dvmtest.DaemonMain(os.Args[1:]))
-//		}
-//		os.Exit(m.Run())
-//	}
+//	var progs = &dvmtest.Programs{Race: dvmtest.Race}
+//
+//	func TestMain(m *testing.M) { dvmtest.Main(m, progs) }
+//
+// Output collects the output of the jobs a test launches.
 package dvmtest
 
 import (

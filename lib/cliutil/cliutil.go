@@ -1,6 +1,6 @@
-// Package cliutil holds what the four dynrt binaries share around
-// urfave/cli: running an app without os.Exit, turning errors into stable
-// exit codes, and the version printer.
+// Package cliutil holds what the dynrt binaries share: their func main
+// (RunMain), and around urfave/cli, running an app without os.Exit,
+// turning errors into stable exit codes, and the version printer.
 package cliutil
 
 import (

@@ -14,7 +14,7 @@ import (
 func stateOf(ls []line, delta string) []line {
 	var out []line
 	for _, l := range only(ls, "STATE") {
-		if l.str("delta") == delta {
+		if l.Str("delta") == delta {
 			out = append(out, l)
 		}
 	}
@@ -63,7 +63,7 @@ func TestAdapt(t *testing.T) {
 				d.waitFor(job, "STATE of "+delta, func(ls []line) bool { return len(stateOf(ls, delta)) == st.size })
 				sum := st.size * (st.size + 1) / 2 // job ranks 0..size-1, each +1
 				for _, l := range stateOf(d.lines(job), delta) {
-					if l.num("size") != st.size || l.num("sum") != sum || l.str("members") != st.members || l.num("crank") != int(l.Rank) {
+					if l.Num("size") != st.size || l.Num("sum") != sum || l.Str("members") != st.members || l.Num("crank") != int(l.Rank) {
 						t.Errorf("change %d: rank %d reports %v", i+1, l.Rank, l.Attrs)
 					}
 				}
@@ -95,7 +95,7 @@ func TestAdaptAborted(t *testing.T) {
 	delta := deltaOf(job, d, 1)
 	d.waitFor(job, "STATE of "+delta, func(ls []line) bool { return len(stateOf(ls, delta)) == 3 })
 	for _, l := range stateOf(d.lines(job), delta) {
-		if l.str("status") != wire.RCAborted || l.num("size") != 3 {
+		if l.Str("status") != wire.RCAborted || l.Num("size") != 3 {
 			t.Errorf("rank %d reports %v", l.Rank, l.Attrs)
 		}
 	}

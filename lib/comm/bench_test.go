@@ -22,7 +22,7 @@ func benchApp(b *testing.B, d *testDVM, n int, mapBy string, args ...string) {
 	if len(ls) != 1 {
 		b.Fatalf("%d BENCH lines", len(ls))
 	}
-	b.ReportMetric(float64(ls[0].num("ns")), "ns/op")
+	b.ReportMetric(float64(ls[0].Num("ns")), "ns/op")
 }
 
 // BenchmarkPingPong: one round trip of 8 bytes between two processes on

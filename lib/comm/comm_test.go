@@ -37,10 +37,10 @@ func TestCollectives(t *testing.T) {
 			}
 			cids := map[int]bool{}
 			for _, l := range ok {
-				if l.num("size") != tc.n || l.num("crank") != int(l.Rank) {
-					t.Errorf("rank %d: communicator rank %d of %d", l.Rank, l.num("crank"), l.num("size"))
+				if l.Num("size") != tc.n || l.Num("crank") != int(l.Rank) {
+					t.Errorf("rank %d: communicator rank %d of %d", l.Rank, l.Num("crank"), l.Num("size"))
 				}
-				cids[l.num("cid")] = true
+				cids[l.Num("cid")] = true
 			}
 			if len(cids) != 1 {
 				t.Errorf("context ids %v: want one for all", cids)
@@ -62,8 +62,8 @@ func TestHoles(t *testing.T) {
 	for _, l := range ls {
 		if l.Attrs["member"] == true {
 			members = append(members, int(l.Rank))
-			if l.str("members") != "1-3,5-7,9" || l.num("size") != 7 {
-				t.Errorf("rank %d: members %s size %d", l.Rank, l.str("members"), l.num("size"))
+			if l.Str("members") != "1-3,5-7,9" || l.Num("size") != 7 {
+				t.Errorf("rank %d: members %s size %d", l.Rank, l.Str("members"), l.Num("size"))
 			}
 		}
 	}
@@ -72,8 +72,8 @@ func TestHoles(t *testing.T) {
 		t.Errorf("members %v", members)
 	}
 	for _, l := range ls {
-		if l.Attrs["member"] == true && l.num("crank") != slices.Index(members, int(l.Rank)) {
-			t.Errorf("rank %d has communicator rank %d", l.Rank, l.num("crank"))
+		if l.Attrs["member"] == true && l.Num("crank") != slices.Index(members, int(l.Rank)) {
+			t.Errorf("rank %d has communicator rank %d", l.Rank, l.Num("crank"))
 		}
 	}
 }
@@ -91,8 +91,8 @@ func TestOverlap(t *testing.T) {
 		if l.Attrs["member"] == true {
 			in++
 			// All 8 ranks (sum of rank+1 = 36) and the odd ones ×2.
-			if l.num("sa") != 36 || l.num("sb") != 2*(2+4+6+8) {
-				t.Errorf("rank %d: sums %d %d", l.Rank, l.num("sa"), l.num("sb"))
+			if l.Num("sa") != 36 || l.Num("sb") != 2*(2+4+6+8) {
+				t.Errorf("rank %d: sums %d %d", l.Rank, l.Num("sa"), l.Num("sb"))
 			}
 		}
 	}
@@ -111,7 +111,7 @@ func TestPeerExit(t *testing.T) {
 		t.Errorf("%d OK lines, want 2", n)
 	}
 	gone := only(ls, "GONE")
-	if len(gone) != 1 || !strings.Contains(gone[0].str("err"), "rank 2") {
+	if len(gone) != 1 || !strings.Contains(gone[0].Str("err"), "rank 2") {
 		t.Errorf("GONE lines %v: want one naming rank 2", gone)
 	}
 }

@@ -2,12 +2,8 @@ package session_test
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
+	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,56 +15,20 @@ import (
 
 // The test binary doubles as the node daemon of the virtual nodes (see
 // internal/dvmtest); the application is internal/testapp, built once per
-// run.
+// run by progs into a directory TestMain removes.
 
 // testGrace is the SIGTERM→SIGKILL grace in tests.
 const testGrace = 300 * time.Millisecond
 
-var (
-	appOnce sync.Once
-	appPath string
-	appErr  error
-	appDir  string
-)
+var progs = &dvmtest.Programs{Race: dvmtest.Race}
 
-func TestMain(m *testing.M) {
-	if dvmtest.IsDaemon() {
-		os.Exit(dvmtest.DaemonMain(os.Args[1:]))
-	}
-	code := m.Run()
-	if appDir != "" {
-		os.RemoveAll(appDir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { dvmtest.Main(m, progs) }
 
 // testApp builds internal/testapp (with the race detector when the tests
 // have it) and returns its path.
 func testApp(t testing.TB) string {
 	t.Helper()
-	appOnce.Do(func() {
-		appDir, appErr = os.MkdirTemp("", "dynrt-testapp-")
-		if appErr != nil {
-			return
-		}
-		goBin, err := exec.LookPath("go")
-		if err != nil && os.Getenv("GOROOT") != "" {
-			goBin = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
-		}
-		appPath = filepath.Join(appDir, "testapp")
-		args := []string{"build", "-o", appPath}
-		if raceEnabled {
-			args = append(args, "-race")
-		}
-		cmd := exec.Command(goBin, append(args, "github.com/dynrt/dynrt/internal/testapp")...)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			appErr = fmt.Errorf("build testapp: %v\n%s", err, out)
-		}
-	})
-	if appErr != nil {
-		t.Fatal(appErr)
-	}
-	return appPath
+	return progs.Build(t, "github.com/dynrt/dynrt/internal/testapp")
 }
 
 // testDVM is a DVM of virtual nodes for one test, stopped and checked for
@@ -80,9 +40,7 @@ type testDVM struct {
 	dir string
 	env []string
 	app string
-
-	mu  sync.Mutex
-	out map[string][]wire.OutputLine // by job
+	out *dvmtest.Output
 }
 
 // startDVM starts a DVM of k virtual nodes with s slots each: node 0 in
@@ -91,13 +49,9 @@ func startDVM(t testing.TB, k, s int) *testDVM {
 	t.Helper()
 	app := testApp(t)
 	dvm := dvmtest.Start(t, dvmtest.Options{Nodes: k, Slots: s, KillGrace: testGrace})
-	d := &testDVM{t: t, m: dvm.M, dir: dvm.Dir, env: dvm.Env, app: app, out: map[string][]wire.OutputLine{}}
+	d := &testDVM{t: t, m: dvm.M, dir: dvm.Dir, env: dvm.Env, app: app}
 	d.c = dvm.Attach(t)
-	d.c.OnOutput(func(l wire.OutputLine) {
-		d.mu.Lock()
-		d.out[l.Job] = append(d.out[l.Job], l)
-		d.mu.Unlock()
-	})
+	d.out = dvmtest.CollectOutput(d.c)
 	return d
 }
 
@@ -118,13 +72,7 @@ func (d *testDVM) launch(n int, mapBy string, args ...string) wire.JobLaunchRepl
 
 func (d *testDVM) wait(job string) tool.JobEnd {
 	d.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	end, err := d.c.WaitJob(ctx, job)
-	if err != nil {
-		d.t.Fatalf("wait for %s: %v", job, err)
-	}
-	return end
+	return dvmtest.WaitJob(d.t, d.c, job, 60*time.Second)
 }
 
 // run launches the test application and waits for a successful end; it
@@ -144,10 +92,8 @@ func (d *testDVM) run(n int, mapBy string, args ...string) (wire.JobLaunchReply,
 // test: the race detector reports there).
 func (d *testDVM) lines(job string) map[uint32][]string {
 	d.t.Helper()
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	out := map[uint32][]string{}
-	for _, l := range d.out[job] {
+	for _, l := range d.out.Lines(job) {
 		if l.Stream == wire.StreamStderr {
 			d.t.Errorf("rank %d wrote to stderr: %s", l.Rank, l.Line)
 			continue
@@ -160,17 +106,9 @@ func (d *testDVM) lines(job string) map[uint32][]string {
 // waitLine waits until a rank of job prints a line starting with prefix.
 func (d *testDVM) waitLine(job, prefix string) {
 	d.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		d.mu.Lock()
-		for _, l := range d.out[job] {
-			if strings.HasPrefix(string(l.Line), prefix) {
-				d.mu.Unlock()
-				return
-			}
-		}
-		d.mu.Unlock()
-		time.Sleep(5 * time.Millisecond)
+	if !d.out.WaitFor(job, 20*time.Second, func(ls []wire.OutputLine) bool {
+		return slices.ContainsFunc(ls, func(l wire.OutputLine) bool { return strings.HasPrefix(string(l.Line), prefix) })
+	}) {
+		d.t.Fatalf("job %s printed no line starting with %q", job, prefix)
 	}
-	d.t.Fatalf("job %s printed no line starting with %q", job, prefix)
 }

@@ -109,11 +109,11 @@ func benchInApp(b *testing.B, op string, procs int) {
 		b.Fatalf("%d BENCH lines", len(ls))
 	}
 	l := ls[0]
-	b.ReportMetric(float64(l.num("mean")), "ns/op")
-	b.ReportMetric(float64(l.num("median"))/1e3, "µs-median")
-	b.ReportMetric(float64(l.num("p90"))/1e3, "µs-p90")
-	b.Logf("%s over %d processes: %d calls, median %v, p90 %v", op, procs, l.num("n"),
-		time.Duration(l.num("median")), time.Duration(l.num("p90")))
+	b.ReportMetric(float64(l.Num("mean")), "ns/op")
+	b.ReportMetric(float64(l.Num("median"))/1e3, "µs-median")
+	b.ReportMetric(float64(l.Num("p90"))/1e3, "µs-p90")
+	b.Logf("%s over %d processes: %d calls, median %v, p90 %v", op, procs, l.Num("n"),
+		time.Duration(l.Num("median")), time.Duration(l.Num("p90")))
 }
 
 // BenchmarkPsetOp112: a set operation on a set of 112 members, from a

@@ -102,15 +102,15 @@ func TestRCGrowShrink(t *testing.T) {
 		peers := map[string]string{}
 		var all wire.RankRanges
 		for _, l := range linesOf(ls, "STATE", delta) {
-			if l.str("status") != wire.RCFinalized || l.str("set") != appSet || l.num("version") != n ||
-				l.num("epoch") != n || l.str("members") != st.members.String() || l.num("jobsize") != st.size {
+			if l.Str("status") != wire.RCFinalized || l.Str("set") != appSet || l.Num("version") != n ||
+				l.Num("epoch") != n || l.Str("members") != st.members.String() || l.Num("jobsize") != st.size {
 				t.Errorf("rank %d after %s: %v", l.Rank, delta, l.Attrs)
 			}
-			node := l.str("node")
-			if p, ok := peers[node]; ok && p != l.str("peers") {
-				t.Errorf("rank %d on %s sees local peers %s, another process there %s", l.Rank, node, l.str("peers"), p)
+			node := l.Str("node")
+			if p, ok := peers[node]; ok && p != l.Str("peers") {
+				t.Errorf("rank %d on %s sees local peers %s, another process there %s", l.Rank, node, l.Str("peers"), p)
 			}
-			peers[node] = l.str("peers")
+			peers[node] = l.Str("peers")
 		}
 		for _, p := range peers {
 			for _, r := range mustRanges(t, p) {
@@ -289,7 +289,7 @@ func TestRCSubset(t *testing.T) {
 		want := map[uint32]string{0: "0,4-5", 4: "0,4-5", 5: "0,4-5", 3: "3"}[l.Rank]
 		// (The job size is not checked: processes exit as soon as they
 		// have reported, and the job data follows.)
-		if l.str("members") != want {
+		if l.Str("members") != want {
 			t.Errorf("rank %d after the SUB: %v", l.Rank, l.Attrs)
 		}
 	}
@@ -319,10 +319,10 @@ func TestRCPsetOpsConcurrent(t *testing.T) {
 	ls := d.mlines(job.Job)
 	seen := map[int]uint32{}
 	for _, l := range linesOf(ls, "OPS", "") {
-		if l.str("versions") == "" {
+		if l.Str("versions") == "" {
 			continue
 		}
-		for _, v := range strings.Split(l.str("versions"), ",") {
+		for _, v := range strings.Split(l.Str("versions"), ",") {
 			var n int
 			fmt.Sscanf(v, "%d", &n)
 			if r, dup := seen[n]; dup {
@@ -345,8 +345,8 @@ func TestRCPsetOpsConcurrent(t *testing.T) {
 		t.Fatalf("%d FINAL lines", len(fin))
 	}
 	for _, l := range fin {
-		if l.num("version") != total || l.str("members") != "0" {
-			t.Errorf("rank %d on %s sees the shared set at version %d with %s; want %d with 0", l.Rank, l.str("node"), l.num("version"), l.str("members"), total)
+		if l.Num("version") != total || l.Str("members") != "0" {
+			t.Errorf("rank %d on %s sees the shared set at version %d with %s; want %d with 0", l.Rank, l.Str("node"), l.Num("version"), l.Str("members"), total)
 		}
 	}
 }
@@ -372,7 +372,7 @@ func TestRCAborts(t *testing.T) {
 			return ranksOf(linesOf(ls, "STATE", delta)).String() == "0-1"
 		})
 		for _, l := range linesOf(d.mlines(job.Job), "STATE", delta) {
-			if l.str("status") != wire.RCAborted || l.num("jobsize") != 2 || l.str("peers") != "0-1" {
+			if l.Str("status") != wire.RCAborted || l.Num("jobsize") != 2 || l.Str("peers") != "0-1" {
 				t.Errorf("%s: rank %d saw %v", name, l.Rank, l.Attrs)
 			}
 		}

@@ -2,16 +2,11 @@ package session_test
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/dynrt/dynrt/internal/dvmtest"
 	"github.com/dynrt/dynrt/wire"
 )
 
@@ -19,57 +14,22 @@ import (
 // (internal/malleable), event-driven waits for its output, and parsing of
 // its lines.
 
-var (
-	mallOnce sync.Once
-	mallPath string
-	mallErr  error
-)
-
-// malleableApp builds internal/malleable next to the test application
-// (so TestMain removes it) and returns its path.
+// malleableApp builds internal/malleable (with the race detector when the
+// tests have it) and returns its path.
 func malleableApp(t testing.TB) string {
 	t.Helper()
-	app := testApp(t)
-	mallOnce.Do(func() {
-		mallPath = filepath.Join(filepath.Dir(app), "malleable")
-		args := []string{"build", "-o", mallPath}
-		if raceEnabled {
-			args = append(args, "-race")
-		}
-		goBin, err := exec.LookPath("go")
-		if err != nil {
-			mallErr = err
-			return
-		}
-		out, err := exec.Command(goBin, append(args, "github.com/dynrt/dynrt/internal/malleable")...).CombinedOutput()
-		if err != nil {
-			mallErr = fmt.Errorf("build malleable: %v\n%s", err, out)
-		}
-	})
-	if mallErr != nil {
-		t.Fatal(mallErr)
-	}
-	return mallPath
+	return progs.Build(t, "github.com/dynrt/dynrt/internal/malleable")
 }
 
-// rcDVM wraps a test DVM with a watcher of the output lines.
+// rcDVM is a test DVM that also runs the malleable program.
 type rcDVM struct {
 	*testDVM
-	mall    string
-	changed chan struct{} // closed and replaced on every output line (guarded by d.mu)
+	mall string
 }
 
 func startRCDVM(t testing.TB, k, s int) *rcDVM {
 	t.Helper()
-	d := &rcDVM{testDVM: startDVM(t, k, s), mall: malleableApp(t), changed: make(chan struct{})}
-	d.c.OnOutput(func(l wire.OutputLine) {
-		d.mu.Lock()
-		d.out[l.Job] = append(d.out[l.Job], l)
-		close(d.changed)
-		d.changed = make(chan struct{})
-		d.mu.Unlock()
-	})
-	return d
+	return &rcDVM{testDVM: startDVM(t, k, s), mall: malleableApp(t)}
 }
 
 // start launches n processes of the malleable program.
@@ -109,67 +69,21 @@ func removeFile(t testing.TB, path string) {
 }
 
 // mline is one parsed output line.
-type mline struct {
-	Rank  uint32
-	Word  string
-	Attrs map[string]any
-}
-
-func (l mline) str(k string) string {
-	v, _ := l.Attrs[k].(string)
-	return v
-}
-
-func (l mline) num(k string) int {
-	v, _ := l.Attrs[k].(float64)
-	return int(v)
-}
+type mline = dvmtest.Line
 
 // mlines parses the output of job; stderr lines and ERROR lines fail the
 // test.
 func (d *rcDVM) mlines(job string) []mline {
 	d.t.Helper()
-	d.mu.Lock()
-	raw := append([]wire.OutputLine(nil), d.out[job]...)
-	d.mu.Unlock()
-	var out []mline
-	for _, l := range raw {
-		if l.Stream == wire.StreamStderr {
-			d.t.Errorf("rank %d wrote to stderr: %s", l.Rank, l.Line)
-			continue
-		}
-		word, js, _ := strings.Cut(string(l.Line), " ")
-		ml := mline{Rank: l.Rank, Word: word, Attrs: map[string]any{}}
-		if err := json.Unmarshal([]byte(js), &ml.Attrs); err != nil {
-			d.t.Errorf("rank %d printed %q", l.Rank, l.Line)
-			continue
-		}
-		if word == "ERROR" {
-			d.t.Errorf("rank %d: ERROR %s", l.Rank, js)
-		}
-		out = append(out, ml)
-	}
-	return out
+	return dvmtest.ParseLines(d.t, d.out.Lines(job))
 }
 
 // waitFor waits (without polling: woken by every output line) until the
 // lines of job satisfy ok.
 func (d *rcDVM) waitFor(job, what string, ok func([]mline) bool) {
 	d.t.Helper()
-	timeout := time.NewTimer(30 * time.Second)
-	defer timeout.Stop()
-	for {
-		d.mu.Lock()
-		ch := d.changed
-		d.mu.Unlock()
-		if ok(d.mlines(job)) {
-			return
-		}
-		select {
-		case <-ch:
-		case <-timeout.C:
-			d.t.Fatalf("job %s: no %s in its output: %v", job, what, d.mlines(job))
-		}
+	if !d.out.WaitFor(job, 30*time.Second, func(raw []wire.OutputLine) bool { return ok(dvmtest.ParseLines(d.t, raw)) }) {
+		d.t.Fatalf("job %s: no %s in its output: %v", job, what, d.mlines(job))
 	}
 }
 
@@ -188,7 +102,7 @@ func count(ls []mline, word string) int {
 func linesOf(ls []mline, word, delta string) []mline {
 	var out []mline
 	for _, l := range ls {
-		if l.Word == word && (delta == "" || l.str("delta") == delta) {
+		if l.Word == word && (delta == "" || l.Str("delta") == delta) {
 			out = append(out, l)
 		}
 	}
@@ -217,11 +131,9 @@ func (d *rcDVM) mustRequest(req wire.RCRequest) wire.RC {
 	d.t.Helper()
 	rc, err := d.request(req)
 	if err != nil {
-		d.mu.Lock()
-		for _, l := range d.out[req.Job] {
+		for _, l := range d.out.Lines(req.Job) {
 			d.t.Logf("rank %d: %s", l.Rank, l.Line)
 		}
-		d.mu.Unlock()
 		d.t.Fatalf("%s %d of %s: %v", req.Type, req.N, req.Job, err)
 	}
 	if rc.Status != wire.RCFinalized || !rc.Settled {

@@ -13,16 +13,6 @@
 // tables 8.2/8.3, figs. 8.2/8.3 as text) over all runs.
 package main
 
-import (
-	"context"
-	"os"
-	"os/signal"
-	"syscall"
-)
+import "github.com/dynrt/dynrt/lib/cliutil"
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := Main(ctx, os.Args, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { cliutil.RunMain(Main) }

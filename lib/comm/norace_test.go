@@ -1,5 +1,0 @@
-//go:build !race
-
-package comm_test
-
-const raceEnabled = false
