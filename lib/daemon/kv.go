@@ -187,32 +187,6 @@ func (s *sessionState) handleFetch(ctx context.Context, _ *wire.Request, b *Fetc
 	return rep, nil
 }
 
-// handleFence enters the caller into a fence at the master, with its
-// committed data when the fence collects. The collected data is kept here
-// (later gets are local) rather than sent to the client.
-func (s *sessionState) handleFence(ctx context.Context, req *wire.Request, b *wire.FenceReq) (any, error) {
-	c, err := CallerOf(req)
-	if err != nil {
-		return nil, err
-	}
-	body := &FenceBody{FenceReq: *b, Job: c.Job}
-	body.Local = wire.Span(c.Rank, c.Rank)
-	body.Data = nil
-	if b.Collect {
-		s.mu.Lock()
-		if m, ok := s.committed[procKey{c.Job, c.Rank}]; ok {
-			body.Data = []wire.ProcKV{{Job: c.Job, Rank: c.Rank, Data: kvList(m)}}
-		}
-		s.mu.Unlock()
-	}
-	var rep wire.FenceReply
-	if err := s.d.master.Call(ctx, wire.KindFence, body, &rep); err != nil {
-		return nil, err
-	}
-	s.fenced(c.Job, b.Procs, b.Collect, rep.Data)
-	return &wire.FenceReply{}, nil
-}
-
 // fenced updates the cache after a fence: the participants may have
 // committed since their data was fetched, so it is dropped, or replaced by
 // the collected data.

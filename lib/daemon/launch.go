@@ -166,6 +166,7 @@ func (d *Daemon) startRank(b *LaunchBody, base []string, rank uint32) (wire.Proc
 		e.out.close()
 		d.stdin.drop(key)
 		d.reportStartFailure(key, err)
+		d.fenceProcEnded(key)
 		d.wg.Done()
 		return wire.ProcStarted{}, false
 	}
@@ -220,6 +221,7 @@ func (d *Daemon) onExit(key procKey, p *proc.Proc, st proc.ExitStatus) {
 	if err := d.master.Notify(wire.KindProcExited, ev); err != nil {
 		d.log.Debug("daemon: cannot report exit", "proc", key.String(), "err", err)
 	}
+	d.fenceProcEnded(key) // after the report: the master fails the fences it held up
 	if e != nil {
 		d.wg.Done()
 	}

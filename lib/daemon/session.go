@@ -25,6 +25,8 @@ type sessionState struct {
 	subs    map[uint64]*clientSub       // event subscriptions of clients, by local id
 	queues  map[*wire.Conn]*clientQueue // event writers, one per subscribed client connection
 	lastSub uint64
+
+	fences fenceTable // rounds of local fence entries (fence.go)
 }
 
 func newSessionState(d *Daemon) *sessionState {
@@ -36,6 +38,7 @@ func newSessionState(d *Daemon) *sessionState {
 		changed:   make(chan struct{}),
 		subs:      make(map[uint64]*clientSub),
 		queues:    make(map[*wire.Conn]*clientQueue),
+		fences:    fenceTable{rounds: make(map[fenceKey][]*fenceRound)},
 	}
 }
 

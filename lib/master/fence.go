@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -33,27 +34,53 @@ func (ss *sessState) handleFence(ctx context.Context, _ *wire.Request, b *daemon
 		e.who = append(e.who, procRef{b.Job, r})
 	}
 	collect := b.Collect
-	rep, err := ask(ctx, ss.m, func(s *state, reply func(*wire.FenceReply, error)) {
-		e.finish = func(g *gather, err error) {
-			if err != nil {
-				reply(nil, err)
-				return
-			}
-			out := &wire.FenceReply{}
-			if collect {
-				out.Data = g.collected()
-			}
-			reply(out, nil)
+	res := make(chan result[*wire.FenceReply], 1) // written once, on the loop
+	e.finish = func(g *gather, err error) {
+		if err != nil {
+			res <- result[*wire.FenceReply]{nil, err}
+			return
 		}
-		if err := ss.fenceEnter(s, b, e); err != nil {
-			reply(nil, err)
+		out := &wire.FenceReply{}
+		if collect {
+			out.Data = g.collected()
 		}
-	})
-	if err != nil && ctx.Err() != nil {
-		ss.m.post(func(*state) { ss.leaveFence(e) })
-		return nil, fmt.Errorf("master: fence of %s: %w", e.who[0], err)
+		res <- result[*wire.FenceReply]{out, nil}
 	}
-	return rep, err
+	if !ss.m.post(func(s *state) {
+		if err := ss.fenceEnter(s, b, e); err != nil {
+			res <- result[*wire.FenceReply]{nil, err}
+		}
+	}) {
+		return nil, errStopped
+	}
+	select {
+	case r := <-res:
+		return r.v, r.err
+	case <-ctx.Done():
+	case <-ss.m.loopDone:
+		return nil, errStopped
+	}
+	// Take the entry back, unless its instance has been decided: then
+	// that answer stands. A daemon's entry for several processes relies
+	// on this: a timeout means none of them is counted (lib/daemon/fence.go).
+	taken := make(chan bool, 1)
+	if !ss.m.post(func(*state) { taken <- ss.leaveFence(e) }) {
+		return nil, errStopped
+	}
+	select {
+	case ok := <-taken:
+		if !ok {
+			r := <-res
+			return r.v, r.err
+		}
+	case <-ss.m.loopDone:
+		return nil, errStopped
+	}
+	err := ctx.Err()
+	if errors.Is(err, context.DeadlineExceeded) {
+		return nil, wire.Errorf(wire.ErrTimeout, "master: %s of %s: timed out", fenceName(b.ID), e.who[0])
+	}
+	return nil, wire.Errorf(wire.ErrCanceled, "master: %s of %s: %w", fenceName(b.ID), e.who[0], err)
 }
 
 func fenceName(id string) string {
@@ -117,8 +144,13 @@ func (ss *sessState) dropFence(g *gather) {
 	ss.fences[g.key] = list
 }
 
-func (ss *sessState) leaveFence(e *gentry) {
-	if e.g != nil {
-		e.g.leave(e)
+// leaveFence takes e back from its instance. It reports false when e's
+// answer has been given (the instance completed or failed, or e never
+// entered one): that answer is then in e's result.
+func (ss *sessState) leaveFence(e *gentry) bool {
+	if e.g == nil || e.g.done {
+		return false
 	}
+	e.g.leave(e)
+	return true
 }
