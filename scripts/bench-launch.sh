@@ -10,6 +10,10 @@
 #   openmpi        mpirun.openmpi --oversubscribe -n N /bin/true  (Debian package openmpi-bin),
 #                  N <= $OMPI_MAX_N only (default 28)
 #
+# With BASE=<git revision>, dynrun is also built at that revision (from
+# `git archive`, the work tree is not touched) and a variant
+# dynrt-private-base runs it like dynrt-private: a same-run before/after.
+#
 # Runs alternate: each of $ROUNDS rounds (default 20) runs every variant once,
 # in a fresh random order, after $WARMUP (default 2) uncounted runs of each.
 # Times are wall-clock from fork to exit, measured with ns resolution by a
@@ -19,6 +23,7 @@
 #
 # Usage: scripts/bench-launch.sh            (from anywhere in the repository)
 #        ROUNDS=5 NS="8 28" scripts/bench-launch.sh
+#        BASE=45f2e11 NS="1 8" scripts/bench-launch.sh   (before/after)
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-20}
@@ -57,6 +62,15 @@ trap 'exit 143' TERM
 
 note() { printf '# %s\n' "$*" >&2; }
 
+# build_base builds dynrun at $BASE (if set) as $work/dynrun-base.
+build_base() {
+	[[ -n ${BASE:-} ]] || return 0
+	mkdir "$work/base"
+	git -C "$root" archive "$BASE" | tar -x -C "$work/base"
+	(cd "$work/base" && go build -tags urfave_cli_no_docs,netgo -o "$work/dynrun-base" ./cmd/dynrun)
+	note "base: dynrun at $(git -C "$root" rev-parse --short "$BASE")"
+}
+
 # --- build -----------------------------------------------------------------
 note "building dynrun and the timer in $work"
 # The build tags of `make build` (static binary, no doc generator): every
@@ -64,6 +78,7 @@ note "building dynrun and the timer in $work"
 (cd "$root" && go build -tags urfave_cli_no_docs,netgo -o "$work/dynrun" ./cmd/dynrun)
 
 (cd "$root" && go build -o "$work/benchtimer" ./scripts/benchtimer)
+build_base
 
 # The floor: the least any launcher on this machine can do. A static Go
 # program forks N x prog from one locked thread per CPU (vfork + exec, as
@@ -161,6 +176,9 @@ for n in $NS; do
 	# A private DVM must not see the warm one: --slots forces it anyway, the
 	# separate directory keeps its rendezvous file apart.
 	echo "dynrt-private${tab}$n${tab}DYNRT_DIR=$work/priv${tab}$work/dynrun${tab}-n${tab}$n${tab}--slots${tab}$n${tab}/bin/true" >>"$spec"
+	if [[ -n ${BASE:-} ]]; then
+		echo "dynrt-private-base${tab}$n${tab}DYNRT_DIR=$work/priv${tab}$work/dynrun-base${tab}-n${tab}$n${tab}--slots${tab}$n${tab}/bin/true" >>"$spec"
+	fi
 	echo "floor${tab}$n${tab}$work/forkfloor${tab}$n${tab}/bin/true" >>"$spec"
 	if ((have_hydra)); then
 		echo "hydra${tab}$n${tab}$(command -v mpiexec.hydra)${tab}-n${tab}$n${tab}/bin/true" >>"$spec"

@@ -9,6 +9,10 @@
 # hello_mpi is testdata/mpi/hello_mpi.c built with Debian's mpicc.mpich
 # (MPICH 4.0.2, ch4:ucx, PMI-1 over PMI_FD under both launchers).
 #
+# With BASE=<git revision>, dynrun is also built at that revision (from
+# `git archive`, the work tree is not touched) and a variant
+# dynrt-private-base runs it like dynrt-private: a same-run before/after.
+#
 # Runs alternate: each of $ROUNDS rounds (default 10) runs every variant once
 # in a fresh random order, after $WARMUP (default 1) uncounted runs of each.
 # Times are wall-clock from fork to exit. The script prints medians, p10/p90
@@ -16,6 +20,7 @@
 #
 # Usage: scripts/bench-mpi.sh                 (from anywhere in the repository)
 #        ROUNDS=5 NS="8" scripts/bench-mpi.sh
+#        BASE=45f2e11 NS=1 ROUNDS=40 scripts/bench-mpi.sh   (before/after)
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-10}
@@ -42,6 +47,15 @@ trap 'exit 143' TERM
 
 note() { printf '# %s\n' "$*" >&2; }
 
+# build_base builds dynrun at $BASE (if set) as $work/dynrun-base.
+build_base() {
+	[[ -n ${BASE:-} ]] || return 0
+	mkdir "$work/base"
+	git -C "$root" archive "$BASE" | tar -x -C "$work/base"
+	(cd "$work/base" && go build -tags urfave_cli_no_docs,netgo -o "$work/dynrun-base" ./cmd/dynrun)
+	note "base: dynrun at $(git -C "$root" rev-parse --short "$BASE")"
+}
+
 # --- MPICH -----------------------------------------------------------------
 if ! command -v mpicc.mpich >/dev/null || ! command -v mpiexec.hydra >/dev/null; then
 	sudo=""
@@ -57,6 +71,7 @@ note "building dynrun, hello_mpi and the timer in $work"
 mpicc.mpich -O2 -o "$work/hello_mpi" "$root/testdata/mpi/hello_mpi.c"
 
 (cd "$root" && go build -o "$work/benchtimer" ./scripts/benchtimer)
+build_base
 
 # --- warm DVM --------------------------------------------------------------
 export DYNRT_DIR=$work/dvm
@@ -72,6 +87,9 @@ for n in $NS; do
 	# The private DVM must not see the warm one: --slots forces a private
 	# DVM, the separate directory keeps its rendezvous file apart.
 	echo "dynrt-private${tab}$n${tab}DYNRT_DIR=$work/priv${tab}$work/dynrun${tab}-n${tab}$n${tab}--slots${tab}$n${tab}$work/hello_mpi" >>"$spec"
+	if [[ -n ${BASE:-} ]]; then
+		echo "dynrt-private-base${tab}$n${tab}DYNRT_DIR=$work/priv${tab}$work/dynrun-base${tab}-n${tab}$n${tab}--slots${tab}$n${tab}$work/hello_mpi" >>"$spec"
+	fi
 	echo "dynrt-warm${tab}$n${tab}$work/dynrun${tab}--dvm${tab}$dvm${tab}-n${tab}$n${tab}$work/hello_mpi" >>"$spec"
 	echo "hydra${tab}$n${tab}$(command -v mpiexec.hydra)${tab}-n${tab}$n${tab}$work/hello_mpi" >>"$spec"
 done

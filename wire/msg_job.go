@@ -7,7 +7,7 @@ const (
 	KindJobState  = "job.state"  // tool→master: JobStateReq → JobInfo
 	KindJobList   = "job.list"   // tool→master: JobListReq → JobList
 	KindJobKill   = "job.kill"   // tool→master: JobKillReq → empty
-	KindJobWait   = "job.wait"   // tool→master: JobWaitReq → JobInfo (once the job has ended)
+	KindJobWait   = "job.wait"   // tool→master: JobWaitReq → JobInfo (once the job and the jobs it spawned through PMI have ended)
 	KindJobStdin  = "job.stdin"  // tool→master→daemon: JobStdin → empty (once the data is queued for the process)
 )
 
@@ -130,7 +130,9 @@ type JobKillReq struct {
 	GraceMS int64  `msgpack:"grace,omitempty"` // then SIGKILL after this many ms (0 = runtime default)
 }
 
-// JobWaitReq waits for a job to end.
+// JobWaitReq waits for a job to end, and with it every job it spawned
+// through PMI (MPI_Comm_spawn): like mpiexec, a launcher waiting on a job
+// stays until its children are done.
 type JobWaitReq struct {
 	Job       string `msgpack:"j,omitempty"`   // job namespace
 	TimeoutMS int64  `msgpack:"tmo,omitempty"` // give up after this many ms (0 = no limit)

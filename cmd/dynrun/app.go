@@ -34,6 +34,10 @@ type env struct {
 // Main is dynrun: it starts DVMs and launches jobs on them.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	e := &env{get: os.Getenv, list: os.Environ, stdout: stdout, stderr: stderr, stdin: os.Stdin}
+	if len(args) > 1 && args[1] == "-pmi_args" {
+		// Exec'd as `mpiexec` by an MPICH singleton (docs/mpi.md).
+		return runSingleton(ctx, args[2:], stderr)
+	}
 	app := &cli.App{
 		Name:  "dynrun",
 		Usage: "launch dynamic parallel jobs on a dynrt DVM",

@@ -449,6 +449,11 @@ func TestDVMSelection(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the private DVM's job", func() bool { return countMarked("sleep") == 1 })
+	// It writes its rendezvous file once its job has run a little.
+	waitFor(t, "the private DVM's rendezvous file", func() bool {
+		files, _ := filepath.Glob(filepath.Join(os.Getenv("DYNRT_DIR"), "*.json"))
+		return len(files) == 2
+	})
 	if code, out, errOut := run("-n", "1", "sh", "-c", `echo $DYNRT_DVM`); code != 0 || strings.TrimSpace(out) != a {
 		t.Errorf("only live DVM: exit %d, %q %q", code, out, errOut)
 	}

@@ -26,6 +26,12 @@ import (
 // interrupted.
 const killGrace = 2 * time.Second
 
+// publishDelay is how long a private DVM's job runs before the DVM's
+// rendezvous file is written (for tools that watch it); writing it costs
+// about as much CPU as starting a process, which a short run should not
+// pay while its job starts.
+const publishDelay = 50 * time.Millisecond
+
 // privatePrefix starts the name of private DVMs. They have a rendezvous
 // file like any DVM (so tools can attach to their jobs), but a plain dynrun
 // never picks one of them as "the only running DVM": it would die with the
@@ -71,10 +77,16 @@ func runLaunch(c *cli.Context, e *env) error {
 		return err
 	}
 	if m != nil {
-		defer stopMaster(m)
+		defer stopPrivate(m)
 	}
 	defer cl.Close()
-	return runJob(c.Context, e, cl, req, o)
+	started := func() {}
+	if m != nil {
+		// A job that ends within publishDelay is over before anyone could
+		// watch it: its DVM never writes the rendezvous file.
+		started = func() { time.AfterFunc(publishDelay, m.PublishFile) }
+	}
+	return runJob(c.Context, e, cl, req, o, started)
 }
 
 // chooseDVM returns the DVM to run on, or private=true for a private DVM.
@@ -134,30 +146,60 @@ func startPrivate(ctx context.Context, e *env, dir string, o *launchOpts, log *s
 	if err != nil {
 		return nil, nil, cliutil.Usagef("%v", err)
 	}
+	// dynrun connects as soon as the master listens, while the daemons
+	// register (a connection only sends the hello until then).
+	type dialed struct {
+		cl  *tool.Client
+		err error
+	}
+	dial := make(chan dialed, 1)
+	listening := false
 	// Further nodes are `<this binary> daemon` processes (the master's
 	// default daemon command).
 	m, err := master.Start(ctx, master.Config{
 		Dir: dir, Name: fmt.Sprintf("%s%d", privatePrefix, os.Getpid()), Nodes: nodes,
 		Launcher: launcher.Local, Private: true, Logger: log, Env: e.get,
+		Listening: func(info dvmdir.Info) {
+			listening = true
+			go func() {
+				cl, err := tool.Dial(ctx, info, tool.Options{Name: "dynrun", Logger: log})
+				dial <- dialed{cl, err}
+			}()
+		},
 	})
 	if err != nil {
+		if listening {
+			if d := <-dial; d.cl != nil {
+				d.cl.Close()
+			}
+		}
 		if ctx.Err() != nil {
 			return nil, nil, cliutil.Exitf(signalExit(ctx), "interrupted while starting the DVM")
 		}
 		return nil, nil, cliutil.Exitf(cliutil.ExitFail, "private DVM: %v", trimPrefix(err))
 	}
-	cl, err := tool.Dial(ctx, m.Info(), tool.Options{Name: "dynrun", Logger: log})
-	if err != nil {
+	d := <-dial
+	if d.err != nil {
 		stopMaster(m)
-		return nil, nil, cliutil.Exitf(cliutil.ExitFail, "private DVM: %v", trimPrefix(err))
+		return nil, nil, cliutil.Exitf(cliutil.ExitFail, "private DVM: %v", trimPrefix(d.err))
 	}
-	return m, cl, nil
+	return m, d.cl, nil
+}
+
+// stopPrivate stops a private DVM as dynrun exits. Once its job has
+// ended there is nothing left to stop in an orderly way unless other
+// nodes' daemons run (master.StopForExit decides).
+func stopPrivate(m *master.Master) {
+	ctx, cancel := context.WithTimeout(context.Background(), stopWait)
+	defer cancel()
+	_ = m.StopForExit(ctx)
 }
 
 // runJob launches the job, streams its output and waits for its end. A
 // signal to dynrun kills the job (SIGTERM, then SIGKILL after killGrace)
-// and dynrun exits 130 or 143.
-func runJob(ctx context.Context, e *env, cl *tool.Client, req wire.JobLaunchReq, o launchOpts) error {
+// and dynrun exits 130 or 143. started runs once the job has started
+// (a private DVM then writes its rendezvous file).
+func runJob(ctx context.Context, e *env, cl *tool.Client, req wire.JobLaunchReq, o launchOpts, started func()) error {
 	out := newSink(o.out, e.stdout, e.stderr)
 	cl.OnOutput(out.write)
 	rep, err := cl.Launch(ctx, req)
@@ -167,6 +209,7 @@ func runJob(ctx context.Context, e *env, cl *tool.Client, req wire.JobLaunchReq,
 		}
 		return launchError(err)
 	}
+	started()
 	if req.Stdin {
 		sctx, stop := context.WithCancel(ctx)
 		defer stop()

@@ -1,16 +1,6 @@
 // Command dynrun: see Main.
 package main
 
-import (
-	"context"
-	"os"
-	"os/signal"
-	"syscall"
-)
+import "github.com/dynrt/dynrt/lib/cliutil"
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := Main(ctx, os.Args, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { cliutil.RunMain(Main) }

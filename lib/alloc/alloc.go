@@ -97,6 +97,10 @@ func ParseMapBy(s string) (MapBy, error) {
 type Options struct {
 	MapBy         MapBy
 	Oversubscribe bool
+	// Nodes, when not empty, lists the indices of the only nodes that may
+	// receive the processes (an MPI spawn naming hosts); the rules above
+	// then apply to those nodes alone.
+	Nodes []int
 }
 
 // Proc is one process of a job: its rank, its global slot (or
@@ -186,17 +190,21 @@ func (a *Alloc) Allocate(name string, n int, opts Options) ([]Proc, error) {
 	if uint64(j.next)+uint64(n) > math.MaxUint32+1 {
 		return nil, wire.Errorf(wire.ErrNoResources, "alloc: job %s: rank counter would pass %d", name, uint32(math.MaxUint32))
 	}
-	if n > a.free && !opts.Oversubscribe {
+	allowed, free, total, err := a.allowed(name, opts.Nodes)
+	if err != nil {
+		return nil, err
+	}
+	if n > free && !opts.Oversubscribe {
 		return nil, wire.Errorf(wire.ErrNoResources,
 			"alloc: job %s: asked for %d processes but only %d of %d slots are free (oversubscribe to place more)",
-			name, n, a.free, len(a.holder))
+			name, n, free, total)
 	}
-	onSlots := min(n, a.free)
+	onSlots := min(n, free)
 	var slots []int
 	if opts.MapBy == MapByNode {
-		slots = a.pickByNode(onSlots)
+		slots = a.pickByNode(onSlots, allowed)
 	} else {
-		slots = a.pickBySlot(onSlots)
+		slots = a.pickBySlot(onSlots, allowed)
 	}
 	a.jobs[name] = j
 	out := make([]Proc, 0, n)
@@ -210,9 +218,9 @@ func (a *Alloc) Allocate(name string, n int, opts Options) ([]Proc, error) {
 		out = append(out, p)
 	}
 	for range n - onSlots {
-		node := 0
+		node := -1
 		for i := range a.over {
-			if len(a.over[i]) < len(a.over[node]) {
+			if (allowed == nil || allowed[i]) && (node < 0 || len(a.over[i]) < len(a.over[node])) {
 				node = i
 			}
 		}
@@ -226,24 +234,48 @@ func (a *Alloc) Allocate(name string, n int, opts Options) ([]Proc, error) {
 	return out, nil
 }
 
-// pickBySlot returns the k lowest free slots.
-func (a *Alloc) pickBySlot(k int) []int {
+// allowed turns Options.Nodes into a per-node mask (nil: every node) and
+// counts the free and total slots of the allowed nodes.
+func (a *Alloc) allowed(name string, nodes []int) (mask []bool, free, total int, err error) {
+	if len(nodes) == 0 {
+		return nil, a.free, len(a.holder), nil
+	}
+	mask = make([]bool, len(a.nodes))
+	for _, i := range nodes {
+		if i < 0 || i >= len(a.nodes) {
+			return nil, 0, 0, wire.Errorf(wire.ErrInvalid, "alloc: job %s: no node with index %d", name, i)
+		}
+		if !mask[i] {
+			mask[i] = true
+			free += a.nodes[i].Slots - a.used[i]
+			total += a.nodes[i].Slots
+		}
+	}
+	return mask, free, total, nil
+}
+
+// pickBySlot returns the k lowest free slots (of the allowed nodes; nil:
+// all).
+func (a *Alloc) pickBySlot(k int, allowed []bool) []int {
 	out := make([]int, 0, k)
 	for s := 0; s < len(a.holder) && len(out) < k; s++ {
-		if a.holder[s] == nil {
+		if a.holder[s] == nil && (allowed == nil || allowed[a.nodeOf[s]]) {
 			out = append(out, s)
 		}
 	}
 	return out
 }
 
-// pickByNode deals k free slots round robin over nodes, lowest slot first on
-// each node. k must not exceed the free count.
-func (a *Alloc) pickByNode(k int) []int {
+// pickByNode deals k free slots round robin over the (allowed) nodes,
+// lowest slot first on each node. k must not exceed their free count.
+func (a *Alloc) pickByNode(k int, allowed []bool) []int {
 	out := make([]int, 0, k)
 	next := slices.Clone(a.base) // next slot to look at on each node
 	for len(out) < k {
 		for i := range a.nodes {
+			if allowed != nil && !allowed[i] {
+				continue
+			}
 			end := a.base[i] + a.nodes[i].Slots
 			for next[i] < end && a.holder[next[i]] != nil {
 				next[i]++

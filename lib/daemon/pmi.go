@@ -147,6 +147,7 @@ func (pp *pmiProc) started(p *proc.Proc, err error) {
 	if pp == nil {
 		return
 	}
+	fdMode := pp.child != nil
 	if pp.child != nil {
 		pp.child.Close()
 		pp.child = nil
@@ -161,6 +162,11 @@ func (pp *pmiProc) started(p *proc.Proc, err error) {
 	pp.mu.Lock()
 	pp.p = p
 	c := pp.conn
+	if !fdMode {
+		// PMI_PORT: servePort runs the session, and a fast process may
+		// have connected (setting conn) before we got here.
+		c = nil
+	}
 	var ctx context.Context
 	if c != nil {
 		ctx, pp.stop = sessionContext(c)

@@ -277,6 +277,10 @@ func (j *pmiJob) readyLocked() func() {
 
 // flush enters the job-wide fence for the local ranks with their new
 // values, merges what every node brought and releases the local ranks.
+// When the local ranks are every rank the job ever had, the local barrier
+// is the job-wide one: it completes here, without the master's round trip
+// (one node's MPI job, as in a private DVM; Hydra's proxy still asks its
+// server).
 func (j *pmiJob) flush(b *pmiBarrier, ranks []uint32, data map[uint32][]wire.KV) {
 	d := j.svc.d
 	body := &FenceBody{FenceReq: wire.FenceReq{ID: pmiFenceID, Collect: true}, Job: j.ns}
@@ -285,7 +289,12 @@ func (j *pmiJob) flush(b *pmiBarrier, ranks []uint32, data map[uint32][]wire.KV)
 		body.Data = append(body.Data, wire.ProcKV{Job: j.ns, Rank: r, Data: data[r]})
 	}
 	var rep wire.FenceReply
-	err := d.master.Call(context.Background(), wire.KindFence, body, &rep)
+	var err error
+	if j.wholeJob(len(ranks)) {
+		rep.Data = body.Data
+	} else {
+		err = d.master.Call(context.Background(), wire.KindFence, body, &rep)
+	}
 	if err == nil {
 		j.mu.Lock()
 		for _, p := range rep.Data {
@@ -305,6 +314,17 @@ func (j *pmiJob) flush(b *pmiBarrier, ranks []uint32, data map[uint32][]wire.KV)
 	}
 	b.err = err
 	close(b.done)
+}
+
+// wholeJob reports whether n distinct ranks of this node are all the
+// ranks the job ever had (its job data's size counts ended ranks too, so
+// a job that lost or moved a rank never qualifies).
+func (j *pmiJob) wholeJob(n int) bool {
+	d := j.svc.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	jc := d.jobs[j.ns]
+	return jc != nil && jc.data.Size > 0 && int(jc.data.Size) == n && jc.local.Count() == n
 }
 
 // commitPMI stores values a local process put through PMI as its

@@ -3,6 +3,8 @@ package daemon
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"net"
 	"slices"
 	"testing"
 	"time"
@@ -112,4 +114,71 @@ func TestPMIJobNodeAttr(t *testing.T) {
 	if _, _, err := j.getAttr(ctx, "never", true); !errors.Is(err, wire.ErrCanceled) {
 		t.Errorf("canceled wait: %v", err)
 	}
+}
+
+// TestPMIJobLocalBarrier: a barrier that every rank the job ever had
+// enters on this node completes here (the daemon has no master in this
+// test: a call would panic) and makes every value visible; wholeJob says
+// no whenever a rank may be elsewhere or gone.
+func TestPMIJobLocalBarrier(t *testing.T) {
+	d := &Daemon{jobs: map[string]*jobCache{"j": {data: wire.JobData{Job: "j", Size: 2}, local: wire.Span(0, 1)}}}
+	j := &pmiJob{svc: &pmiService{d: d}, ns: "j", live: map[uint32]bool{0: true, 1: true}, kvs: map[string]string{}, pending: map[uint32][]wire.KV{}}
+	j.put(0, "a", "1")
+	j.put(1, "b", "2")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	errc := make(chan error, 2)
+	for r := range uint32(2) {
+		go func() { errc <- j.fence(ctx, r) }()
+	}
+	for range 2 {
+		if err := <-errc; err != nil {
+			t.Fatalf("fence: %v", err)
+		}
+	}
+	for k, want := range map[string]string{"a": "1", "b": "2"} {
+		if v, ok := j.get(k); !ok || v != want {
+			t.Errorf("after the barrier %s = %q, %v; want %q", k, v, ok, want)
+		}
+	}
+
+	tests := []struct {
+		name  string
+		size  uint32
+		local wire.RankRanges
+		n     int
+		want  bool
+	}{
+		{"all here", 2, wire.Span(0, 1), 2, true},
+		{"a rank elsewhere", 3, wire.Span(0, 1), 2, false},
+		{"a rank ended", 3, wire.Span(0, 2), 2, false},
+		{"no job data", 0, nil, 0, false},
+	}
+	for _, tt := range tests {
+		d.jobs["j"] = &jobCache{data: wire.JobData{Job: "j", Size: tt.size}, local: tt.local}
+		if got := j.wholeJob(tt.n); got != tt.want {
+			t.Errorf("%s: wholeJob = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestPMIPortServedOnce: in PMI_PORT mode a fast process may connect and
+// bind its session before the daemon learns that the fork is done; the
+// launch path must then leave the connection to the session that bound it
+// (a second reader on it, and a second finish, crashed the daemon).
+func TestPMIPortServedOnce(t *testing.T) {
+	d := &Daemon{log: slog.New(slog.DiscardHandler)}
+	svc := newPMIService(d)
+	job := &pmiJob{svc: svc, ns: "j", spec: PMIJob{Mode: wire.PMIPort}, live: map[uint32]bool{0: true}}
+	ours, theirs := net.Pipe()
+	defer theirs.Close()
+	pp := &pmiProc{job: job, key: procKey{"j", 0}, ended: make(chan struct{})}
+	pp.bound, pp.conn, pp.stop = true, ours, func() { ours.Close() } // what servePort's bind does
+	pp.started(nil, nil)
+	// Nobody but servePort (not running here) may read the connection.
+	_ = theirs.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+	if _, err := theirs.Write([]byte("cmd=init pmi_version=1 pmi_subversion=1\n")); err == nil {
+		t.Fatal("the launch path started a second PMI session on a bound PMI_PORT connection")
+	}
+	ours.Close()
 }

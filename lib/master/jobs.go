@@ -240,7 +240,7 @@ func (s *state) launch(c *wire.Conn, b *wire.JobLaunchReq, reply func(*wire.JobL
 	}
 	id := s.lastJob + 1
 	ns := s.id + "." + strconv.FormatUint(uint64(id), 10)
-	placed, err := s.alloc.Allocate(ns, int(b.N), alloc.Options{MapBy: mapBy, Oversubscribe: b.Oversubscribe})
+	placed, err := s.place(ns, int(b.N), alloc.Options{MapBy: mapBy, Oversubscribe: b.Oversubscribe})
 	if err != nil {
 		if errors.Is(err, wire.ErrNoResources) && int(b.N) > s.alloc.Free() {
 			err = wire.Errorf(wire.ErrNoResources, "master: cannot start %d processes: only %d of %d slots are free (--oversubscribe places more)", b.N, s.alloc.Free(), s.alloc.Total())
@@ -543,14 +543,15 @@ func (s *state) loseRanks(j *job, n *node) {
 // killJob starts killing j. The first order decides the reason; a later
 // one re-sends its signal (a second Ctrl-C may ask for SIGKILL at once).
 func (s *state) killJob(j *job, k killOrder) {
-	if j.done {
-		return
-	}
 	if k.grace <= 0 {
 		k.grace = s.m.grace
 	}
 	if k.sig == 0 {
 		k.sig = syscall.SIGTERM
+	}
+	s.killSpawned(j, k) // pmi.go: also after j itself has ended
+	if j.done {
+		return
 	}
 	first := j.kill == nil
 	if first {
@@ -653,10 +654,7 @@ func (s *state) endJob(j *job) {
 		go s.m.notifyCall(c, wire.KindNodeJobData, gone)
 	}
 	s.publish(wire.Event{Kind: wire.EvJobState, Job: j.ns, State: j.state, Code: j.end.Code, Msg: j.end.Msg})
-	for _, w := range j.waiters {
-		s.answerWait(j, w)
-	}
-	j.waiters = nil
+	s.settleWaits(j) // pmi.go: waits for what the job spawned
 	if j.owner != nil {
 		delete(j.owner.jobs, j)
 		j.owner = nil
@@ -673,7 +671,7 @@ func (s *state) answerWait(j *job, w waiter) {
 	if w.p != nil && w.p.q != nil {
 		flushed = w.p.q.barrier()
 	}
-	w.reply(waitResult{end: j.end, flushed: flushed}, nil)
+	w.reply(waitResult{end: s.waitEnd(j), flushed: flushed}, nil)
 }
 
 // trimEnded forgets the oldest ended jobs beyond maxEnded.
@@ -721,7 +719,7 @@ func (m *Master) handleWait(ctx context.Context, req *wire.Request, b *wire.JobW
 			return
 		}
 		w := waiter{p: s.peers[req.Conn], reply: reply}
-		if j.done {
+		if j.done && !s.spawnedLive(j) {
 			s.answerWait(j, w)
 			return
 		}
@@ -749,7 +747,7 @@ func (m *Master) handleKill(ctx context.Context, _ *wire.Request, b *wire.JobKil
 		if err != nil {
 			return err
 		}
-		if j.done {
+		if j.done && !s.spawnedLive(j) {
 			return wire.Errorf(wire.ErrState, "master: job %s has already ended (%s)", j.ns, j.state)
 		}
 		s.killJob(j, killOrder{reason: reasonKill, sig: syscall.Signal(b.Signal), grace: time.Duration(b.GraceMS) * time.Millisecond})

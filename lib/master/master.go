@@ -1,6 +1,7 @@
 package master
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,7 +43,12 @@ type Config struct {
 	// nil means {os.Executable(), "daemon"}.
 	DaemonCommand []string
 	// Private marks the DVM of one dynrun run; its name defaults to
-	// "private-<pid>".
+	// "private-<pid>". Such a DVM has no TCP listener unless Bind is set
+	// (its daemons and tools are on this host), and Start does not write
+	// its rendezvous file: its launcher talks to it directly, and the file
+	// only lets other tools watch, so the launcher has it written in the
+	// background (PublishFile) once its job has started, where the write
+	// does not compete with the launch for the CPU.
 	Private bool
 	Logger  *slog.Logger
 	Env     func(string) string // nil = os.Getenv
@@ -90,6 +96,9 @@ type Master struct {
 
 	localCancel context.CancelFunc
 	localDone   chan error // result of the in-process daemon
+
+	fileOnce sync.Once
+	fileDone chan struct{} // private DVM: closed once the background rendezvous file write is over
 
 	sess *sessState // session services (session.go); resource changes publish through it
 
@@ -188,16 +197,18 @@ func (m *Master) start(ctx context.Context) error {
 	if err != nil {
 		return wire.Errorf(wire.ErrInternal, "master: listen on %s: %w", sock, err)
 	}
-	bind := m.cfg.Bind
-	if bind == "" {
-		bind = DefaultBind
+	listeners := []net.Listener{lnU}
+	m.info.Socket = sock
+	if m.wantsTCP() {
+		bind := cmp.Or(m.cfg.Bind, DefaultBind)
+		lnT, err := net.Listen("tcp", bind)
+		if err != nil {
+			lnU.Close()
+			return wire.Errorf(wire.ErrInvalid, "master: listen on %s: %w", bind, err)
+		}
+		m.info.TCP = lnT.Addr().String()
+		listeners = append(listeners, lnT)
 	}
-	lnT, err := net.Listen("tcp", bind)
-	if err != nil {
-		lnU.Close()
-		return wire.Errorf(wire.ErrInvalid, "master: listen on %s: %w", bind, err)
-	}
-	m.info.Socket, m.info.TCP = sock, lnT.Addr().String()
 
 	srv := &wire.Server{
 		Policy: wire.AcceptPolicy{
@@ -214,7 +225,7 @@ func (m *Master) start(ctx context.Context) error {
 	}
 	sctx, cancel := context.WithCancel(context.Background())
 	m.serveCancel = cancel
-	for _, ln := range []net.Listener{lnU, lnT} {
+	for _, ln := range listeners {
 		m.serveWG.Add(1)
 		go func() {
 			defer m.serveWG.Done()
@@ -295,6 +306,14 @@ func (m *Master) start(ctx context.Context) error {
 	case <-ctx.Done():
 		return wire.Errorf(wire.ErrCanceled, "master: start: %w", ctx.Err())
 	}
+	if m.cfg.Private {
+		// The file's name is known; PublishFile writes it. A tool that
+		// looks before then simply does not see the DVM yet.
+		m.info.Path = dvmdir.File(m.dir, m.info.ID)
+		m.fileDone = make(chan struct{})
+		m.log.Debug("master: DVM up", "file", m.info.Path, "nodes", len(m.cfg.Nodes))
+		return nil
+	}
 	path, err := dvmdir.Write(m.dir, m.info)
 	if err != nil {
 		return err
@@ -302,6 +321,30 @@ func (m *Master) start(ctx context.Context) error {
 	m.info.Path = path
 	m.log.Debug("master: DVM up", "file", path, "nodes", len(m.cfg.Nodes))
 	return nil
+}
+
+// PublishFile starts writing a private DVM's rendezvous file in the
+// background (see Config.Private). Later calls, and calls for a DVM that
+// is not private, do nothing.
+func (m *Master) PublishFile() {
+	if m.fileDone == nil {
+		return
+	}
+	m.fileOnce.Do(func() {
+		go func() {
+			defer close(m.fileDone)
+			if _, err := dvmdir.Write(m.dir, m.info); err != nil {
+				m.log.Warn("master: cannot write the rendezvous file; tools will not see this DVM", "err", err)
+			}
+		}()
+	})
+}
+
+// wantsTCP says whether the master listens on TCP: always, except for a
+// private DVM of local daemons with no Bind, where nothing would use it.
+func (m *Master) wantsTCP() bool {
+	local := m.cfg.Launcher == "" || m.cfg.Launcher == launcher.Local
+	return !m.cfg.Private || m.cfg.Bind != "" || !local
 }
 
 func (m *Master) starter() (launcher.Starter, error) {
@@ -337,6 +380,41 @@ func (m *Master) Stop(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return wire.Errorf(wire.ErrTimeout, "master: stop: %w", ctx.Err())
+	}
+}
+
+// StopForExit is Stop for a process that exits as soon as it returns (a
+// private DVM's dynrun after its job). When no job is live and every
+// node's daemon runs inside this process, nothing outside the process
+// waits for the orderly stop: it refuses new jobs, removes the rendezvous
+// file and sockets, starts the stop in the background and returns (the
+// process's exit may cut that stop short). Otherwise it is Stop.
+func (m *Master) StopForExit(ctx context.Context) error {
+	idle, err := ask(ctx, m, func(s *state, reply func(bool, error)) {
+		if s.live > 0 || len(s.nodes) > 1 {
+			reply(false, nil)
+			return
+		}
+		s.stopping = true // refuse launches from other tools from now on
+		reply(true, nil)
+	})
+	if err != nil || !idle {
+		return m.Stop(ctx)
+	}
+	m.removeFiles()
+	m.stopAsync(m.grace)
+	return nil
+}
+
+// removeFiles removes the rendezvous file and socket directory, after a
+// background write of the file has ended (and so that none starts later).
+func (m *Master) removeFiles() {
+	if m.fileDone != nil {
+		m.fileOnce.Do(func() { close(m.fileDone) }) // never published: nothing to wait for
+		<-m.fileDone
+	}
+	if err := dvmdir.Remove(m.dir, m.info.ID); err != nil {
+		m.log.Warn("master: cannot remove the rendezvous file", "err", err)
 	}
 }
 
@@ -417,9 +495,7 @@ func (m *Master) shutdown(grace time.Duration) {
 		m.serveCancel()
 	}
 	m.serveWG.Wait()
-	if err := dvmdir.Remove(m.dir, m.info.ID); err != nil {
-		m.log.Warn("master: cannot remove the rendezvous file", "err", err)
-	}
+	m.removeFiles()
 	close(m.quit)
 	<-m.loopDone
 }

@@ -5,9 +5,14 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
+	"github.com/dynrt/dynrt/lib/alloc"
 	"github.com/dynrt/dynrt/lib/daemon"
+	"github.com/dynrt/dynrt/lib/launcher"
+	"github.com/dynrt/dynrt/lib/tool"
 	"github.com/dynrt/dynrt/wire"
 )
 
@@ -19,6 +24,11 @@ import (
 // what daemons report: a job whose processes speak PMI is static (no
 // resource changes: MPI programs do not know about them), and a process
 // that leaves PMI without finalize fails its job, as under Hydra.
+//
+// A spawned job lives within its parent's lifetime as under mpiexec,
+// which waits for spawned processes: job.wait of a job answers once it
+// and every job it spawned (transitively) have ended, and killing a job
+// kills the jobs it spawned.
 
 // pmiState is the PMI part of the loop's state.
 type pmiState struct {
@@ -29,16 +39,19 @@ type pmiState struct {
 }
 
 type pmiSpawn struct {
-	parent string // namespace of the spawning job
+	parent *job // the spawning job
 	preput []wire.KV
 	blocks []daemon.PMIBlock
+	nodes  [][]int // per block: the node indices its info keys allow (nil: any)
 }
 
 // pmiJob is what the master knows about a job's PMI service.
 type pmiJob struct {
-	info   *daemon.PMIJob // sent with node.launch; nil = launched without PMI
-	used   bool           // a process began a PMI session: the job is static
-	parent string         // the spawning job, for a spawned one
+	info     *daemon.PMIJob // sent with node.launch; nil = launched without PMI
+	used     bool           // a process began a PMI session: the job is static
+	parent   string         // the spawning job, for a spawned one
+	spawner  *job           // the same job (it may be forgotten by name before its children end)
+	children []*job         // jobs this one spawned
 }
 
 // maxSpawnProcs bounds one spawn (a broken request must not exhaust the
@@ -75,10 +88,13 @@ func (s *state) pmiLaunch(j *job) *daemon.PMIJob {
 	info := &daemon.PMIJob{Mode: mode, KVS: kvsName(j.ns), Universe: s.alloc.Total()}
 	if sp := s.pmi.next; sp != nil {
 		s.pmi.next = nil
-		info.Parent = kvsName(sp.parent)
+		info.Parent = kvsName(sp.parent.ns)
 		info.Preput = sp.preput
 		info.Blocks = sp.blocks
-		j.pmi.parent = sp.parent
+		j.pmi.parent, j.pmi.spawner = sp.parent.ns, sp.parent
+		if sp.parent.pmi != nil {
+			sp.parent.pmi.children = append(sp.parent.pmi.children, j)
+		}
 	}
 	j.pmi.info = info
 	return info
@@ -175,7 +191,7 @@ func (s *state) pmiSpawn(b *daemon.PMISpawnReq, reply func(*daemon.PMISpawnReply
 		reply(nil, wire.Errorf(wire.ErrInvalid, "master: spawn of nothing"))
 		return
 	}
-	sp := &pmiSpawn{parent: parent.ns, preput: b.Preput}
+	sp := &pmiSpawn{parent: parent, preput: b.Preput}
 	total := uint32(0)
 	for i, a := range b.Apps {
 		if len(a.Argv) == 0 || a.Argv[0] == "" || a.N == 0 {
@@ -187,13 +203,30 @@ func (s *state) pmiSpawn(b *daemon.PMISpawnReq, reply func(*daemon.PMISpawnReply
 			return
 		}
 		argv, wdir := spawnApp(a, parent.req.Wdir)
+		hosts, err := spawnHosts(a, parent.req.Wdir)
+		if err != nil {
+			reply(nil, fmt.Errorf("master: spawn: executable %d: %w", i, err))
+			return
+		}
+		nodes, err := s.hostNodes(hosts)
+		if err != nil {
+			reply(nil, fmt.Errorf("master: spawn: executable %d: %w", i, err))
+			return
+		}
 		sp.blocks = append(sp.blocks, daemon.PMIBlock{Ranks: wire.Span(total, total+a.N-1), Argv: argv, Wdir: wdir})
+		sp.nodes = append(sp.nodes, nodes)
 		total += a.N
 	}
 	req := &wire.JobLaunchReq{
 		Argv: sp.blocks[0].Argv, N: total, MapBy: parent.req.MapBy, Oversubscribe: parent.req.Oversubscribe,
 		Env: parent.req.Env, Wdir: parent.req.Wdir, KeepGoing: parent.req.KeepGoing, Output: parent.req.Output,
 		PMI: parent.req.PMI,
+	}
+	if parent.req.TimeoutMS > 0 {
+		// The parent's time limit covers what it spawned (its launcher
+		// waits for both).
+		left := time.Until(parent.started.Add(time.Duration(parent.req.TimeoutMS) * time.Millisecond))
+		req.TimeoutMS = max(left.Milliseconds(), 1)
 	}
 	s.pmi.next = sp
 	s.launch(parent.owner.c, req, func(rep *wire.JobLaunchReply, err error) {
@@ -206,9 +239,10 @@ func (s *state) pmiSpawn(b *daemon.PMISpawnReq, reply func(*daemon.PMISpawnReply
 	s.pmi.next = nil // not consumed when the launch failed early
 }
 
-// spawnApp applies the MPI_Info keys Hydra honours: path (where to find a
-// program named without a slash) and wdir (relative to the spawning
-// job's directory). Others (host, hostfile, ...) are ignored.
+// spawnApp applies the MPI_Info keys that shape the command: path (where
+// to find a program named without a slash) and wdir (relative to the
+// spawning job's directory). spawnHosts reads the placement keys; others
+// are ignored.
 func spawnApp(a daemon.PMISpawnApp, parentWdir string) ([]string, string) {
 	argv := append([]string(nil), a.Argv...)
 	wdir := parentWdir
@@ -229,4 +263,173 @@ func spawnApp(a daemon.PMISpawnApp, parentWdir string) ([]string, string) {
 		}
 	}
 	return argv, wdir
+}
+
+// spawnHosts returns the hosts an executable's info keys name: host and
+// hosts (comma-separated lists, as Hydra reads them) and hostfile (a
+// file of the forms --hostfile takes, relative to the spawning job's
+// directory; its slot counts are not used: the DVM's slots apply). nil
+// means no key named any.
+func spawnHosts(a daemon.PMISpawnApp, parentWdir string) ([]string, error) {
+	var hosts []string
+	for _, kv := range a.Info {
+		v := strings.TrimSpace(string(kv.Value))
+		switch kv.Key {
+		case "host", "hosts":
+			for h := range strings.SplitSeq(v, ",") {
+				if h = strings.TrimSpace(h); h != "" {
+					hosts = append(hosts, h)
+				}
+			}
+		case "hostfile":
+			if v == "" {
+				continue
+			}
+			if !filepath.IsAbs(v) && parentWdir != "" {
+				v = filepath.Join(parentWdir, v)
+			}
+			nodes, err := launcher.ReadHostfile(v, 1)
+			if err != nil {
+				return nil, wire.Errorf(wire.ErrInvalid, "info key hostfile: %w", err)
+			}
+			if len(nodes) == 0 {
+				return nil, wire.Errorf(wire.ErrInvalid, "hostfile %s names no host", v)
+			}
+			for _, n := range nodes {
+				hosts = append(hosts, n.Name)
+			}
+		}
+	}
+	return hosts, nil
+}
+
+// hostNodes maps host names to node indices: a node's name matches
+// itself, and a host name matches every node whose daemon runs on that
+// host (all virtual nodes of this machine). nil hosts → nil (any node).
+func (s *state) hostNodes(hosts []string) ([]int, error) {
+	if len(hosts) == 0 {
+		return nil, nil
+	}
+	var out []int
+	for _, h := range hosts {
+		found := false
+		for _, n := range s.nodes {
+			if n.name == h || n.host == h {
+				out = append(out, n.idx)
+				found = true
+			}
+		}
+		if !found {
+			names := make([]string, len(s.nodes))
+			for i, n := range s.nodes {
+				names[i] = n.name
+			}
+			return nil, wire.Errorf(wire.ErrNotFound, "host %q is not a node of DVM %s (nodes: %s)", h, s.id, strings.Join(names, ", "))
+		}
+	}
+	return out, nil
+}
+
+// place allocates the processes of a new job: in one piece, or block by
+// block for a spawn whose info keys confine blocks to some nodes (ranks
+// are handed out in order, so each block gets its own ranks).
+func (s *state) place(ns string, n int, opts alloc.Options) ([]alloc.Proc, error) {
+	sp := s.pmi.next
+	if sp == nil || !slices.ContainsFunc(sp.nodes, func(x []int) bool { return x != nil }) {
+		return s.alloc.Allocate(ns, n, opts)
+	}
+	var out []alloc.Proc
+	for i, b := range sp.blocks {
+		o := opts
+		o.Nodes = sp.nodes[i]
+		ps, err := s.alloc.Allocate(ns, b.Ranks.Count(), o)
+		if err != nil {
+			if len(out) > 0 {
+				_ = s.alloc.ReleaseJob(ns)
+			}
+			return nil, err
+		}
+		out = append(out, ps...)
+	}
+	return out, nil
+}
+
+// spawnedLive reports whether a job that j spawned, or one of theirs, has
+// not ended yet.
+func (s *state) spawnedLive(j *job) bool {
+	if j.pmi == nil {
+		return false
+	}
+	for _, c := range j.pmi.children {
+		if !c.done || s.spawnedLive(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// settleWaits answers the job.wait requests of j, then of the job that
+// spawned it and so on up, as far as each has ended with nothing it
+// spawned still running. endJob calls it.
+func (s *state) settleWaits(j *job) {
+	for j != nil && j.done && !s.spawnedLive(j) {
+		for _, w := range j.waiters {
+			s.answerWait(j, w)
+		}
+		j.waiters = nil
+		if j.pmi == nil {
+			return
+		}
+		j = j.pmi.spawner
+	}
+}
+
+// waitEnd is what job.wait reports for an ended job: its own end, or,
+// when it succeeded but a job it spawned did not, that job's failure (so
+// its launcher exits non-zero, as mpiexec does when any process fails).
+func (s *state) waitEnd(j *job) tool.JobEnd {
+	end := j.end
+	if end.State != wire.JobStateDone || end.Code != 0 || end.Reason != tool.ReasonNone {
+		return end
+	}
+	if f := failedSpawn(j); f != nil {
+		end.Code = f.end.Code
+		end.Msg = fmt.Sprintf("%s (spawned by job %s)", f.end.Msg, j.ns)
+	}
+	return end
+}
+
+// failedSpawn returns the first job j spawned (transitively) that did not
+// succeed, or nil. A job whose processes could not start does not count:
+// the spawn's error codes told the parent already, and it went on.
+func failedSpawn(j *job) *job {
+	if j.pmi == nil {
+		return nil
+	}
+	for _, c := range j.pmi.children {
+		startFailed := c.failure != nil && int(c.failure.rank) < len(c.procs) && c.procs[c.failure.rank].state == wire.ProcStateFailed
+		if c.done && (c.end.State != wire.JobStateDone || c.end.Code != 0) && !startFailed {
+			return c
+		}
+		if f := failedSpawn(c); f != nil {
+			return f
+		}
+	}
+	return nil
+}
+
+// killSpawned passes a kill of j on to the live jobs it spawned. A
+// failure of j reaches them as an abort naming it.
+func (s *state) killSpawned(j *job, k killOrder) {
+	if j.pmi == nil {
+		return
+	}
+	if k.reason == reasonFailed {
+		k = killOrder{reason: reasonAbort, sig: k.sig, grace: k.grace, msg: fmt.Sprintf("job %s, which spawned it, failed", j.ns)}
+	}
+	for _, c := range j.pmi.children {
+		if !c.done {
+			s.killJob(c, k)
+		}
+	}
 }

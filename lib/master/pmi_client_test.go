@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +24,12 @@ import (
 //	spawn1    rank 0 spawns two executable blocks of "child" through PMI-1 mcmd=spawn
 //	spawn2    rank 0 spawns "child2" through PMI-2
 //	spawnbad  rank 0 spawns a program that does not exist
+//	spawnhost N K V [K V] [-- CHILD ARGS]  PMI-1: rank 0 spawns N processes (default
+//	          "child") with the info pairs K=V; the reply is reported (with
+//	          $PMI_TEST_HOLD set, at once, and the process then sleeps)
+//	spawnhost2 N K V  the same through PMI-2 (default child "child2")
+//	late D    a spawned PMI-1 process that sleeps D before it finalizes
+//	fail C    a spawned PMI-1 process that finalizes and exits with code C
 //	child     a spawned PMI-1 process: reports what PMI tells it
 //	child2    a spawned PMI-2 process
 //	abort N   rank 0 aborts with code N after a barrier; the others wait
@@ -167,6 +174,71 @@ func pmiClientMain(args []string) int {
 			return fail(err)
 		}
 		rep["finalize"] = r
+	case "spawnhost", "spawnhost2":
+		n, _ := strconv.Atoi(args[1])
+		kv, child := args[2:], []string{"child"}
+		if args[0] == "spawnhost2" {
+			child = []string{"child2"}
+		}
+		if i := slices.Index(kv, "--"); i >= 0 {
+			kv, child = kv[:i], kv[i+1:]
+		}
+		exe, _ := os.Executable()
+		if args[0] == "spawnhost" {
+			if err := c.init1(rep); err != nil {
+				return fail(err)
+			}
+			r, err := c.ask1(strings.TrimSuffix(spawnSeg(n, exe, 1, 1, child, kv), "\n"))
+			if err != nil {
+				return fail(err)
+			}
+			rep["spawn"] = r
+			if os.Getenv("PMI_TEST_HOLD") != "" {
+				out() // then run until killed
+				time.Sleep(time.Hour)
+			}
+			if rep["finalize"], err = c.ask1("cmd=finalize"); err != nil {
+				return fail(err)
+			}
+			break
+		}
+		if err := c.fullinit(rep); err != nil {
+			return fail(err)
+		}
+		req := fmt.Sprintf("cmd=spawn;ncmds=1;preputcount=0;subcmd=%s;maxprocs=%d;argc=%d;", exe, n, len(child))
+		for i, a := range child {
+			req += fmt.Sprintf("argv%d=%s;", i, a)
+		}
+		req += fmt.Sprintf("infokeycount=%d;", len(kv)/2)
+		for i := 0; i+1 < len(kv); i += 2 {
+			req += fmt.Sprintf("infokey%d=%s;infoval%d=%s;", i/2, kv[i], i/2, kv[i+1])
+		}
+		r, err := c.ask2(req)
+		if err != nil {
+			return fail(err)
+		}
+		rep["spawn"] = r
+		if rep["finalize"], err = c.ask2("cmd=finalize;"); err != nil {
+			return fail(err)
+		}
+	case "late", "fail":
+		if err := c.init1(rep); err != nil {
+			return fail(err)
+		}
+		code := 0
+		if args[0] == "late" {
+			d, _ := time.ParseDuration(args[1])
+			time.Sleep(d)
+		} else {
+			code, _ = strconv.Atoi(args[1])
+		}
+		r, err := c.ask1("cmd=finalize")
+		if err != nil {
+			return fail(err)
+		}
+		rep["finalize"] = r
+		out()
+		return code
 	case "spawn2":
 		if err := c.fullinit(rep); err != nil {
 			return fail(err)

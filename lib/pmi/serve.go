@@ -366,6 +366,9 @@ func (s *server) put1(l *Line, p Proc) error {
 	switch {
 	case kvs != p.KVS:
 		err = wire.Errorf(wire.ErrNotFound, "pmi: no kvs %s", kvs)
+	case okK && okV && key == "" && val == "":
+		// MPICH's singleton upgrade replays its cached pair, empty when
+		// nothing was cached: accepted, nothing stored.
 	case !okK || key == "" || !okV:
 		err = wire.Errorf(wire.ErrInvalid, "pmi: put without key or value")
 	case len(key) > KeyLenMax || len(val) > ValLenMax:

@@ -241,6 +241,9 @@ func TestPMI1Session(t *testing.T) {
 	s.roundtrip("cmd=get_universe_size", "cmd=universe_size size=16")
 	s.roundtrip("cmd=put kvsname=kvs_test_1 key=empty value=", "cmd=put_result rc=0 msg=success")
 	s.roundtrip("cmd=get kvsname=kvs_test_1 key=empty", "cmd=get_result rc=0 msg=success value=")
+	// the singleton upgrade's replay of an empty cached pair: accepted, nothing stored
+	s.roundtrip("cmd=put kvsname=kvs_test_1 key= value=", "cmd=put_result rc=0 msg=success")
+	s.roundtrip("cmd=put kvsname=kvs_test_1 key= value=x", "cmd=put_result rc=-1 msg=pmi:_put_without_key_or_value")
 	// another job's kvs is not ours
 	s.roundtrip("cmd=put kvsname=kvs_other key=a value=1", "cmd=put_result rc=-1 msg=pmi:_no_kvs_kvs_other")
 	s.roundtrip("cmd=get kvsname=kvs_other key=-bcast-1-0", "cmd=get_result rc=-1 msg=key_-bcast-1-0_not_found value=unknown")
