@@ -69,6 +69,9 @@ func Catalogue() []KindInfo {
 		{Kind: KindProcExited, Dir: "daemon→master", Event: true, Req: &ProcExited{}},
 		{Kind: KindProcOutput, Dir: "daemon→master, master→launcher", Event: true, Req: &OutputLine{}},
 
+		{Kind: KindPMISpawn, Dir: "daemon→master", Req: &PMISpawnReq{}, Reply: &PMISpawnReply{}},
+		{Kind: KindPMIReport, Dir: "daemon→master", Req: &PMIReport{}},
+
 		{Kind: KindDVMState, Dir: "tool→master", Req: &DVMStateReq{}, Reply: &DVMState{}},
 		{Kind: KindDVMStop, Dir: "tool→master", Req: &DVMStopReq{}},
 	}

@@ -89,7 +89,25 @@ type ProcInfo struct {
 	Ended   int64  `msgpack:"t1,omitempty"`   // unix ns
 }
 
-// JobInfo describes a job.
+// Why a job ended (JobInfo.Reason).
+const (
+	JobEndNone    = ""        // every process ended by itself
+	JobEndFailed  = "failed"  // aborted because a process failed (no keep-going)
+	JobEndKill    = "kill"    // killed on request (job.kill)
+	JobEndTimeout = "timeout" // its time limit passed
+	JobEndStop    = "stop"    // the DVM was stopped
+	JobEndLost    = "lost"    // its launcher's connection was lost
+	JobEndAbort   = "abort"   // a process asked for the abort (session.abort)
+	JobEndLaunch  = "launch"  // the launch itself failed
+)
+
+// Exit codes the runtime gives a job (JobInfo.Code) besides its processes' own.
+const (
+	JobCodeTimeout = 124 // killed by its time limit, as with timeout(1)
+)
+
+// JobInfo describes a job. Reason and Msg are set in the reply of job.wait
+// only.
 type JobInfo struct {
 	ID        uint32      `msgpack:"id,omitempty"`    // job number
 	Job       string      `msgpack:"j,omitempty"`     // job namespace
@@ -104,6 +122,8 @@ type JobInfo struct {
 	Delta     string      `msgpack:"rc,omitempty"`    // resource change in flight, if any
 	Placement []Placement `msgpack:"pl,omitempty"`    // where live ranks run
 	Procs     []ProcInfo  `msgpack:"procs,omitempty"` // per process detail (when asked for)
+	Reason    string      `msgpack:"why,omitempty"`   // job.wait: why the job ended, one of the JobEnd* values
+	Msg       string      `msgpack:"msg,omitempty"`   // job.wait: one-line report, e.g. "rank 3 on node2 exited with code 7"
 }
 
 // JobStateReq asks for one job.

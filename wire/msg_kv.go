@@ -28,13 +28,16 @@ type KVCommitReq struct {
 	Data []KV   `msgpack:"d,omitempty"` // entries put client-side and sent in one go
 }
 
-// KVGetReq reads a value committed by (Job, Rank).
+// KVGetReq reads a value committed by (Job, Rank). With Refresh the
+// daemon fetches a remote owner's data again instead of answering from its
+// cache (PMIx's PMIX_GET_REFRESH_CACHE).
 type KVGetReq struct {
 	Job       string `msgpack:"j,omitempty"`   // owner's job
 	Rank      uint32 `msgpack:"r,omitempty"`   // owner's rank
 	Key       string `msgpack:"k,omitempty"`   // key
 	Wait      bool   `msgpack:"w,omitempty"`   // wait for the key to be committed instead of ErrNotFound
 	TimeoutMS int64  `msgpack:"tmo,omitempty"` // with Wait: give up after this many ms (0 = no limit)
+	Refresh   bool   `msgpack:"rf,omitempty"`  // bypass the daemon's cache of remote data
 }
 
 // KVGetReply carries the value.
@@ -42,9 +45,14 @@ type KVGetReply struct {
 	Value []byte `msgpack:"v,omitempty"` // value
 }
 
-// KVFetchReq asks for everything some processes have committed.
+// KVFetchReq asks for everything some processes have committed. With
+// Wait, the owner's daemon answers once the (single) owner has committed
+// Key, so that a get with wait for a remote process needs no polling.
 type KVFetchReq struct {
-	Procs []ProcRanges `msgpack:"p,omitempty"` // owners
+	Procs     []ProcRanges `msgpack:"p,omitempty"`   // owners
+	Key       string       `msgpack:"k,omitempty"`   // key to wait for
+	Wait      bool         `msgpack:"w,omitempty"`   // wait until Key is committed
+	TimeoutMS int64        `msgpack:"tmo,omitempty"` // with Wait: give up after this many ms (0 = no limit)
 }
 
 // KVFetchReply carries committed data per owner.
@@ -62,6 +70,7 @@ type FenceReq struct {
 	TimeoutMS int64        `msgpack:"tmo,omitempty"` // give up after this many ms (0 = no limit)
 	Data      []ProcKV     `msgpack:"d,omitempty"`   // daemon→master: the local participants' data
 	Local     RankRanges   `msgpack:"loc,omitempty"` // daemon→master: the participants this entry stands for
+	Job       string       `msgpack:"j,omitempty"`   // daemon→master: job of the ranks in Local (and of Procs entries without a job)
 }
 
 // FenceReply completes a fence.

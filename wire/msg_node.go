@@ -7,8 +7,8 @@ package wire
 
 const (
 	KindNodeRegister = "node.register" // daemon→master: NodeRegister → NodeRegisterReply
-	KindNodeJobData  = "node.jobdata"  // master→daemon: JobData → empty
-	KindNodeLaunch   = "node.launch"   // master→daemon: LaunchReq → LaunchReply
+	KindNodeJobData  = "node.jobdata"  // master→daemon: JobData (with its sets, if any) → empty
+	KindNodeLaunch   = "node.launch"   // master→daemon: LaunchReq (with the job data and sets) → LaunchReply
 	KindNodeKill     = "node.kill"     // master→daemon: KillReq → KillReply
 	KindNodeStop     = "node.stop"     // master→daemon: NodeStopReq → empty (daemon kills its processes and exits)
 	KindProcStarted  = "proc.started"  // daemon→master, event: ProcStarted
@@ -57,7 +57,9 @@ const (
 )
 
 // JobData is the master's current picture of a job, pushed to every daemon
-// before anything that depends on it (launch, RC announce).
+// before anything that depends on it (launch, RC announce). As the body of
+// node.jobdata it may carry the job's sets too, so that a daemon running
+// none of the job's ranks learns the job and its sets in one message.
 type JobData struct {
 	Gen       uint64      `msgpack:"gen,omitempty"`  // generation, increasing with each change of the job
 	ID        uint32      `msgpack:"id,omitempty"`   // job number
@@ -67,10 +69,13 @@ type JobData struct {
 	NextRank  uint32      `msgpack:"next,omitempty"` // next rank to hand out
 	Placement []Placement `msgpack:"pl,omitempty"`   // node of every live rank
 	Gone      bool        `msgpack:"gone,omitempty"` // the job has ended: drop its data
+	Psets     *PsetPush   `msgpack:"ps,omitempty"`   // node.jobdata only: sets of the job to define with it (nil = none)
 }
 
 // LaunchReq asks a daemon to start processes of a job. Argv, Env and Wdir
-// are the same for every rank.
+// are the same for every rank. The job data and the job's initial sets
+// ride along, so that one round trip both informs a daemon about a job and
+// starts its ranks there.
 type LaunchReq struct {
 	Job    string      `msgpack:"j,omitempty"`    // job namespace
 	App    string      `msgpack:"app,omitempty"`  // application name
@@ -82,6 +87,9 @@ type LaunchReq struct {
 	Output OutputFlags `msgpack:"out,omitempty"`  // output handling
 	Delta  string      `msgpack:"rc,omitempty"`   // delta set when launched for a resource change
 	Stdin  bool        `msgpack:"in,omitempty"`   // rank 0, if in Ranks, reads job.stdin data (else /dev/null)
+	Data   *JobData    `msgpack:"jd,omitempty"`   // the job as the master sees it after this launch
+	Psets  *PsetPush   `msgpack:"ps,omitempty"`   // the job's sets (WORLD and mpi://app/<app> at launch)
+	PMI    *PMIJob     `msgpack:"pmi,omitempty"`  // the job's PMI service; nil = none
 }
 
 // LaunchReply lists what was forked; failures to start are reported as

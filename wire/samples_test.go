@@ -31,6 +31,7 @@ func samples() map[string]any {
 	job := JobInfo{
 		ID: 7, Job: "dvm1.7", App: "lu", State: JobStateRunning, Argv: []string{"./lu", "-n", "64"}, Size: 8,
 		NextRank: 12, Code: 1, Started: 3, Ended: 4, Delta: "mpi://rte/lu/rc/1", Placement: pl, Procs: []ProcInfo{proc},
+		Reason: JobEndFailed, Msg: "job lu (dvm1.7): rank 2 on n0 exited with code 3",
 	}
 	slot := SlotUse{Slot: 9, Node: 1, Job: "dvm1.7", Rank: 2}
 	node := NodeInfo{Name: "n0", Index: 1, Host: "h0", Slots: 8, Used: 6, PID: 100, Addr: "/run/d0.sock", State: NodeUp}
@@ -39,6 +40,12 @@ func samples() map[string]any {
 	pkv := []ProcKV{{Job: "dvm1.1", Rank: 3, Data: kv}}
 	outFlags := OutputFlags{Forward: true, Tag: true, Timestamp: true, Merge: true, Dir: "/tmp/out"}
 	started := ProcStarted{Job: "dvm1.1", Rank: 4, PID: 999, Node: "n1", Time: 5}
+	push := PsetPush{Seq: 17, Job: "dvm1.1", Defined: []PsetInfo{pset}, Deleted: []string{"mpi://app/lu/old"}}
+	jobData := JobData{Gen: 5, ID: 7, Job: "dvm1.7", App: "lu", Size: 8, NextRank: 12, Placement: pl, Gone: true, Psets: &push}
+	block := PMIBlock{Ranks: RankRanges{{0, 1}}, Argv: []string{"./master", "-v"}, Wdir: "/w/m"}
+	pmiJob := PMIJob{Mode: PMIPort, KVS: "kvs_dvm1.7", Universe: 16, Parent: "kvs_dvm1.6", Preput: kv,
+		Blocks: []PMIBlock{block, {Ranks: RankRanges{{2, 7}}, Argv: []string{"./worker"}}}}
+	spawnApp := PMISpawnApp{Argv: []string{"./worker", "x"}, N: 6, Info: []KV{{Key: "wdir", Value: []byte("/w")}}}
 	return map[string]any{
 		"ProcID":     &ProcID{Job: "dvm1.1", Rank: 42},
 		"ProcRanges": &procs[0],
@@ -70,7 +77,7 @@ func samples() map[string]any {
 		"PsetQueryReq":  &PsetQueryReq{Job: "dvm1.1", Refs: []PsetRef{ref}, Rank: u32(7), Members: true},
 		"PsetList":      &PsetList{Sets: []PsetInfo{pset, {Name: "mpi://SELF", Version: 0, Size: 1}}},
 		"PsetDeleteReq": &PsetDeleteReq{Job: "dvm1.1", Name: "mpi://app/lu/grid"},
-		"PsetPush":      &PsetPush{Seq: 17, Job: "dvm1.1", Defined: []PsetInfo{pset}, Deleted: []string{"mpi://app/lu/old"}},
+		"PsetPush":      &push,
 
 		"RCTimes": &times,
 		"RC":      &rc,
@@ -89,12 +96,13 @@ func samples() map[string]any {
 
 		"KVPutReq":     &KVPutReq{Job: "dvm1.1", Rank: 1, Key: "ep", Value: []byte("tcp://h0:4000")},
 		"KVCommitReq":  &KVCommitReq{Job: "dvm1.1", Rank: 1, Data: kv},
-		"KVGetReq":     &KVGetReq{Job: "dvm1.1", Rank: 2, Key: "ep", Wait: true, TimeoutMS: 100},
+		"KVGetReq":     &KVGetReq{Job: "dvm1.1", Rank: 2, Key: "ep", Wait: true, TimeoutMS: 100, Refresh: true},
 		"KVGetReply":   &KVGetReply{Value: []byte("tcp://h1:4000")},
-		"KVFetchReq":   &KVFetchReq{Procs: procs},
+		"KVFetchReq":   &KVFetchReq{Procs: procs, Key: "ep", Wait: true, TimeoutMS: 100},
 		"KVFetchReply": &KVFetchReply{Data: pkv},
-		"FenceReq":     &FenceReq{ID: "f1", Procs: procs, Collect: true, TimeoutMS: 2000, Data: pkv, Local: RankRanges{{0, 3}}},
-		"FenceReply":   &FenceReply{Data: pkv},
+		"FenceReq": &FenceReq{ID: "f1", Procs: procs, Collect: true, TimeoutMS: 2000, Data: pkv, Local: RankRanges{{0, 3}},
+			Job: "dvm1.1"},
+		"FenceReply": &FenceReply{Data: pkv},
 
 		"PublishReq":   &PublishReq{Job: "dvm1.1", Rank: 1, Range: RangeDVM, Data: kv},
 		"LookupReq":    &LookupReq{Job: "dvm1.1", Rank: 8, Range: RangeJob, Keys: []string{"a", "b"}, Wait: true, TimeoutMS: 10},
@@ -126,9 +134,10 @@ func samples() map[string]any {
 		"NodeRegister":      &NodeRegister{Name: "n1", Host: "h1", Slots: 4, PID: 55, Addr: "/run/n1.sock"},
 		"NodeRegisterReply": &NodeRegisterReply{Index: 1, DVM: "ab12cd"},
 		"NodeInfo":          &node,
-		"JobData":           &JobData{Gen: 5, ID: 7, Job: "dvm1.7", App: "lu", Size: 8, NextRank: 12, Placement: pl, Gone: true},
+		"JobData":           &jobData,
 		"LaunchReq": &LaunchReq{Job: "dvm1.7", App: "lu", ID: 7, Ranks: RankRanges{{8, 11}}, Argv: []string{"./lu"},
-			Env: []string{"X=1"}, Wdir: "/w", Output: outFlags, Delta: "mpi://rte/lu/rc/1", Stdin: true},
+			Env: []string{"X=1"}, Wdir: "/w", Output: outFlags, Delta: "mpi://rte/lu/rc/1", Stdin: true,
+			Data: &JobData{Gen: 6, ID: 7, Job: "dvm1.7", App: "lu", Size: 12, NextRank: 12, Placement: pl}, Psets: &push, PMI: &pmiJob},
 		"LaunchReply": &LaunchReply{Started: []ProcStarted{started}},
 		"ProcStarted": &started,
 		"ProcExited": &ProcExited{Job: "dvm1.1", Rank: 4, PID: 999, Node: "n1", Code: 137, Signal: 9, Forced: true,
@@ -138,6 +147,13 @@ func samples() map[string]any {
 		"KillReply":   &KillReply{N: 2},
 		"NodeStopReq": &NodeStopReq{GraceMS: 100},
 		"Ping":        &Ping{Seq: 1, Time: 2},
+
+		"PMIJob":        &pmiJob,
+		"PMIBlock":      &block,
+		"PMISpawnApp":   &spawnApp,
+		"PMISpawnReq":   &PMISpawnReq{Job: "dvm1.6", Rank: 2, Apps: []PMISpawnApp{spawnApp, {Argv: []string{"./io"}, N: 1}}, Preput: kv},
+		"PMISpawnReply": &PMISpawnReply{Job: "dvm1.7", KVS: "kvs_dvm1.7", Codes: []int{0, 0, 127}},
+		"PMIReport":     &PMIReport{Job: "dvm1.7", Rank: 3, What: PMIReportUnfinished, Msg: "rank 3 left PMI without finalize"},
 
 		"DVMStateReq": &DVMStateReq{Ended: true},
 		"DVMState": &DVMState{ID: "ab12cd", PID: 77, Started: 1, Uptime: 2, Version: "v0.1.0", Nodes: []NodeInfo{node},

@@ -234,8 +234,8 @@ func runJob(ctx context.Context, e *env, cl *tool.Client, req wire.JobLaunchReq,
 
 // jobExit maps the end of a job to dynrun's exit status and its one-line
 // report (the master words it: job, rank, node and how it failed).
-func jobExit(end tool.JobEnd, rep wire.JobLaunchReply) error {
-	if end.State == wire.JobStateDone && end.Code == 0 && end.Reason == tool.ReasonNone {
+func jobExit(end wire.JobInfo, rep wire.JobLaunchReply) error {
+	if end.State == wire.JobStateDone && end.Code == 0 && end.Reason == wire.JobEndNone {
 		return nil
 	}
 	msg := end.Msg
@@ -244,7 +244,7 @@ func jobExit(end tool.JobEnd, rep wire.JobLaunchReply) error {
 	}
 	code := end.Code
 	switch {
-	case end.Reason == tool.ReasonTimeout:
+	case end.Reason == wire.JobEndTimeout:
 		code = exitTimeout
 	case code == 0:
 		code = cliutil.ExitFail // a job that did not succeed never exits 0

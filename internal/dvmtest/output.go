@@ -67,7 +67,7 @@ func (o *Output) WaitFor(job string, timeout time.Duration, ok func([]wire.Outpu
 // WaitJob waits at most timeout for the end of job and returns it; an
 // error fails t. The job's output has all arrived when it returns (see
 // tool.Client.WaitJob).
-func WaitJob(t testing.TB, c *tool.Client, job string, timeout time.Duration) tool.JobEnd {
+func WaitJob(t testing.TB, c *tool.Client, job string, timeout time.Duration) wire.JobInfo {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()

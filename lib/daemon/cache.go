@@ -85,6 +85,7 @@ func (d *Daemon) cacheJob(data *wire.JobData, push *wire.PsetPush) *jobCache {
 		jc = d.ensureJob(data.Job, data.ID, data.App)
 		if data.Gen >= jc.data.Gen {
 			jc.data = *data
+			jc.data.Psets = nil // node.jobdata's sets are cached below, not kept twice
 			jc.local = nil
 			for _, pl := range data.Placement {
 				if pl.Node == d.node {

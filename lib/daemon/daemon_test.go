@@ -65,9 +65,9 @@ func TestSetHist(t *testing.T) {
 
 func TestBaseEnv(t *testing.T) {
 	d := &Daemon{node: "n1", dvm: "dvm1", sock: "/s/n1.sock", cfg: Config{Token: "tok"}}
-	env := d.baseEnv(&LaunchBody{LaunchReq: wire.LaunchReq{Job: "dvm1.2", App: "a", Env: []string{
+	env := d.baseEnv(&wire.LaunchReq{Job: "dvm1.2", App: "a", Env: []string{
 		"PATH=/bin", "DYNRT_RANK=9", "DYNRT_TEST=keep", "DYNRT_JOB=other",
-	}}}, 4, 1)
+	}}, 4, 1)
 	want := []string{
 		"PATH=/bin", "DYNRT_TEST=keep", "DYNRT_DAEMON=/s/n1.sock", "DYNRT_DVM=dvm1", "DYNRT_JOB=dvm1.2", "DYNRT_APP=a",
 		"DYNRT_NODE=n1", "DYNRT_NODE_INDEX=1", "DYNRT_TOKEN=tok", "DYNRT_SIZE=4",
@@ -166,11 +166,9 @@ func TestDaemonAlone(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
-	body := &LaunchBody{
-		LaunchReq: wire.LaunchReq{
-			Job: "dvm1.1", App: "a", ID: 1, Ranks: wire.Span(4, 5), Output: wire.OutputFlags{Forward: true},
-			Argv: []string{"/bin/sh", "-c", `echo "r$DYNRT_RANK"; exit $DYNRT_RANK`},
-		},
+	body := &wire.LaunchReq{
+		Job: "dvm1.1", App: "a", ID: 1, Ranks: wire.Span(4, 5), Output: wire.OutputFlags{Forward: true},
+		Argv: []string{"/bin/sh", "-c", `echo "r$DYNRT_RANK"; exit $DYNRT_RANK`},
 		Data: &wire.JobData{Gen: 1, ID: 1, Job: "dvm1.1", App: "a", Size: 6, Placement: []wire.Placement{{Node: "n1", Ranks: wire.Span(4, 5)}}},
 	}
 	var rep wire.LaunchReply

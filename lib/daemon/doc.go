@@ -6,7 +6,7 @@
 // then serves two sides:
 //
 //   - the master: node.launch forks the ranks of a job on this node (the job
-//     data and its initial sets ride along, see LaunchBody), node.kill
+//     data and its initial sets ride along, see wire.LaunchReq), node.kill
 //     signals them (SIGTERM, then SIGKILL after a grace period), node.stop
 //     ends the daemon, node.jobdata and pset.push keep the local cache
 //     current. Every exit (or failure to start) is reported with a

@@ -14,7 +14,7 @@ import (
 )
 
 // Fence aggregation (kv.fence). The processes of this node that enter the
-// same fence are sent to the master as one entry (FenceBody.Local lists
+// same fence are sent to the master as one entry (FenceReq.Local lists
 // them), once every local participant has entered, and released together
 // by its answer. When the node has more than one participant, the first
 // to enter goes ahead alone (the scout): the master may fail an instance
@@ -294,7 +294,7 @@ func (s *sessionState) flushFence(r *fenceRound) {
 	t := &s.fences
 	for {
 		t.mu.Lock()
-		body := &FenceBody{FenceReq: wire.FenceReq{ID: r.key.id, Procs: r.procs}, Job: r.key.job}
+		body := &wire.FenceReq{ID: r.key.id, Procs: r.procs, Job: r.key.job}
 		ranks := slices.Sorted(maps.Keys(r.in))
 		ranks = slices.DeleteFunc(ranks, func(rank uint32) bool { return r.in[rank].scout })
 		body.Local = wire.RangesOf(ranks)
@@ -490,7 +490,7 @@ func (s *sessionState) sendAlone(job, id string, procs []wire.ProcRanges, e *fen
 
 // callAlone enters e into the fence at the master by itself.
 func (s *sessionState) callAlone(job, id string, procs []wire.ProcRanges, e *fenceEntry) error {
-	body := &FenceBody{FenceReq: wire.FenceReq{ID: id, Procs: procs, Collect: e.collect}, Job: job}
+	body := &wire.FenceReq{ID: id, Procs: procs, Collect: e.collect, Job: job}
 	body.Local = wire.Span(e.rank, e.rank)
 	if e.data != nil {
 		body.Data = []wire.ProcKV{{Job: job, Rank: e.rank, Data: e.data}}

@@ -17,13 +17,13 @@ import (
 // (taken back: ErrTimeout), or until fail. Entries holding a rank of
 // refuse are refused (ErrInvalid). Every entry is recorded in bodies.
 type fenceMaster struct {
-	bodies chan *FenceBody
+	bodies chan *wire.FenceReq
 
 	mu      sync.Mutex
 	want    wire.RankRanges
 	refuse  wire.RankRanges
 	failed  error // set by fail: later entries get it too
-	waiting map[*FenceBody]chan fenceAnswer
+	waiting map[*wire.FenceReq]chan fenceAnswer
 }
 
 type fenceAnswer struct {
@@ -31,7 +31,7 @@ type fenceAnswer struct {
 	err error
 }
 
-func (f *fenceMaster) handle(b *FenceBody) (*wire.FenceReply, error) {
+func (f *fenceMaster) handle(b *wire.FenceReq) (*wire.FenceReply, error) {
 	f.bodies <- b
 	f.mu.Lock()
 	for r := range b.Local.All() {
@@ -110,9 +110,9 @@ func fenceDaemon(t *testing.T, n uint32, want wire.RankRanges) (*Daemon, *fenceM
 	for r := range n {
 		d.live[procKey{"j", r}] = &procEntry{}
 	}
-	f := &fenceMaster{bodies: make(chan *FenceBody, 100), want: want, waiting: map[*FenceBody]chan fenceAnswer{}}
+	f := &fenceMaster{bodies: make(chan *wire.FenceReq, 100), want: want, waiting: map[*wire.FenceReq]chan fenceAnswer{}}
 	mux := wire.NewMux()
-	wire.HandleTyped(mux, wire.KindFence, func(_ context.Context, _ *wire.Request, b *FenceBody) (any, error) {
+	wire.HandleTyped(mux, wire.KindFence, func(_ context.Context, _ *wire.Request, b *wire.FenceReq) (any, error) {
 		return f.handle(b)
 	})
 	a, b := net.Pipe()
@@ -139,7 +139,7 @@ func fenceDaemon(t *testing.T, n uint32, want wire.RankRanges) (*Daemon, *fenceM
 }
 
 // next returns the next entry the daemon sent.
-func (f *fenceMaster) next(t *testing.T) *FenceBody {
+func (f *fenceMaster) next(t *testing.T) *wire.FenceReq {
 	t.Helper()
 	select {
 	case b := <-f.bodies:
@@ -151,7 +151,7 @@ func (f *fenceMaster) next(t *testing.T) *FenceBody {
 }
 
 // sent checks that the next entry the daemon sent is for ranks.
-func (f *fenceMaster) sent(t *testing.T, ranks string) *FenceBody {
+func (f *fenceMaster) sent(t *testing.T, ranks string) *wire.FenceReq {
 	t.Helper()
 	b := f.next(t)
 	if b.Local.String() != ranks {
@@ -353,7 +353,7 @@ func TestFenceTimeout(t *testing.T) {
 	if b := f.sent(t, "1-2"); b.TimeoutMS != 0 {
 		t.Errorf("sent again %+v", b)
 	}
-	go func() { _, _ = f.handle(&FenceBody{FenceReq: wire.FenceReq{Local: wire.Span(3, 3)}, Job: "j"}) }()
+	go func() { _, _ = f.handle(&wire.FenceReq{Local: wire.Span(3, 3), Job: "j"}) }()
 	f.sent(t, "3")
 	for _, ch := range []<-chan error{r0, r1, r2} {
 		if err := waitErr(t, ch); err != nil {

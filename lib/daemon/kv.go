@@ -66,7 +66,7 @@ func (s *sessionState) handleCommit(_ context.Context, req *wire.Request, b *wir
 	return nil, nil
 }
 
-func (s *sessionState) handleGet(ctx context.Context, req *wire.Request, b *KVGetBody) (any, error) {
+func (s *sessionState) handleGet(ctx context.Context, req *wire.Request, b *wire.KVGetReq) (any, error) {
 	c, err := CallerOf(req)
 	if err != nil {
 		return nil, err
@@ -120,7 +120,7 @@ func (s *sessionState) waitLocal(ctx context.Context, owner procKey, key string,
 	}
 }
 
-func (s *sessionState) getRemote(ctx context.Context, owner procKey, b *KVGetBody) (any, error) {
+func (s *sessionState) getRemote(ctx context.Context, owner procKey, b *wire.KVGetReq) (any, error) {
 	if !b.Refresh {
 		s.mu.Lock()
 		v, ok := s.remote[owner][b.Key]
@@ -133,9 +133,9 @@ func (s *sessionState) getRemote(ctx context.Context, owner procKey, b *KVGetBod
 	gen := s.remoteGen
 	s.mu.Unlock()
 	var rep wire.KVFetchReply
-	err := s.d.master.Call(ctx, wire.KindKVFetch, &FetchBody{
-		KVFetchReq: wire.KVFetchReq{Procs: []wire.ProcRanges{{Job: owner.job, Ranks: wire.Span(owner.rank, owner.rank)}}},
-		Key:        b.Key, Wait: b.Wait, TimeoutMS: msLeft(ctx),
+	err := s.d.master.Call(ctx, wire.KindKVFetch, &wire.KVFetchReq{
+		Procs: []wire.ProcRanges{{Job: owner.job, Ranks: wire.Span(owner.rank, owner.rank)}},
+		Key:   b.Key, Wait: b.Wait, TimeoutMS: msLeft(ctx),
 	}, &rep)
 	if err != nil {
 		return nil, err
@@ -162,7 +162,7 @@ func (s *sessionState) getRemote(ctx context.Context, owner procKey, b *KVGetBod
 
 // handleFetch serves kv.fetch from the master: the committed data of the
 // owners that live here, optionally once Key has been committed.
-func (s *sessionState) handleFetch(ctx context.Context, _ *wire.Request, b *FetchBody) (any, error) {
+func (s *sessionState) handleFetch(ctx context.Context, _ *wire.Request, b *wire.KVFetchReq) (any, error) {
 	ctx, cancel := withTimeout(ctx, b.TimeoutMS)
 	defer cancel()
 	if b.Wait && b.Key != "" {

@@ -85,7 +85,7 @@ func TestKVLocal(t *testing.T) {
 	}
 
 	// kv.fetch returns everything an owner committed, sorted by key.
-	r, err := d.sess.handleFetch(ctx, nil, &FetchBody{KVFetchReq: wire.KVFetchReq{Procs: []wire.ProcRanges{{Job: "j", Ranks: wire.Span(0, 2)}}}})
+	r, err := d.sess.handleFetch(ctx, nil, &wire.KVFetchReq{Procs: []wire.ProcRanges{{Job: "j", Ranks: wire.Span(0, 2)}}})
 	if err != nil {
 		t.Fatal(err)
 	}

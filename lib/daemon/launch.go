@@ -22,7 +22,7 @@ import (
 // very first query. Processes that cannot start are reported as ProcExited
 // with Err set (and left out of the reply). The reply is sent once every
 // rank has been forked; exits may reach the master before it.
-func (d *Daemon) handleLaunch(ctx context.Context, _ *wire.Request, b *LaunchBody) (any, error) {
+func (d *Daemon) handleLaunch(ctx context.Context, _ *wire.Request, b *wire.LaunchReq) (any, error) {
 	if len(b.Argv) == 0 || b.Argv[0] == "" {
 		return nil, wire.Errorf(wire.ErrInvalid, "daemon %s: launch of job %s without a program", d.node, b.Job)
 	}
@@ -56,7 +56,7 @@ func (d *Daemon) handleLaunch(ctx context.Context, _ *wire.Request, b *LaunchBod
 // has exec'd, so forking one rank at a time leaves the other cores idle
 // (startRank is safe for concurrent use). It returns the ranks that
 // started, in rank order.
-func (d *Daemon) startRanks(b *LaunchBody, base []string) []wire.ProcStarted {
+func (d *Daemon) startRanks(b *wire.LaunchReq, base []string) []wire.ProcStarted {
 	ranks := slices.Collect(b.Ranks.All())
 	type result struct {
 		st wire.ProcStarted
@@ -90,7 +90,7 @@ func (d *Daemon) startRanks(b *LaunchBody, base []string) []wire.ProcStarted {
 
 // baseEnv is the environment shared by the ranks of a launch: the
 // launcher's environment with the DYNRT_* variables replaced by ours.
-func (d *Daemon) baseEnv(b *LaunchBody, size, index uint32) []string {
+func (d *Daemon) baseEnv(b *wire.LaunchReq, size, index uint32) []string {
 	ours := []string{
 		EnvDaemon + "=" + d.sock,
 		EnvDVM + "=" + d.dvm,
@@ -122,7 +122,7 @@ func isOurs(kv string) bool {
 
 // startRank forks one rank. It reports a failure to start to the master
 // itself and returns ok=false.
-func (d *Daemon) startRank(b *LaunchBody, base []string, rank uint32) (wire.ProcStarted, bool) {
+func (d *Daemon) startRank(b *wire.LaunchReq, base []string, rank uint32) (wire.ProcStarted, bool) {
 	key := procKey{b.Job, rank}
 	env := append(base[:len(base):len(base)],
 		EnvRank+"="+strconv.FormatUint(uint64(rank), 10),
@@ -313,13 +313,13 @@ func (d *Daemon) handleStop(_ context.Context, _ *wire.Request, b *wire.NodeStop
 	return nil, nil
 }
 
-func (d *Daemon) handleJobData(_ context.Context, _ *wire.Request, b *JobDataBody) (any, error) {
+func (d *Daemon) handleJobData(_ context.Context, _ *wire.Request, b *wire.JobData) (any, error) {
 	if b.Job == "" {
 		return nil, wire.Errorf(wire.ErrInvalid, "daemon %s: job data without a job", d.node)
 	}
 	d.mu.Lock()
 	if !b.Gone {
-		d.cacheJob(&b.JobData, b.Psets)
+		d.cacheJob(b, b.Psets)
 		d.mu.Unlock()
 		return nil, nil
 	}

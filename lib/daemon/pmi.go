@@ -74,7 +74,7 @@ type pmiProc struct {
 // variables from the environment and, for a job with the PMI service,
 // sets the rank's program (multi-executable jobs), the PMI variables and
 // the socketpair. It returns nil when the job has no PMI service.
-func (d *Daemon) pmiAttach(b *LaunchBody, rank uint32, spec *proc.Spec) (*pmiProc, error) {
+func (d *Daemon) pmiAttach(b *wire.LaunchReq, rank uint32, spec *proc.Spec) (*pmiProc, error) {
 	spec.Env = withoutPMIEnv(spec.Env)
 	if b.PMI == nil || d.pmi == nil {
 		return nil, nil
@@ -266,14 +266,14 @@ func (pp *pmiProc) reportUnfinished(why string) {
 	if done {
 		return
 	}
-	pp.job.svc.report(pp.key, PMIReportUnfinished, why)
+	pp.job.svc.report(pp.key, wire.PMIReportUnfinished, why)
 }
 
 // report sends a PMIReport and waits for the master to take it.
 func (svc *pmiService) report(key procKey, what, msg string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := svc.d.master.Call(ctx, KindPMIReport, &PMIReport{Job: key.job, Rank: key.rank, What: what, Msg: msg}, nil)
+	err := svc.d.master.Call(ctx, wire.KindPMIReport, &wire.PMIReport{Job: key.job, Rank: key.rank, What: what, Msg: msg}, nil)
 	if err != nil {
 		svc.d.log.Warn("daemon: PMI report failed", "proc", key.String(), "what", what, "err", err)
 	}
@@ -463,9 +463,9 @@ func (pp *pmiProc) Unpublish(ctx context.Context, service string) error {
 }
 
 func (pp *pmiProc) Spawn(ctx context.Context, s *pmi.Spawn) (*pmi.SpawnResult, error) {
-	req := &PMISpawnReq{Job: pp.key.job, Rank: pp.key.rank}
+	req := &wire.PMISpawnReq{Job: pp.key.job, Rank: pp.key.rank}
 	for _, a := range s.Apps {
-		app := PMISpawnApp{Argv: append([]string{a.Cmd}, a.Args...), N: uint32(a.MaxProcs)}
+		app := wire.PMISpawnApp{Argv: append([]string{a.Cmd}, a.Args...), N: uint32(a.MaxProcs)}
 		for _, kv := range a.Info {
 			app.Info = append(app.Info, wire.KV{Key: kv.Key, Value: []byte(kv.Value)})
 		}
@@ -474,8 +474,8 @@ func (pp *pmiProc) Spawn(ctx context.Context, s *pmi.Spawn) (*pmi.SpawnResult, e
 	for _, kv := range s.Preput {
 		req.Preput = append(req.Preput, wire.KV{Key: kv.Key, Value: []byte(kv.Value)})
 	}
-	var rep PMISpawnReply
-	if err := pp.job.svc.d.master.Call(ctx, KindPMISpawn, req, &rep); err != nil {
+	var rep wire.PMISpawnReply
+	if err := pp.job.svc.d.master.Call(ctx, wire.KindPMISpawn, req, &rep); err != nil {
 		return nil, err
 	}
 	return &pmi.SpawnResult{KVS: rep.KVS, Errcodes: rep.Codes}, nil

@@ -26,7 +26,7 @@ const pmiFenceID = "pmi"
 type pmiJob struct {
 	svc  *pmiService
 	ns   string
-	spec PMIJob
+	spec wire.PMIJob
 	size int
 	node []int // node of every rank (index into the placement), for the mapping
 
@@ -53,7 +53,7 @@ type pmiBarrier struct {
 
 // job returns the PMI data of b's job, creating it from the launch. Each
 // call counts one attached process (released by leave).
-func (svc *pmiService) job(b *LaunchBody) *pmiJob {
+func (svc *pmiService) job(b *wire.LaunchReq) *pmiJob {
 	svc.mu.Lock()
 	defer svc.mu.Unlock()
 	j := svc.jobs[b.Job]
@@ -110,7 +110,7 @@ func placementNodes(pl []wire.Placement, n int) []int {
 
 // block returns the executable block of rank and its index (appnum), or
 // nil for a job of one block.
-func (j *pmiJob) block(rank uint32) (int, *PMIBlock) {
+func (j *pmiJob) block(rank uint32) (int, *wire.PMIBlock) {
 	for i := range j.spec.Blocks {
 		if j.spec.Blocks[i].Ranks.Contains(rank) && len(j.spec.Blocks[i].Argv) > 0 {
 			return i, &j.spec.Blocks[i]
@@ -198,7 +198,7 @@ func (j *pmiJob) started() {
 	j.used = true
 	j.mu.Unlock()
 	if first {
-		go j.svc.report(procKey{j.ns, 0}, PMIReportInit, "")
+		go j.svc.report(procKey{j.ns, 0}, wire.PMIReportInit, "")
 	}
 }
 
@@ -283,7 +283,7 @@ func (j *pmiJob) readyLocked() func() {
 // server).
 func (j *pmiJob) flush(b *pmiBarrier, ranks []uint32, data map[uint32][]wire.KV) {
 	d := j.svc.d
-	body := &FenceBody{FenceReq: wire.FenceReq{ID: pmiFenceID, Collect: true}, Job: j.ns}
+	body := &wire.FenceReq{ID: pmiFenceID, Collect: true, Job: j.ns}
 	body.Local = wire.RangesOf(ranks)
 	for _, r := range slices.Sorted(maps.Keys(data)) {
 		body.Data = append(body.Data, wire.ProcKV{Job: j.ns, Rank: r, Data: data[r]})

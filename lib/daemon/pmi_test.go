@@ -169,7 +169,7 @@ func TestPMIJobLocalBarrier(t *testing.T) {
 func TestPMIPortServedOnce(t *testing.T) {
 	d := &Daemon{log: slog.New(slog.DiscardHandler)}
 	svc := newPMIService(d)
-	job := &pmiJob{svc: svc, ns: "j", spec: PMIJob{Mode: wire.PMIPort}, live: map[uint32]bool{0: true}}
+	job := &pmiJob{svc: svc, ns: "j", spec: wire.PMIJob{Mode: wire.PMIPort}, live: map[uint32]bool{0: true}}
 	ours, theirs := net.Pipe()
 	defer theirs.Close()
 	pp := &pmiProc{job: job, key: procKey{"j", 0}, ended: make(chan struct{})}

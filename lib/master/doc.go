@@ -34,7 +34,7 @@
 //
 // job.launch allocates slots (lib/alloc, stack policy), numbers the job,
 // builds its process sets (lib/pset) and sends one concurrent round of
-// calls: node.launch with the job data and sets (daemon.LaunchBody) to every
+// calls: node.launch with the job data and sets (wire.LaunchReq) to every
 // node that runs ranks, node.jobdata to the others. Exits and output come
 // back as events; the job ends when its last process has ended: the exit
 // code is the first failing process's, slots are freed, daemons drop the

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/dynrt/dynrt/lib/daemon"
 	"github.com/dynrt/dynrt/wire"
 )
 
@@ -20,7 +19,7 @@ import (
 // alive when the instance began, so a fence never waits forever for a
 // dead process. An entry whose requester gives up (timeout) is taken back.
 
-func (ss *sessState) handleFence(ctx context.Context, _ *wire.Request, b *daemon.FenceBody) (any, error) {
+func (ss *sessState) handleFence(ctx context.Context, _ *wire.Request, b *wire.FenceReq) (any, error) {
 	if b.Job == "" || len(b.Local) == 0 {
 		return nil, wire.Errorf(wire.ErrInvalid, "master: kv.fence without the entering processes")
 	}
@@ -92,7 +91,7 @@ func fenceName(id string) string {
 
 // fenceEnter puts e into the instance it belongs to, completing the
 // instance if e was the last one missing.
-func (ss *sessState) fenceEnter(s *state, b *daemon.FenceBody, e *gentry) error {
+func (ss *sessState) fenceEnter(s *state, b *wire.FenceReq, e *gentry) error {
 	if err := s.rcFenceAborted(b.Job, b.ID); err != nil {
 		return err // a fence of an aborted resource change (rc_accept.go)
 	}

@@ -289,7 +289,7 @@ func (d *testDVM) launch(req wire.JobLaunchReq) (wire.JobLaunchReply, error) {
 	return d.c.Launch(ctx, req)
 }
 
-func (d *testDVM) wait(job string) tool.JobEnd {
+func (d *testDVM) wait(job string) wire.JobInfo {
 	d.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -301,7 +301,7 @@ func (d *testDVM) wait(job string) tool.JobEnd {
 }
 
 // run launches a job and waits for its end.
-func (d *testDVM) run(req wire.JobLaunchReq) (wire.JobLaunchReply, tool.JobEnd) {
+func (d *testDVM) run(req wire.JobLaunchReq) (wire.JobLaunchReply, wire.JobInfo) {
 	d.t.Helper()
 	rep, err := d.launch(req)
 	if err != nil {

@@ -12,21 +12,19 @@ import (
 	"time"
 
 	"github.com/dynrt/dynrt/lib/alloc"
-	"github.com/dynrt/dynrt/lib/daemon"
 	"github.com/dynrt/dynrt/lib/proc"
 	"github.com/dynrt/dynrt/lib/pset"
-	"github.com/dynrt/dynrt/lib/tool"
 	"github.com/dynrt/dynrt/wire"
 )
 
-// Why a job is being killed (tool.Reason* values).
+// Why a job is being killed (wire.JobEnd* values).
 const (
-	reasonFailed  = tool.ReasonFailed
-	reasonKill    = tool.ReasonKill
-	reasonTimeout = tool.ReasonTimeout
-	reasonStop    = tool.ReasonStop
-	reasonLost    = tool.ReasonLost
-	reasonAbort   = tool.ReasonAbort
+	reasonFailed  = wire.JobEndFailed
+	reasonKill    = wire.JobEndKill
+	reasonTimeout = wire.JobEndTimeout
+	reasonStop    = wire.JobEndStop
+	reasonLost    = wire.JobEndLost
+	reasonAbort   = wire.JobEndAbort
 )
 
 // maxEnded bounds how many ended jobs the master remembers (for job.wait
@@ -48,14 +46,14 @@ type job struct {
 	gen      uint64
 	started  time.Time
 	ended    time.Time
-	launched bool        // the launch round has completed
-	early    []earlyExit // exits that arrived before the launch round completed
-	live     int         // processes not yet ended
-	failure  *failure    // first process that failed
-	kill     *killOrder  // set once the job is being killed
-	timer    *time.Timer // time limit
-	waiters  []waiter    // job.wait requests
-	end      tool.JobEnd // final state once done
+	launched bool         // the launch round has completed
+	early    []earlyExit  // exits that arrived before the launch round completed
+	live     int          // processes not yet ended
+	failure  *failure     // first process that failed
+	kill     *killOrder   // set once the job is being killed
+	timer    *time.Timer  // time limit
+	waiters  []waiter     // job.wait requests
+	end      wire.JobInfo // final state once done, with Reason and Msg (job.wait's reply)
 	done     bool
 	pmi      *pmiJob // PMI service of the job (pmi.go), set by the first node.launch body
 }
@@ -96,7 +94,7 @@ type waiter struct {
 }
 
 type waitResult struct {
-	end     tool.JobEnd
+	end     wire.JobInfo
 	flushed <-chan struct{} // closed once the waiter's connection got every event queued before the end
 }
 
@@ -314,16 +312,16 @@ func (s *state) launch(c *wire.Conn, b *wire.JobLaunchReq, reply func(*wire.JobL
 		call := &nodeCall{node: n.idx, conn: n.conn}
 		if rr, ok := j.nodes[n.idx]; ok {
 			call.kind, call.ranks = wire.KindNodeLaunch, rr
-			call.body = &daemon.LaunchBody{
-				LaunchReq: wire.LaunchReq{
-					Job: ns, App: app, ID: id, Ranks: rr, Argv: b.Argv, Env: b.Env, Wdir: b.Wdir, Output: b.Output,
-					Stdin: b.Stdin, // only rank 0 reads it (daemon stdin.go)
-				},
-				Data: data, Psets: push, PMI: s.pmiLaunch(j),
+			call.body = &wire.LaunchReq{
+				Job: ns, App: app, ID: id, Ranks: rr, Argv: b.Argv, Env: b.Env, Wdir: b.Wdir, Output: b.Output,
+				Stdin: b.Stdin, // only rank 0 reads it (daemon stdin.go)
+				Data:  data, Psets: push, PMI: s.pmiLaunch(j),
 			}
 		} else {
 			call.kind = wire.KindNodeJobData
-			call.body = &daemon.JobDataBody{JobData: *data, Psets: push}
+			jd := *data // a copy: data also rides along node.launch, without sets of its own
+			jd.Psets = push
+			call.body = &jd
 		}
 		calls = append(calls, call)
 	}
@@ -600,7 +598,7 @@ func (s *state) endJob(j *job) {
 		j.timer.Stop()
 	}
 	s.rcJobEnded(j) // abort a resource change in flight (rc.go)
-	end := tool.JobEnd{}
+	end := wire.JobInfo{}
 	reason := ""
 	if j.kill != nil {
 		reason = j.kill.reason
@@ -617,7 +615,7 @@ func (s *state) endJob(j *job) {
 	label := fmt.Sprintf("job %s (%s)", j.app, j.ns)
 	switch {
 	case reason == reasonTimeout:
-		end.Code = tool.CodeTimeout
+		end.Code = wire.JobCodeTimeout
 		end.Msg = fmt.Sprintf("%s killed: %s", label, j.kill.msg)
 	case reason == reasonAbort:
 		end.Code = j.kill.code
@@ -642,14 +640,15 @@ func (s *state) endJob(j *job) {
 		end.Code = 1 // a failure must never read as success
 	}
 	j.end = end // jobInfo reads the code from here
-	j.end.JobInfo = s.jobInfo(j, false)
+	j.end = s.jobInfo(j, false)
+	j.end.Reason, j.end.Msg = end.Reason, end.Msg
 
 	if err := s.alloc.ReleaseJob(j.ns); err != nil {
 		s.log.Error("master: cannot free the slots of a job", "job", j.ns, "err", err)
 	}
 	delete(s.apps, j.app)
 	s.live--
-	gone := &daemon.JobDataBody{JobData: wire.JobData{Gen: j.gen + 1, ID: j.id, Job: j.ns, Gone: true}}
+	gone := &wire.JobData{Gen: j.gen + 1, ID: j.id, Job: j.ns, Gone: true}
 	for _, c := range s.upConns() {
 		go s.m.notifyCall(c, wire.KindNodeJobData, gone)
 	}

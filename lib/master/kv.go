@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dynrt/dynrt/lib/daemon"
 	"github.com/dynrt/dynrt/wire"
 )
 
@@ -23,7 +22,7 @@ type fetchTarget struct {
 	err   error
 }
 
-func (ss *sessState) handleFetch(ctx context.Context, _ *wire.Request, b *daemon.FetchBody) (any, error) {
+func (ss *sessState) handleFetch(ctx context.Context, _ *wire.Request, b *wire.KVFetchReq) (any, error) {
 	// Without a wait, a stuck daemon must not hold the requester forever.
 	ms := b.TimeoutMS
 	if ms == 0 && !b.Wait {
@@ -59,8 +58,8 @@ func (ss *sessState) handleFetch(ctx context.Context, _ *wire.Request, b *daemon
 	return out, nil
 }
 
-func (t *fetchTarget) call(ctx context.Context, b *daemon.FetchBody, ms int64) {
-	body := &daemon.FetchBody{Key: b.Key, Wait: b.Wait, TimeoutMS: ms}
+func (t *fetchTarget) call(ctx context.Context, b *wire.KVFetchReq, ms int64) {
+	body := &wire.KVFetchReq{Key: b.Key, Wait: b.Wait, TimeoutMS: ms}
 	for job, rr := range t.procs {
 		body.Procs = append(body.Procs, wire.ProcRanges{Job: job, Ranks: rr})
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/dynrt/dynrt/internal/leakcheck"
 	"github.com/dynrt/dynrt/lib/daemon"
 	"github.com/dynrt/dynrt/lib/pset"
-	"github.com/dynrt/dynrt/lib/tool"
 	"github.com/dynrt/dynrt/wire"
 )
 
@@ -219,7 +218,7 @@ func TestFailingRank(t *testing.T) {
 	rep, end := d.run(wire.JobLaunchReq{
 		Argv: sh(`if [ "$DYNRT_RANK" = 3 ]; then exit 7; fi; exec sleep 30`), N: 8, Name: "failer",
 	})
-	if end.State != wire.JobStateFailed || end.Code != 7 || end.Reason != tool.ReasonFailed {
+	if end.State != wire.JobStateFailed || end.Code != 7 || end.Reason != wire.JobEndFailed {
 		t.Fatalf("job ended %s code %d reason %q", end.State, end.Code, end.Reason)
 	}
 	if want := "rank 3 on node1 exited with code 7"; !strings.Contains(end.Msg, want) || !strings.Contains(end.Msg, rep.Job) {
@@ -277,7 +276,7 @@ func TestKillJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	end := d.wait(rep.Job)
-	if end.State != wire.JobStateKilled || end.Reason != tool.ReasonKill || end.Code != 128+int(syscall.SIGTERM) {
+	if end.State != wire.JobStateKilled || end.Reason != wire.JobEndKill || end.Code != 128+int(syscall.SIGTERM) {
 		t.Fatalf("job ended %s code %d reason %q", end.State, end.Code, end.Reason)
 	}
 	for _, p := range d.procs(rep.Job) {
@@ -302,7 +301,7 @@ func TestTimeout(t *testing.T) {
 	t.Parallel()
 	d := startDVM(t, 2, 1)
 	_, end := d.run(wire.JobLaunchReq{Argv: []string{"sleep", "30"}, N: 2, TimeoutMS: 200})
-	if end.State != wire.JobStateKilled || end.Reason != tool.ReasonTimeout || end.Code != tool.CodeTimeout {
+	if end.State != wire.JobStateKilled || end.Reason != wire.JobEndTimeout || end.Code != wire.JobCodeTimeout {
 		t.Fatalf("job ended %s code %d reason %q", end.State, end.Code, end.Reason)
 	}
 	if !strings.Contains(end.Msg, "time limit of 200ms") {
@@ -322,7 +321,7 @@ func TestStopKillsJobs(t *testing.T) {
 	d.waitLines(rep.Job, 6)
 	waiter := d.attach()
 	defer waiter.Close()
-	ended := make(chan tool.JobEnd, 1)
+	ended := make(chan wire.JobInfo, 1)
 	go func() {
 		end, err := waiter.WaitJob(context.Background(), rep.Job)
 		if err != nil {
@@ -341,7 +340,7 @@ func TestStopKillsJobs(t *testing.T) {
 		t.Fatal("master did not stop")
 	}
 	end := <-ended
-	if end.State != wire.JobStateKilled || end.Reason != tool.ReasonStop {
+	if end.State != wire.JobStateKilled || end.Reason != wire.JobEndStop {
 		t.Errorf("job ended %s reason %q", end.State, end.Reason)
 	}
 	if _, err := os.Stat(d.m.Info().Path); !errors.Is(err, os.ErrNotExist) {
@@ -544,7 +543,7 @@ func TestLauncherLost(t *testing.T) {
 	}
 	other.Close()
 	end := d.wait(rep.Job)
-	if end.State != wire.JobStateKilled || end.Reason != tool.ReasonLost {
+	if end.State != wire.JobStateKilled || end.Reason != wire.JobEndLost {
 		t.Errorf("job ended %s reason %q", end.State, end.Reason)
 	}
 }
@@ -556,7 +555,7 @@ func TestAbort(t *testing.T) {
 	d := startDVM(t, 2, 2)
 	exe, _ := os.Executable()
 	_, end := d.run(wire.JobLaunchReq{Argv: []string{exe, "abort", "5"}, N: 4, Env: []string{envRole + "=app"}})
-	if end.State != wire.JobStateKilled || end.Reason != tool.ReasonAbort || end.Code != 5 || !strings.Contains(end.Msg, "rank 0 called abort: test abort") {
+	if end.State != wire.JobStateKilled || end.Reason != wire.JobEndAbort || end.Code != 5 || !strings.Contains(end.Msg, "rank 0 called abort: test abort") {
 		t.Errorf("job ended %s code %d reason %q %q", end.State, end.Code, end.Reason, end.Msg)
 	}
 }

@@ -10,9 +10,7 @@ import (
 	"time"
 
 	"github.com/dynrt/dynrt/lib/alloc"
-	"github.com/dynrt/dynrt/lib/daemon"
 	"github.com/dynrt/dynrt/lib/launcher"
-	"github.com/dynrt/dynrt/lib/tool"
 	"github.com/dynrt/dynrt/wire"
 )
 
@@ -41,17 +39,17 @@ type pmiState struct {
 type pmiSpawn struct {
 	parent *job // the spawning job
 	preput []wire.KV
-	blocks []daemon.PMIBlock
+	blocks []wire.PMIBlock
 	nodes  [][]int // per block: the node indices its info keys allow (nil: any)
 }
 
 // pmiJob is what the master knows about a job's PMI service.
 type pmiJob struct {
-	info     *daemon.PMIJob // sent with node.launch; nil = launched without PMI
-	used     bool           // a process began a PMI session: the job is static
-	parent   string         // the spawning job, for a spawned one
-	spawner  *job           // the same job (it may be forgotten by name before its children end)
-	children []*job         // jobs this one spawned
+	info     *wire.PMIJob // sent with node.launch; nil = launched without PMI
+	used     bool         // a process began a PMI session: the job is static
+	parent   string       // the spawning job, for a spawned one
+	spawner  *job         // the same job (it may be forgotten by name before its children end)
+	children []*job       // jobs this one spawned
 }
 
 // maxSpawnProcs bounds one spawn (a broken request must not exhaust the
@@ -72,7 +70,7 @@ func kvsName(ns string) string { return "kvs_" + ns }
 
 // pmiLaunch returns the PMI part of j's node.launch bodies, deciding it
 // on first use: nil when the job has no PMI service.
-func (s *state) pmiLaunch(j *job) *daemon.PMIJob {
+func (s *state) pmiLaunch(j *job) *wire.PMIJob {
 	if j.pmi != nil {
 		return j.pmi.info
 	}
@@ -85,7 +83,7 @@ func (s *state) pmiLaunch(j *job) *daemon.PMIJob {
 	case "", wire.PMIAuto:
 		mode = wire.PMIFD
 	}
-	info := &daemon.PMIJob{Mode: mode, KVS: kvsName(j.ns), Universe: s.alloc.Total()}
+	info := &wire.PMIJob{Mode: mode, KVS: kvsName(j.ns), Universe: s.alloc.Total()}
 	if sp := s.pmi.next; sp != nil {
 		s.pmi.next = nil
 		info.Parent = kvsName(sp.parent.ns)
@@ -110,22 +108,22 @@ func (j *job) staticErr() error {
 }
 
 func (m *Master) pmiRoutes() {
-	wire.HandleTyped(m.daemonMux, daemon.KindPMIReport, m.handlePMIReport)
-	wire.HandleTyped(m.daemonMux, daemon.KindPMISpawn, m.handlePMISpawn)
+	wire.HandleTyped(m.daemonMux, wire.KindPMIReport, m.handlePMIReport)
+	wire.HandleTyped(m.daemonMux, wire.KindPMISpawn, m.handlePMISpawn)
 }
 
-func (m *Master) handlePMIReport(ctx context.Context, _ *wire.Request, b *daemon.PMIReport) (any, error) {
+func (m *Master) handlePMIReport(ctx context.Context, _ *wire.Request, b *wire.PMIReport) (any, error) {
 	return nil, do(ctx, m, func(s *state) error {
 		j := s.jobs[b.Job]
 		if j == nil || j.done {
 			return nil // ended meanwhile: nothing to do
 		}
 		switch b.What {
-		case daemon.PMIReportInit:
+		case wire.PMIReportInit:
 			if j.pmi != nil {
 				j.pmi.used = true
 			}
-		case daemon.PMIReportUnfinished:
+		case wire.PMIReportUnfinished:
 			if j.failure == nil {
 				node := "?"
 				if int(b.Rank) < len(j.procs) {
@@ -145,8 +143,8 @@ func (m *Master) handlePMIReport(ctx context.Context, _ *wire.Request, b *daemon
 
 // handlePMISpawn starts the job a PMI spawn asks for and answers once its
 // processes have been started (or failed to start).
-func (m *Master) handlePMISpawn(ctx context.Context, _ *wire.Request, b *daemon.PMISpawnReq) (any, error) {
-	rep, err := ask(ctx, m, func(s *state, reply func(*daemon.PMISpawnReply, error)) {
+func (m *Master) handlePMISpawn(ctx context.Context, _ *wire.Request, b *wire.PMISpawnReq) (any, error) {
+	rep, err := ask(ctx, m, func(s *state, reply func(*wire.PMISpawnReply, error)) {
 		s.pmiSpawn(b, reply)
 	})
 	if err != nil {
@@ -175,7 +173,7 @@ func (m *Master) handlePMISpawn(ctx context.Context, _ *wire.Request, b *daemon.
 	return rep, err
 }
 
-func (s *state) pmiSpawn(b *daemon.PMISpawnReq, reply func(*daemon.PMISpawnReply, error)) {
+func (s *state) pmiSpawn(b *wire.PMISpawnReq, reply func(*wire.PMISpawnReply, error)) {
 	parent := s.jobs[b.Job]
 	switch {
 	case parent == nil || parent.done:
@@ -213,7 +211,7 @@ func (s *state) pmiSpawn(b *daemon.PMISpawnReq, reply func(*daemon.PMISpawnReply
 			reply(nil, fmt.Errorf("master: spawn: executable %d: %w", i, err))
 			return
 		}
-		sp.blocks = append(sp.blocks, daemon.PMIBlock{Ranks: wire.Span(total, total+a.N-1), Argv: argv, Wdir: wdir})
+		sp.blocks = append(sp.blocks, wire.PMIBlock{Ranks: wire.Span(total, total+a.N-1), Argv: argv, Wdir: wdir})
 		sp.nodes = append(sp.nodes, nodes)
 		total += a.N
 	}
@@ -234,7 +232,7 @@ func (s *state) pmiSpawn(b *daemon.PMISpawnReq, reply func(*daemon.PMISpawnReply
 			reply(nil, fmt.Errorf("master: spawn from job %s: %w", parent.ns, err))
 			return
 		}
-		reply(&daemon.PMISpawnReply{Job: rep.Job, KVS: kvsName(rep.Job)}, nil)
+		reply(&wire.PMISpawnReply{Job: rep.Job, KVS: kvsName(rep.Job)}, nil)
 	})
 	s.pmi.next = nil // not consumed when the launch failed early
 }
@@ -243,7 +241,7 @@ func (s *state) pmiSpawn(b *daemon.PMISpawnReq, reply func(*daemon.PMISpawnReply
 // to find a program named without a slash) and wdir (relative to the
 // spawning job's directory). spawnHosts reads the placement keys; others
 // are ignored.
-func spawnApp(a daemon.PMISpawnApp, parentWdir string) ([]string, string) {
+func spawnApp(a wire.PMISpawnApp, parentWdir string) ([]string, string) {
 	argv := append([]string(nil), a.Argv...)
 	wdir := parentWdir
 	for _, kv := range a.Info {
@@ -270,7 +268,7 @@ func spawnApp(a daemon.PMISpawnApp, parentWdir string) ([]string, string) {
 // file of the forms --hostfile takes, relative to the spawning job's
 // directory; its slot counts are not used: the DVM's slots apply). nil
 // means no key named any.
-func spawnHosts(a daemon.PMISpawnApp, parentWdir string) ([]string, error) {
+func spawnHosts(a wire.PMISpawnApp, parentWdir string) ([]string, error) {
 	var hosts []string
 	for _, kv := range a.Info {
 		v := strings.TrimSpace(string(kv.Value))
@@ -387,9 +385,9 @@ func (s *state) settleWaits(j *job) {
 // waitEnd is what job.wait reports for an ended job: its own end, or,
 // when it succeeded but a job it spawned did not, that job's failure (so
 // its launcher exits non-zero, as mpiexec does when any process fails).
-func (s *state) waitEnd(j *job) tool.JobEnd {
+func (s *state) waitEnd(j *job) wire.JobInfo {
 	end := j.end
-	if end.State != wire.JobStateDone || end.Code != 0 || end.Reason != tool.ReasonNone {
+	if end.State != wire.JobStateDone || end.Code != 0 || end.Reason != wire.JobEndNone {
 		return end
 	}
 	if f := failedSpawn(j); f != nil {

@@ -107,7 +107,7 @@ func TestStopForExitBusy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ended := make(chan tool.JobEnd, 1)
+		ended := make(chan wire.JobInfo, 1)
 		go func() {
 			end, _ := c.WaitJob(ctx, rep.Job)
 			ended <- end

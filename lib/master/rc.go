@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/dynrt/dynrt/lib/alloc"
-	"github.com/dynrt/dynrt/lib/daemon"
 	"github.com/dynrt/dynrt/lib/pset"
 	"github.com/dynrt/dynrt/lib/rc"
 	"github.com/dynrt/dynrt/wire"
@@ -772,7 +771,8 @@ func (s *state) rcDefined(run *rcRun, def wire.PsetInfo) {
 // pushJobData sends the job as it now is to every daemon.
 func (s *state) pushJobData(j *job, done func()) {
 	j.gen++
-	s.pushAll(j, wire.KindNodeJobData, &daemon.JobDataBody{JobData: s.rcJobData(j)}, done)
+	data := s.rcJobData(j)
+	s.pushAll(j, wire.KindNodeJobData, &data, done)
 }
 
 // rcJobData describes j for the daemons: its live processes without those
@@ -889,10 +889,10 @@ func (s *state) rcLaunch(run *rcRun) {
 		}
 		calls = append(calls, &nodeCall{
 			node: n.idx, conn: n.conn, kind: wire.KindNodeLaunch, ranks: rr,
-			body: &daemon.LaunchBody{LaunchReq: wire.LaunchReq{
+			body: &wire.LaunchReq{
 				Job: j.ns, App: j.app, ID: j.id, Ranks: rr, Argv: j.req.Argv, Env: j.req.Env, Wdir: j.req.Wdir,
 				Output: j.req.Output, Delta: run.r.Delta(),
-			}},
+			},
 		})
 	}
 	m := s.m

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/dynrt/dynrt/lib/daemon"
 	"github.com/dynrt/dynrt/wire"
 )
 
@@ -49,7 +48,7 @@ func entry(job string, rank uint32, o *outcome, data ...wire.KV) *gentry {
 
 func fence(ss *sessState, s *state, job string, rank uint32, procs []wire.ProcRanges, o *outcome, data ...wire.KV) (*gentry, error) {
 	e := entry(job, rank, o, data...)
-	b := &daemon.FenceBody{FenceReq: wire.FenceReq{Procs: procs}, Job: job}
+	b := &wire.FenceReq{Procs: procs, Job: job}
 	return e, ss.fenceEnter(s, b, e)
 }
 

@@ -70,7 +70,7 @@ func (d *testDVM) launch(n int, mapBy string, args ...string) wire.JobLaunchRepl
 	return rep
 }
 
-func (d *testDVM) wait(job string) tool.JobEnd {
+func (d *testDVM) wait(job string) wire.JobInfo {
 	d.t.Helper()
 	return dvmtest.WaitJob(d.t, d.c, job, 60*time.Second)
 }

@@ -5,7 +5,6 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/dynrt/dynrt/lib/daemon"
 	"github.com/dynrt/dynrt/wire"
 )
 
@@ -81,7 +80,7 @@ func (s *Session) Get(ctx context.Context, rank uint32, key string, opts ...GetO
 	for _, f := range opts {
 		f(&o)
 	}
-	b := &daemon.KVGetBody{KVGetReq: wire.KVGetReq{Job: o.job, Rank: rank, Key: key, Wait: o.wait}, Refresh: o.refresh}
+	b := &wire.KVGetReq{Job: o.job, Rank: rank, Key: key, Wait: o.wait, Refresh: o.refresh}
 	if o.wait {
 		b.TimeoutMS = timeoutMS(ctx, 0)
 	}

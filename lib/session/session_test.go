@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/dynrt/dynrt/lib/session"
-	"github.com/dynrt/dynrt/lib/tool"
 	"github.com/dynrt/dynrt/wire"
 )
 
@@ -249,7 +248,7 @@ func TestAbort(t *testing.T) {
 	d := startDVM(t, 2, 2)
 	rep := d.launch(4, "", "abort", "7")
 	end := d.wait(rep.Job)
-	if end.Code != 7 || end.Reason != tool.ReasonAbort || end.State != wire.JobStateKilled || !strings.Contains(end.Msg, "testapp was told to abort") {
+	if end.Code != 7 || end.Reason != wire.JobEndAbort || end.State != wire.JobStateKilled || !strings.Contains(end.Msg, "testapp was told to abort") {
 		t.Errorf("job ended %s, code %d, reason %q, %q", end.State, end.Code, end.Reason, end.Msg)
 	}
 }

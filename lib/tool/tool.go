@@ -192,10 +192,10 @@ func (c *Client) Launch(ctx context.Context, req wire.JobLaunchReq) (wire.JobLau
 }
 
 // WaitJob waits until job has ended and returns its final state, exit
-// code and one-line report. Every output line the master forwarded for the
+// code, why it ended and its one-line report (JobInfo.Reason and Msg). Every output line the master forwarded for the
 // job has been delivered to OnOutput before WaitJob returns.
-func (c *Client) WaitJob(ctx context.Context, job string) (JobEnd, error) {
-	var end JobEnd
+func (c *Client) WaitJob(ctx context.Context, job string) (wire.JobInfo, error) {
+	var end wire.JobInfo
 	err := c.conn.Call(ctx, wire.KindJobWait, &wire.JobWaitReq{Job: job}, &end)
 	return end, err
 }

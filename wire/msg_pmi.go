@@ -1,0 +1,68 @@
+package wire
+
+// PMI family: the PMI service for MPI programs (docs/mpi.md). A daemon
+// answers PMI-1/PMI-2 for its ranks itself and asks the master only for
+// what needs the whole DVM: starting a job for a spawn, and telling it
+// about PMI events that change a job's fate. The master describes a PMI
+// job to its daemons in LaunchReq.PMI.
+
+const (
+	KindPMISpawn  = "pmi.spawn"  // daemon→master: PMISpawnReq → PMISpawnReply (a process called MPI_Comm_spawn)
+	KindPMIReport = "pmi.report" // daemon→master: PMIReport → empty
+)
+
+// What a PMIReport reports.
+const (
+	PMIReportInit       = "init"       // a process of the job began a PMI session (the job becomes static)
+	PMIReportUnfinished = "unfinished" // a process left PMI without finalize or abort (the job fails)
+)
+
+// PMIJob rides along node.launch (LaunchReq.PMI) for a job launched with
+// the PMI service: what the daemon needs to answer PMI for its ranks.
+type PMIJob struct {
+	Mode     string     `msgpack:"m,omitempty"`   // PMIFD or PMIPort
+	KVS      string     `msgpack:"kvs,omitempty"` // kvsname / PMI-2 jobid
+	Universe int        `msgpack:"u,omitempty"`   // MPI_UNIVERSE_SIZE: the DVM's slot count
+	Parent   string     `msgpack:"par,omitempty"` // KVS of the spawning job ("" = not spawned)
+	Preput   []KV       `msgpack:"pp,omitempty"`  // key-value data stored before any rank starts (spawn)
+	Blocks   []PMIBlock `msgpack:"b,omitempty"`   // executable blocks; empty = one block (appnum 0) of LaunchReq.Argv
+}
+
+// PMIBlock is one executable block of a job (MPI_Comm_spawn_multiple):
+// its ranks run Argv in Wdir and have appnum = the block's index.
+type PMIBlock struct {
+	Ranks RankRanges `msgpack:"r,omitempty"`    // ranks of the block
+	Argv  []string   `msgpack:"argv,omitempty"` // program and arguments
+	Wdir  string     `msgpack:"wd,omitempty"`   // working directory ("" = LaunchReq.Wdir)
+}
+
+// PMISpawnApp is one executable of a spawn request.
+type PMISpawnApp struct {
+	Argv []string `msgpack:"argv,omitempty"` // program (as the application named it) and arguments
+	N    uint32   `msgpack:"n,omitempty"`    // processes
+	Info []KV     `msgpack:"info,omitempty"` // MPI_Info keys (wdir and path are honoured)
+}
+
+// PMISpawnReq asks the master to start a job for a PMI spawn. Job and
+// Rank are the caller's, stamped by its daemon.
+type PMISpawnReq struct {
+	Job    string        `msgpack:"j,omitempty"`    // spawning job
+	Rank   uint32        `msgpack:"r,omitempty"`    // spawning rank
+	Apps   []PMISpawnApp `msgpack:"apps,omitempty"` // executables, ranks numbered across them
+	Preput []KV          `msgpack:"pp,omitempty"`   // stored in the new job's key-value space first
+}
+
+// PMISpawnReply describes the started job.
+type PMISpawnReply struct {
+	Job   string `msgpack:"j,omitempty"`   // namespace of the new job
+	KVS   string `msgpack:"kvs,omitempty"` // its kvsname / jobid
+	Codes []int  `msgpack:"c,omitempty"`   // per new rank: 0, or the exit code of a failed start
+}
+
+// PMIReport is a PMI event the master must act on.
+type PMIReport struct {
+	Job  string `msgpack:"j,omitempty"`   // job
+	Rank uint32 `msgpack:"r,omitempty"`   // process
+	What string `msgpack:"w,omitempty"`   // PMIReportInit or PMIReportUnfinished
+	Msg  string `msgpack:"msg,omitempty"` // detail for the job's report
+}
