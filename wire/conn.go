@@ -128,6 +128,7 @@ type Conn struct {
 	ctx      context.Context // handler context, canceled on close
 	cancel   context.CancelFunc
 	handlers sync.WaitGroup
+	serving  atomic.Int64 // requests of the peer being served (Quiet)
 	done     chan struct{}
 }
 
@@ -194,6 +195,21 @@ func (c *Conn) Err() error {
 func (c *Conn) Close() error {
 	c.shutdown(Errorf(ErrClosed, "connection to %s closed", c.peer))
 	return nil
+}
+
+// Quiet waits until no request of the peer is being served, so that
+// replies already decided get written before a shutdown closes the
+// connection, or until ctx ends (handlers that wait for more are not
+// waited for past it).
+func (c *Conn) Quiet(ctx context.Context) {
+	for c.serving.Load() > 0 && ctx.Err() == nil {
+		select {
+		case <-c.Done():
+			return
+		case <-ctx.Done():
+		case <-time.After(time.Millisecond):
+		}
+	}
 }
 
 func (c *Conn) shutdown(cause error) {
@@ -438,6 +454,7 @@ func (c *Conn) onRequest(env *Envelope) {
 		return
 	}
 	c.handlers.Add(1)
+	c.serving.Add(1)
 	req := &Request{ID: env.ID, Kind: env.Kind, Body: env.Body, Conn: c}
 	if c.opts.Inline != nil && c.opts.Inline(env.Kind) {
 		c.serve(req)
@@ -453,12 +470,26 @@ func (c *Conn) side() string {
 	return "accepting side"
 }
 
+// ReplyThen is a reply whose Then runs once Reply has been written: a
+// handler whose work ends the connection (a stop) answers first.
+type ReplyThen struct {
+	Reply any
+	Then  func()
+}
+
 func (c *Conn) serve(req *Request) {
 	defer c.handlers.Done()
+	defer c.serving.Add(-1)
 	reply, err := c.runHandler(req)
 	if err != nil {
 		c.replyErr(req.ID, req.Kind, err)
 		return
+	}
+	if rt, ok := reply.(ReplyThen); ok {
+		reply = rt.Reply
+		if rt.Then != nil {
+			defer rt.Then()
+		}
 	}
 	if err := c.send(req.ID, req.Kind, reply, nil); err != nil {
 		switch {

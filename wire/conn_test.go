@@ -436,3 +436,34 @@ func TestInlineKinds(t *testing.T) {
 		t.Fatalf("%d inline requests served, want 20", len(order))
 	}
 }
+
+// TestReplyThen: a handler that ends the connection in ReplyThen.Then
+// still gets its reply to the caller; Then runs after the write.
+func TestReplyThen(t *testing.T) {
+	leakCheck(t)
+	mux := echoMux()
+	var srv *Conn
+	ready := make(chan struct{})
+	ran := make(chan struct{})
+	mux.Handle("stop", func(_ context.Context, req *Request) (any, error) {
+		<-ready
+		var p Ping
+		if err := req.Decode(&p); err != nil {
+			return nil, err
+		}
+		return ReplyThen{Reply: &p, Then: func() { srv.Close(); close(ran) }}, nil
+	})
+	cli, s := unixPair(t, Options{}, Options{Handler: mux.Serve})
+	srv = s
+	close(ready)
+	var got Ping
+	if err := cli.Call(context.Background(), "stop", &Ping{Seq: 7}, &got); err != nil || got.Seq != 7 {
+		t.Fatalf("call: %+v, %v", got, err)
+	}
+	<-ran
+	select {
+	case <-cli.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the connection was not closed by Then")
+	}
+}

@@ -21,6 +21,10 @@ type Server struct {
 	Logger *slog.Logger
 }
 
+// quietLimit bounds how long Serve's shutdown waits for handlers that are
+// still running.
+const quietLimit = 500 * time.Millisecond
+
 // Serve accepts on ln until ctx is canceled or ln fails. On return ln is
 // closed, every connection it accepted is closed and their goroutines have
 // finished. It returns nil after a cancel, else the accept error.
@@ -43,10 +47,21 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		_ = ln.Close()
 		cancel() // aborts handshakes in flight
 		mu.Lock()
+		open := make([]*Conn, 0, len(conns))
 		for c := range conns {
-			_ = c.Close()
+			open = append(open, c)
 		}
 		mu.Unlock()
+		// Replies already decided (a job.wait answered by the stop) reach
+		// their callers before the connections close.
+		qctx, qcancel := context.WithTimeout(context.Background(), quietLimit)
+		for _, c := range open {
+			c.Quiet(qctx)
+		}
+		qcancel()
+		for _, c := range open {
+			_ = c.Close()
+		}
 		wg.Wait()
 	}()
 

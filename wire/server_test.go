@@ -104,3 +104,51 @@ func TestServerListenerFailure(t *testing.T) {
 		t.Fatal("Serve on a closed listener returned nil")
 	}
 }
+
+// TestServerShutdownWritesDecidedReplies: a request whose handler is still
+// running when Serve is canceled gets its reply before the connection
+// closes (the master's stop answers job.wait calls this way).
+func TestServerShutdownWritesDecidedReplies(t *testing.T) {
+	leakCheck(t)
+	path := filepath.Join(t.TempDir(), "m.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	mux := echoMux()
+	mux.Handle("slow", func(context.Context, *Request) (any, error) {
+		close(entered)
+		<-release
+		return &Ping{Seq: 42}, nil
+	})
+	srv := &Server{Policy: AcceptPolicy{Name: "master", Role: RoleMaster}, Options: Options{Handler: mux.Serve}}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	c, err := Dial(context.Background(), "unix", path, Hello{Role: RoleTool, Name: "t"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	got := make(chan error, 1)
+	go func() {
+		var p Ping
+		err := c.Call(context.Background(), "slow", nil, &p)
+		if err == nil && p.Seq != 42 {
+			err = errors.New("wrong reply")
+		}
+		got <- err
+	}()
+	<-entered
+	cancel()
+	time.Sleep(20 * time.Millisecond) // the shutdown is waiting for the handler now
+	close(release)
+	if err := <-got; err != nil {
+		t.Fatalf("reply lost in the shutdown: %v", err)
+	}
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -309,8 +309,9 @@ func (d *Daemon) handleStop(_ context.Context, _ *wire.Request, b *wire.NodeStop
 		grace = time.Duration(b.GraceMS) * time.Millisecond
 	}
 	d.shutdown(grace)
-	d.stopOnce.Do(func() { close(d.stopCh) })
-	return nil, nil
+	// Run closes the master connection once stopCh is closed: only after
+	// the reply has been written, or the master sees the stop fail.
+	return wire.ReplyThen{Then: func() { d.stopOnce.Do(func() { close(d.stopCh) }) }}, nil
 }
 
 func (d *Daemon) handleJobData(_ context.Context, _ *wire.Request, b *wire.JobData) (any, error) {
