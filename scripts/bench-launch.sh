@@ -37,30 +37,11 @@ NODES=4
 SLOTS=28
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-work=$(mktemp -d "${TMPDIR:-/tmp}/bench-launch.XXXXXX")
+. "$root/scripts/lib/common.sh"
+work_dir bench-launch
 dvm=""
 master_pid=""
 
-cleanup() {
-	local rc=$?
-	trap - EXIT INT TERM
-	if [[ -n $dvm ]]; then
-		"$work/dynrun" dvm stop --dvm "$dvm" >/dev/null 2>&1 || true
-	fi
-	# Only the master this script started, by pid, if the stop did not work.
-	if [[ -n $master_pid ]] && kill -0 "$master_pid" 2>/dev/null; then
-		kill -TERM "$master_pid" 2>/dev/null || true
-		sleep 1
-		kill -KILL "$master_pid" 2>/dev/null || true
-	fi
-	rm -rf "$work"
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-note() { printf '# %s\n' "$*" >&2; }
 
 # build_base builds dynrun at $BASE (if set) as $work/dynrun-base.
 build_base() {

@@ -29,23 +29,10 @@ NS=${NS:-"1 8 28"}
 SLOTS=28
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-work=$(mktemp -d "${TMPDIR:-/tmp}/bench-mpi.XXXXXX")
+. "$root/scripts/lib/common.sh"
+work_dir bench-mpi
 dvm=""
 
-cleanup() {
-	local rc=$?
-	trap - EXIT INT TERM
-	if [[ -n $dvm ]]; then
-		"$work/dynrun" dvm stop --dvm "$dvm" >/dev/null 2>&1 || true
-	fi
-	rm -rf "$work"
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-note() { printf '# %s\n' "$*" >&2; }
 
 # build_base builds dynrun at $BASE (if set) as $work/dynrun-base.
 build_base() {

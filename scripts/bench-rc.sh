@@ -29,7 +29,8 @@ MALLEABLE_ARGS=${MALLEABLE_ARGS:-"-timeout 3h"} # the program's own time limit (
 TIMEOUT=${TIMEOUT:-60s} # per change
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-work=$(mktemp -d "${TMPDIR:-/tmp}/bench-rc.XXXXXX")
+. "$root/scripts/lib/common.sh"
+work_dir bench-rc
 # A private rendezvous directory: the script never sees or touches the user's other DVMs.
 export DYNRT_DIR="$work/dvm"
 unset DYNRT_DVM
@@ -38,40 +39,6 @@ dvm=""
 master_pid=""
 job_pid=""
 
-# stop_all ends the job and the DVM (idempotent).
-stop_all() {
-	if [[ -n $job_pid ]] && kill -0 "$job_pid" 2>/dev/null; then
-		kill -TERM "$job_pid" 2>/dev/null || true # dynrun kills its job and exits
-		wait "$job_pid" 2>/dev/null || true
-	fi
-	if [[ -n $dvm ]]; then
-		"$work/dynrun" dvm stop --dvm "$dvm" >/dev/null 2>&1 || true
-	fi
-	# Only the master this script started, by pid, if the stop did not work.
-	if [[ -n $master_pid ]] && kill -0 "$master_pid" 2>/dev/null; then
-		kill -TERM "$master_pid" 2>/dev/null || true
-		sleep 1
-		kill -KILL "$master_pid" 2>/dev/null || true
-	fi
-	job_pid="" dvm="" master_pid=""
-}
-
-cleanup() {
-	local rc=$?
-	trap - EXIT INT TERM
-	stop_all
-	rm -rf "$work"
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-note() { printf '# %s\n' "$*" >&2; }
-die() {
-	printf 'bench-rc: %s\n' "$*" >&2
-	exit 1
-}
 
 command -v jq >/dev/null || die "jq is needed (apt-get install jq)"
 

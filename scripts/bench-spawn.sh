@@ -40,23 +40,10 @@ TRIES=10 # mpirun runs per k and set before giving up on the missing rounds
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${OUT:-$root/bench-out/spawn/$(date +%Y%m%d-%H%M%S)}
-work=$(mktemp -d "${TMPDIR:-/tmp}/bench-spawn.XXXXXX")
+. "$root/scripts/lib/common.sh"
+work_dir bench-spawn
 dvm=""
 
-cleanup() {
-	local rc=$?
-	trap - EXIT INT TERM
-	if [[ -n $dvm ]]; then
-		"$work/dynrun" dvm stop --dvm "$dvm" >/dev/null 2>&1 || true
-	fi
-	rm -rf "$work"
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-note() { printf '# %s\n' "$*" >&2; }
 load() { cut -d" " -f1-3 /proc/loadavg; }
 
 # --- Open MPI --------------------------------------------------------------

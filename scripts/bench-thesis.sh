@@ -43,41 +43,13 @@ ROUNDS=${ROUNDS:-1}
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${OUT:-$root/bench-out/thesis}
-work=$(mktemp -d "${TMPDIR:-/tmp}/bench-thesis.XXXXXX")
+. "$root/scripts/lib/common.sh"
+work_dir bench-thesis
 export DYNRT_DIR="$work/dvm" # a private rendezvous directory: the user's other DVMs stay out of it
 unset DYNRT_DVM
 mkdir -m 700 "$DYNRT_DIR"
 dvm="" master_pid="" job_pid=""
 
-stop_all() {
-	if [[ -n $job_pid ]] && kill -0 "$job_pid" 2>/dev/null; then
-		kill -TERM "$job_pid" 2>/dev/null || true # dynrun kills its job and exits
-		wait "$job_pid" 2>/dev/null || true
-	fi
-	[[ -n $dvm ]] && "$work/dynrun" dvm stop --dvm "$dvm" >/dev/null 2>&1 || true
-	if [[ -n $master_pid ]] && kill -0 "$master_pid" 2>/dev/null; then # only the master this script started
-		kill -TERM "$master_pid" 2>/dev/null || true
-		sleep 1
-		kill -KILL "$master_pid" 2>/dev/null || true
-	fi
-	job_pid="" dvm="" master_pid=""
-}
-cleanup() {
-	local rc=$?
-	trap - EXIT INT TERM
-	stop_all
-	rm -rf "$work"
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-note() { printf '# %s\n' "$*" >&2; }
-die() {
-	printf 'bench-thesis: %s\n' "$*" >&2
-	exit 1
-}
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 
 note "building dynrun, the synthetic benchmark and rcplot in $work"

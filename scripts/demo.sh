@@ -15,26 +15,12 @@ set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${DEMO_OUT:-$root/bench-out/demo}
-work=$(mktemp -d "${TMPDIR:-/tmp}/dynrt-demo.XXXXXX")
+. "$root/scripts/lib/common.sh"
+work_dir dynrt-demo
 export DYNRT_DIR="$work/dvm"
 unset DYNRT_DVM
 mkdir -m 700 "$DYNRT_DIR"
 dvm="" job_pid=""
-
-cleanup() {
-	local rc=$?
-	trap - EXIT INT TERM
-	if [[ -n $job_pid ]] && kill -0 "$job_pid" 2>/dev/null; then
-		kill -TERM "$job_pid" 2>/dev/null || true
-		wait "$job_pid" 2>/dev/null || true
-	fi
-	[[ -n $dvm ]] && "$work/dynrun" dvm stop --dvm "$dvm" >/dev/null 2>&1 || true
-	rm -rf "$work"
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 

@@ -97,7 +97,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			}
 			mu.Lock()
 			if ctx.Err() != nil {
+				// Shut down while this handshake finished: the peer may
+				// already have a request in flight.
 				mu.Unlock()
+				qctx, qcancel := context.WithTimeout(context.Background(), quietLimit)
+				c.Quiet(qctx)
+				qcancel()
 				_ = c.Close()
 				<-c.Done()
 				return

@@ -1,0 +1,50 @@
+# common.sh — sourced by the demo and benchmark scripts in scripts/: one work
+# directory, removed on exit, and the stop of whatever the script started
+# (its job, its DVM and, if the stop did not work, its master by pid),
+# however the script ends (normally, on an error, on Ctrl-C).
+#
+#   . "$root/scripts/lib/common.sh"
+#   work_dir bench-rc            # sets $work and installs the traps
+#   dvm=… master_pid=… job_pid=… # set as things start; stop_all uses them
+
+note() { printf '# %s\n' "$*" >&2; }
+
+die() {
+	printf '%s: %s\n' "$(basename "$0" .sh)" "$*" >&2
+	exit 1
+}
+
+# stop_all ends the job and the DVM the script started (idempotent).
+stop_all() {
+	if [[ -n ${job_pid:-} ]] && kill -0 "$job_pid" 2>/dev/null; then
+		kill -TERM "$job_pid" 2>/dev/null || true # dynrun kills its job and exits
+		wait "$job_pid" 2>/dev/null || true
+	fi
+	if [[ -n ${dvm:-} ]]; then
+		"$work/dynrun" dvm stop --dvm "$dvm" >/dev/null 2>&1 || true
+	fi
+	# Only the master this script started, by pid, if the stop did not work.
+	if [[ -n ${master_pid:-} ]] && kill -0 "$master_pid" 2>/dev/null; then
+		kill -TERM "$master_pid" 2>/dev/null || true
+		sleep 1
+		kill -KILL "$master_pid" 2>/dev/null || true
+	fi
+	job_pid="" dvm="" master_pid=""
+}
+
+# work_dir NAME makes $work under $TMPDIR and removes it (after stop_all)
+# when the script exits.
+work_dir() {
+	work=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX")
+	trap _common_cleanup EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+}
+
+_common_cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	stop_all
+	rm -rf "$work"
+	exit "$rc"
+}
