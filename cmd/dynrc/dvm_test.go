@@ -14,15 +14,18 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dynrt/dynrt/internal/leakcheck"
 )
 
 // End-to-end tests: a real DVM started with the dynrun binary, jobs
 // launched by it, and dynrc run in this process against them. TestMain
 // builds dynrun and the malleable test program once.
 
-// envMark tags every process the tests start, directly or not (DVM,
-// daemons, jobs inherit it), so that leftovers can be found in /proc.
-const envMark = "DYNRC_TEST_MARK"
+// testMark tags every process the tests start, directly or not (DVM,
+// daemons, jobs inherit it through leakcheck.EnvMark), so that leftovers
+// can be found in /proc.
+var testMark = "dynrc-" + strconv.Itoa(os.Getpid())
 
 var (
 	binDir       string // where the binaries go (made by TestMain)
@@ -43,7 +46,7 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(binDir)
-	os.Setenv(envMark, strconv.Itoa(os.Getpid()))
+	os.Setenv(leakcheck.EnvMark, testMark)
 	return m.Run()
 }
 
@@ -207,69 +210,8 @@ func (d *testDVM) show(delta string) rcJSON {
 // poisoned).
 func assertClean(t testing.TB, dir string) {
 	t.Helper()
-	var files, procs []string
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		files, procs = listFiles(dir), markedProcs()
-		if len(files) == 0 && len(procs) == 0 || time.Now().After(deadline) {
-			break
-		}
-	}
-	if len(files) > 0 {
-		t.Errorf("files left in %s: %q", dir, files)
-	}
-	if len(procs) > 0 {
-		t.Errorf("processes left running: %q", procs)
-		for _, p := range procs {
-			pid, _ := strconv.Atoi(strings.Fields(p)[0])
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
-}
-
-func listFiles(dir string) []string {
-	var out []string
-	_ = filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
-		if err == nil && p != dir {
-			out = append(out, strings.TrimPrefix(p, dir+"/"))
-		}
-		return nil
-	})
-	return out
-}
-
-// markedProcs lists "pid cmdline" of live processes (not zombies) other
-// than this one that carry this test run's mark in their environment.
-func markedProcs() []string {
-	mark := []byte(envMark + "=" + strconv.Itoa(os.Getpid()) + "\x00")
-	ents, _ := os.ReadDir("/proc")
-	var out []string
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err != nil || !bytes.Contains(env, mark) {
-			continue
-		}
-		if st, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil {
-			if i := bytes.LastIndexByte(st, ')'); i > 0 && len(st) > i+2 && (st[i+2] == 'Z' || st[i+2] == 'X') {
-				continue
-			}
-		}
-		cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		out = append(out, fmt.Sprintf("%d %s", pid, bytes.ReplaceAll(bytes.TrimRight(cmd, "\x00"), []byte{0}, []byte{' '})))
-	}
-	return out
+	leakcheck.WaitClean(t, dir, testMark, 10*time.Second)
 }
 
 // countProcs counts live marked processes whose program is prog.
-func countProcs(prog string) int {
-	n := 0
-	for _, p := range markedProcs() {
-		if f := strings.Fields(p); len(f) > 1 && filepath.Base(f[1]) == prog {
-			n++
-		}
-	}
-	return n
-}
+func countProcs(prog string) int { return leakcheck.CountProg(testMark, prog) }

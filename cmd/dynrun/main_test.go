@@ -10,9 +10,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dynrt/dynrt/internal/leakcheck"
 )
 
 // Environment of the test binary and everything it starts.
@@ -20,9 +21,6 @@ const (
 	// envAsMain makes the test binary behave as dynrun (daemons that an
 	// in-process master forks re-execute the test binary).
 	envAsMain = "DYNRUN_TEST_AS_MAIN"
-	// envMark tags every process the tests start, directly or not (jobs get
-	// dynrun's environment), so that leftovers can be found in /proc.
-	envMark = "DYNRUN_TEST_MARK"
 )
 
 // bin is dynrun built once for the tests that need a real binary (signals,
@@ -51,7 +49,7 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	os.Setenv(envAsMain, "1")
-	os.Setenv(envMark, strconv.Itoa(os.Getpid()))
+	os.Setenv(leakcheck.EnvMark, testMark)
 	return m.Run()
 }
 
@@ -69,79 +67,20 @@ func dynDir(t *testing.T) string {
 	return dir
 }
 
+// testMark tags every process the tests start, directly or not (jobs get
+// dynrun's environment, leakcheck.EnvMark included), so that leftovers can
+// be found in /proc.
+var testMark = "dynrun-" + strconv.Itoa(os.Getpid())
+
 // assertClean waits (bounded) until dir is empty and no marked process is
 // alive, then fails the test if that did not happen.
 func assertClean(t *testing.T, dir string) {
 	t.Helper()
-	var files []string
-	var procs []string
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		files = listFiles(dir)
-		procs = markedProcs()
-		if len(files) == 0 && len(procs) == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if len(files) > 0 {
-		t.Errorf("files left in %s: %q", dir, files)
-	}
-	if len(procs) > 0 {
-		t.Errorf("processes left running: %q", procs)
-		for _, p := range procs {
-			pid, _ := strconv.Atoi(strings.Fields(p)[0])
-			_ = syscall.Kill(pid, syscall.SIGKILL) // do not poison the next test
-		}
-	}
+	leakcheck.WaitClean(t, dir, testMark, 5*time.Second)
 }
 
-func listFiles(dir string) []string {
-	var out []string
-	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && p != dir {
-			out = append(out, strings.TrimPrefix(p, dir+"/"))
-		}
-		return nil
-	})
-	return out
-}
-
-// markedProcs lists "pid cmdline" of live processes (not zombies) other
-// than this one that carry this test run's mark in their environment.
-func markedProcs() []string {
-	mark := []byte(envMark + "=" + strconv.Itoa(os.Getpid()) + "\x00")
-	ents, _ := os.ReadDir("/proc")
-	var out []string
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err != nil || !bytes.Contains(env, mark) {
-			continue
-		}
-		if st, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil {
-			if i := bytes.LastIndexByte(st, ')'); i > 0 && len(st) > i+2 && (st[i+2] == 'Z' || st[i+2] == 'X') {
-				continue
-			}
-		}
-		cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		out = append(out, fmt.Sprintf("%d %s", pid, bytes.ReplaceAll(bytes.TrimRight(cmd, "\x00"), []byte{0}, []byte{' '})))
-	}
-	return out
-}
-
-// countMarked counts marked processes whose command line starts with prog.
-func countMarked(prog string) int {
-	n := 0
-	for _, p := range markedProcs() {
-		if f := strings.Fields(p); len(f) > 1 && filepath.Base(f[1]) == prog {
-			n++
-		}
-	}
-	return n
-}
+// countMarked counts marked processes whose program is prog.
+func countMarked(prog string) int { return leakcheck.CountProg(testMark, prog) }
 
 // waitFor polls cond for up to 10 s.
 func waitFor(t *testing.T, what string, cond func() bool) {

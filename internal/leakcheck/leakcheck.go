@@ -10,9 +10,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // EnvMark is set in every process a test starts, to find leftovers.
@@ -85,4 +88,63 @@ func Alive(pid int) bool {
 	}
 	i := bytes.LastIndexByte(st, ')')
 	return i < 0 || len(st) <= i+2 || st[i+2] != 'Z'
+}
+
+// WaitClean waits up to limit until no file is left below dir and no
+// process carrying mark is alive, then fails the test for what is still
+// there and kills the leftover processes. For tests whose processes take
+// a moment to go (a DVM stopping in another process).
+func WaitClean(t testing.TB, dir, mark string, limit time.Duration) {
+	t.Helper()
+	var files []string
+	var procs []int
+	for deadline := time.Now().Add(limit); ; time.Sleep(10 * time.Millisecond) {
+		files, procs = filesBelow(dir), MarkedProcs(mark)
+		if len(files) == 0 && len(procs) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(files) > 0 {
+		t.Errorf("files left in %s: %q", dir, files)
+	}
+	if len(procs) > 0 {
+		cmds := make([]string, len(procs))
+		for i, pid := range procs {
+			cmds[i] = strconv.Itoa(pid) + " " + strings.Join(Cmdline(pid), " ")
+			_ = syscall.Kill(pid, syscall.SIGKILL) // do not poison the next test
+		}
+		t.Errorf("processes left running: %q", cmds)
+	}
+}
+
+// CountProg counts the live processes carrying mark whose program (the
+// base name of argv[0]) is prog.
+func CountProg(mark, prog string) int {
+	n := 0
+	for _, pid := range MarkedProcs(mark) {
+		if c := Cmdline(pid); len(c) > 0 && filepath.Base(c[0]) == prog {
+			n++
+		}
+	}
+	return n
+}
+
+// Cmdline returns the arguments of pid (nil once it is gone).
+func Cmdline(pid int) []string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil || len(b) == 0 {
+		return nil
+	}
+	return strings.Split(string(bytes.TrimRight(b, "\x00")), "\x00")
+}
+
+func filesBelow(dir string) []string {
+	var out []string
+	_ = filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
+		if err == nil && p != dir {
+			out = append(out, strings.TrimPrefix(p, dir+"/"))
+		}
+		return nil
+	})
+	return out
 }
