@@ -149,6 +149,20 @@ func (e *env) psets(cl *tool.Client, job string) ([]wire.PsetInfo, error) {
 	return sets, nil
 }
 
+// marked fetches job j's sets and the delta set its reference-counted
+// marks refer to (markDelta): what list and tree show per job.
+func (e *env) marked(c *cli.Context, cl *tool.Client, j wire.JobInfo) ([]wire.PsetInfo, string, error) {
+	sets, err := e.psets(cl, j.Job)
+	if err != nil {
+		return nil, "", err
+	}
+	delta, err := markDelta(c, j, sets)
+	if err != nil {
+		return nil, "", err
+	}
+	return sets, delta, nil
+}
+
 // markDelta chooses the delta set U for the reference-counted marks: the
 // --delta flag, else the job's change in flight, else its newest delta set.
 func markDelta(c *cli.Context, j wire.JobInfo, sets []wire.PsetInfo) (string, error) {

@@ -93,11 +93,7 @@ func runList(e *env, c *cli.Context) error {
 	rows := []setJSON{}
 	deltas := map[string]string{}
 	for _, j := range js {
-		sets, err := e.psets(cl, j.Job)
-		if err != nil {
-			return err
-		}
-		delta, err := markDelta(c, j, sets)
+		sets, delta, err := e.marked(c, cl, j)
 		if err != nil {
 			return err
 		}

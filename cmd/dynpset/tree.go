@@ -43,11 +43,7 @@ func runTree(e *env, c *cli.Context) error {
 	forests := make([][]*psetview.Node, len(js))
 	deltas := map[string]string{}
 	for i, j := range js {
-		sets, err := e.psets(cl, j.Job)
-		if err != nil {
-			return err
-		}
-		delta, err := markDelta(c, j, sets)
+		sets, delta, err := e.marked(c, cl, j)
 		if err != nil {
 			return err
 		}

@@ -32,6 +32,7 @@ import (
 	"sync"
 	"time"
 
+	ident "github.com/dynrt/dynrt/internal/testapp/identity"
 	"github.com/dynrt/dynrt/lib/session"
 	"github.com/dynrt/dynrt/wire"
 )
@@ -92,25 +93,8 @@ func run(ctx context.Context, mode string, args []string) error {
 	return fmt.Errorf("unknown mode %q", mode)
 }
 
-// Report is what identity prints.
-type Report struct {
-	Rank       uint32                       `json:"rank"`
-	UID        uint64                       `json:"uid"`
-	Job        string                       `json:"job"`
-	App        string                       `json:"app"`
-	Node       string                       `json:"node"`
-	DVM        string                       `json:"dvm"`
-	Size       int                          `json:"size"`
-	LocalRank  int                          `json:"local_rank"`
-	LocalPeers []uint32                     `json:"local_peers"`
-	Env        map[string]string            `json:"env"`
-	Names      []string                     `json:"names"`
-	Sets       map[string]session.Pset      `json:"sets"`
-	Info       map[string]map[string]string `json:"info"`
-}
-
 func identity(ctx context.Context, s *session.Session) error {
-	rep := Report{
+	rep := ident.Report{
 		Rank: s.Rank(), UID: s.UID(), Job: s.Job(), App: s.App(), Node: s.Node(), DVM: s.DVM(), Size: s.Size(),
 		LocalRank: s.LocalRank(), LocalPeers: s.LocalPeers(), Env: map[string]string{},
 		Sets: map[string]session.Pset{}, Info: map[string]map[string]string{},

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynrt/dynrt/internal/testapp/identity"
+
 	"github.com/dynrt/dynrt/lib/session"
 	"github.com/dynrt/dynrt/wire"
 )
@@ -39,22 +41,8 @@ func TestInitOutsideDynrun(t *testing.T) {
 	}
 }
 
-// Report mirrors what `testapp identity` prints.
-type Report struct {
-	Rank       uint32                       `json:"rank"`
-	UID        uint64                       `json:"uid"`
-	Job        string                       `json:"job"`
-	App        string                       `json:"app"`
-	Node       string                       `json:"node"`
-	DVM        string                       `json:"dvm"`
-	Size       int                          `json:"size"`
-	LocalRank  int                          `json:"local_rank"`
-	LocalPeers []uint32                     `json:"local_peers"`
-	Env        map[string]string            `json:"env"`
-	Names      []string                     `json:"names"`
-	Sets       map[string]session.Pset      `json:"sets"`
-	Info       map[string]map[string]string `json:"info"`
-}
+// Report is what `testapp identity` prints.
+type Report = identity.Report
 
 // TestIdentity runs 8 processes over 4 virtual nodes and checks what each
 // learns about itself and its sets.
