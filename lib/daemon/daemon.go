@@ -2,7 +2,8 @@ package daemon
 
 import (
 	"context"
-	"errors"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net"
@@ -202,7 +203,7 @@ func (d *Daemon) run(ctx context.Context) error {
 		return wire.Errorf(wire.ErrInvalid, "daemon %s: master at %s runs DVM %q, not %q", d.node, d.cfg.Master, d.dvm, d.cfg.DVM)
 	}
 
-	ln, err := d.listen()
+	ln, tmp, err := d.listen()
 	if err != nil {
 		return err
 	}
@@ -225,10 +226,15 @@ func (d *Daemon) run(ctx context.Context) error {
 			d.log.Warn("daemon: client socket failed", "err", err)
 		}
 	}()
+	published := false
 	defer func() {
 		stopServe()
 		<-served
-		_ = os.Remove(d.sock)
+		if published {
+			removeIfSame(d.sock, tmp)
+		} else {
+			_ = os.Remove(tmp.path)
+		}
 	}()
 
 	var reg wire.NodeRegisterReply
@@ -238,6 +244,12 @@ func (d *Daemon) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("daemon %s: register with master: %w", d.node, err)
 	}
+	// The master accepted us as the node's daemon: only now may the
+	// socket take the node's name, replacing a dead daemon's file.
+	if err := os.Rename(tmp.path, d.sock); err != nil {
+		return wire.Errorf(wire.ErrInternal, "daemon %s: publish socket %s: %w", d.node, d.sock, err)
+	}
+	published = true
 	d.mu.Lock()
 	d.index = reg.Index
 	d.mu.Unlock()
@@ -258,30 +270,59 @@ func (d *Daemon) run(ctx context.Context) error {
 	return result
 }
 
-// listen opens the client socket <dir>/<dvm>/<node>.sock.
-func (d *Daemon) listen() (net.Listener, error) {
+// tmpSocket is the client socket under its temporary name, with its
+// identity to tell it from a file that later took its path.
+type tmpSocket struct {
+	path string
+	fi   os.FileInfo
+}
+
+// listen opens the client socket under a temporary name in <dir>/<dvm>/ and
+// sets d.sock to the name it gets once the master has accepted the daemon,
+// <dir>/<dvm>/<node>.sock. Binding under the final name would first have to
+// remove the file there, which may belong to a live daemon of the same
+// node: a second daemon that the master then refuses would have cut the
+// live one off from its processes.
+func (d *Daemon) listen() (net.Listener, tmpSocket, error) {
 	dir := d.cfg.Dir
 	if dir == "" {
 		var err error
 		if dir, err = dvmdir.Open(d.cfg.Env); err != nil {
-			return nil, fmt.Errorf("daemon %s: %w", d.node, err)
+			return nil, tmpSocket{}, fmt.Errorf("daemon %s: %w", d.node, err)
 		}
 	}
 	path, err := dvmdir.SocketPath(dir, d.dvm, d.node+".sock")
 	if err != nil {
-		return nil, fmt.Errorf("daemon %s: %w", d.node, err)
+		return nil, tmpSocket{}, fmt.Errorf("daemon %s: %w", d.node, err)
 	}
-	// A socket file left by a dead daemon of the same node would make
-	// Listen fail; nobody else has a reason to own this name.
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, wire.Errorf(wire.ErrInternal, "daemon %s: remove stale socket: %w", d.node, err)
-	}
-	ln, err := net.Listen("unix", path)
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	tmp, err := dvmdir.SocketPath(dir, d.dvm, ".j"+hex.EncodeToString(rnd[:]))
 	if err != nil {
-		return nil, wire.Errorf(wire.ErrInternal, "daemon %s: listen on %s: %w", d.node, path, err)
+		return nil, tmpSocket{}, fmt.Errorf("daemon %s: %w", d.node, err)
+	}
+	ln, err := net.Listen("unix", tmp)
+	if err != nil {
+		return nil, tmpSocket{}, wire.Errorf(wire.ErrInternal, "daemon %s: listen on %s: %w", d.node, tmp, err)
+	}
+	// The listener must not unlink the path on Close: after the rename it
+	// names the published socket, which removeIfSame handles.
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	fi, err := os.Stat(tmp)
+	if err != nil {
+		ln.Close()
+		return nil, tmpSocket{}, wire.Errorf(wire.ErrInternal, "daemon %s: %w", d.node, err)
 	}
 	d.sock = path
-	return ln, nil
+	return ln, tmpSocket{path: tmp, fi: fi}, nil
+}
+
+// removeIfSame removes the published socket unless another daemon of the
+// node has replaced it since.
+func removeIfSame(path string, ours tmpSocket) {
+	if fi, err := os.Stat(path); err == nil && os.SameFile(fi, ours.fi) {
+		_ = os.Remove(path)
+	}
 }
 
 // shutdown refuses new launches, terminates every process and waits until
