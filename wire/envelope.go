@@ -114,7 +114,7 @@ func (e *Envelope) decode(b []byte) error {
 			}
 			e.Kind = string(k)
 		case "body":
-			end, err := checkValue(b, off)
+			end, err := checkNested(b, off, maxDepth-1) // inside the envelope map
 			if err != nil {
 				return fmt.Errorf("field body: %w", err)
 			}
@@ -129,7 +129,7 @@ func (e *Envelope) decode(b []byte) error {
 				return fmt.Errorf("field err: %w", err)
 			}
 		default:
-			if off, err = checkValue(b, off); err != nil {
+			if off, err = checkNested(b, off, maxDepth-1); err != nil {
 				return fmt.Errorf("field %q: %w", key, err)
 			}
 		}
@@ -166,7 +166,7 @@ func readErr(b []byte, off int) (*Error, int, error) {
 			}
 			we.Msg = string(val)
 		default:
-			if off, err = checkValue(b, off); err != nil {
+			if off, err = checkNested(b, off, maxDepth-2); err != nil { // inside the envelope and err maps
 				return nil, off, err
 			}
 		}

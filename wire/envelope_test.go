@@ -157,3 +157,40 @@ func TestUnknownBodyKeysIgnored(t *testing.T) {
 		t.Fatalf("got %+v", p)
 	}
 }
+
+// The nesting bound counts the envelope map itself: a frame holds at most
+// maxDepth containers, whichever field they sit in (docs/wire.md). Fuzzing
+// found a 33-deep frame (32 levels in the body) that was accepted.
+func TestDecodeEnvelopeDepthCountsTheEnvelope(t *testing.T) {
+	nest := func(n int) []byte { return append(bytes.Repeat([]byte{0x91}, n), 0x00) }
+	field := func(key string, v []byte) []byte { return append(appendStr([]byte{0x81}, key), v...) }
+	errField := func(v []byte) []byte {
+		return field("err", append(appendStr(appendStr([]byte{0x82}, "code"), "busy"), append(appendStr(nil, "x"), v...)...))
+	}
+	tests := []struct {
+		name  string
+		frame []byte
+		ok    bool
+	}{
+		{"body 31 deep: 32 in all", field("body", nest(maxDepth-1)), true},
+		{"body 32 deep: 33 in all", field("body", nest(maxDepth)), false},
+		{"unknown field 31 deep", field("future", nest(maxDepth-1)), true},
+		{"unknown field 32 deep", field("future", nest(maxDepth)), false},
+		{"unknown err field 30 deep", errField(nest(maxDepth - 2)), true},
+		{"unknown err field 31 deep", errField(nest(maxDepth - 1)), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := DecodeEnvelope(tc.frame)
+			if (err == nil) != tc.ok {
+				t.Fatalf("DecodeEnvelope = %v, want ok=%v", err, tc.ok)
+			}
+			if err != nil && !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error %v does not match ErrMalformed", err)
+			}
+			if (checkOne(tc.frame) == nil) != tc.ok {
+				t.Fatalf("checkOne of the whole frame disagrees with DecodeEnvelope")
+			}
+		})
+	}
+}

@@ -31,7 +31,13 @@ var (
 // a decoder that trusts a length to pre-size a slice or map can never be led
 // into an allocation larger than the frame justifies, and that nesting stays
 // within maxDepth. The walk is iterative for the same reason.
-func checkValue(b []byte, off int) (int, error) {
+func checkValue(b []byte, off int) (int, error) { return checkNested(b, off, maxDepth) }
+
+// checkNested is checkValue for a value that sits inside `maxDepth - limit`
+// containers already (a body inside the envelope map), so that the frame as
+// a whole stays within maxDepth.
+func checkNested(b []byte, off, limit int) (int, error) {
+	limit = min(limit, maxDepth)
 	var stack [maxDepth + 1]uint64 // values still to read at each open level
 	depth := 0
 	stack[0] = 1
@@ -76,7 +82,7 @@ func checkValue(b []byte, off int) (int, error) {
 			if n > uint64(len(b)-off) {
 				return off, errBadLength
 			}
-			if depth == maxDepth {
+			if depth >= limit {
 				return off, errTooDeep
 			}
 			depth++

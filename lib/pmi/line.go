@@ -123,8 +123,8 @@ func ParseLine(b []byte) (Line, error) {
 
 // AppendLine appends the response `cmd=<cmd> k1=v1 ...\n` to dst; kv
 // holds keys and values alternately. It fails, appending nothing, when a
-// token cannot be represented (a space, newline or NUL in a value; a key
-// that is empty or holds '='), when there are more than MaxTokens tokens,
+// token cannot be represented (a space, newline, carriage return or NUL
+// in a value; a key that is empty or holds '='), when there are more than MaxTokens tokens,
 // or when the line would exceed MaxReply: a line the client would
 // misread is never produced.
 func AppendLine(dst []byte, cmd string, kv ...string) ([]byte, error) {
@@ -156,13 +156,15 @@ func AppendLine(dst []byte, cmd string, kv ...string) ([]byte, error) {
 	return dst, nil
 }
 
-// checkToken says whether key=value can be one token of a PMI-1 line.
+// checkToken says whether key=value can be one token of a PMI-1 line. A
+// '\r' is refused like a newline: readers (ParseLine among them) drop a
+// "\r" before the newline, so a token ending in one would not read back.
 func checkToken(key, value string) error {
-	if key == "" || strings.ContainsAny(key, "= \n\x00") {
+	if key == "" || strings.ContainsAny(key, "= \r\n\x00") {
 		return wire.Errorf(wire.ErrInvalid, "pmi: key %q cannot be sent", clip([]byte(key)))
 	}
-	if strings.ContainsAny(value, " \n\x00") {
-		return wire.Errorf(wire.ErrInvalid, "pmi: the value of %s holds a space, newline or NUL and cannot be sent", clip([]byte(key)))
+	if strings.ContainsAny(value, " \r\n\x00") {
+		return wire.Errorf(wire.ErrInvalid, "pmi: the value of %s holds a space, carriage return, newline or NUL and cannot be sent", clip([]byte(key)))
 	}
 	return nil
 }

@@ -78,6 +78,11 @@ func TestAppendLine(t *testing.T) {
 	}{
 		{"space in value", "x", []string{"msg", "two words"}, wire.ErrInvalid},
 		{"newline in value", "x", []string{"v", "a\nb"}, wire.ErrInvalid},
+		// A reader drops "\r" before the newline: `cmd=\r ` parsed, but its
+		// reply `cmd=\r\n` read back as an empty command (found by fuzzing).
+		{"carriage return as the command", "\r", nil, wire.ErrInternal},
+		{"carriage return ending a value", "x", []string{"v", "a\r"}, wire.ErrInvalid},
+		{"carriage return in a key", "x", []string{"k\r", "v"}, wire.ErrInvalid},
 		{"= in key", "x", []string{"a=b", "c"}, wire.ErrInvalid},
 		{"empty key", "x", []string{"", "c"}, wire.ErrInvalid},
 		{"odd list", "x", []string{"a"}, wire.ErrInternal},
