@@ -563,3 +563,36 @@ func (a *Alloc) JobNodes(name string) []int {
 	}
 	return out
 }
+
+// Retract undoes the latest Allocate of job, which returned ps: the
+// processes are released and the rank counter goes back to ps[0].Rank, so
+// that ranks no process ever had are handed out again (a change refused
+// before anything ran with them consumes no ranks). It fails, changing
+// nothing, unless ps are the job's newest ranks.
+func (a *Alloc) Retract(name string, ps []Proc) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	j, err := a.job(name)
+	if err != nil {
+		return err
+	}
+	first := ps[0].Rank
+	for i, p := range ps {
+		if p.Rank != first+uint32(i) {
+			return wire.Errorf(wire.ErrInvalid, "alloc: job %s: retract: ranks not consecutive at %d", name, p.Rank)
+		}
+	}
+	if uint64(first)+uint64(len(ps)) != uint64(j.next) {
+		return wire.Errorf(wire.ErrState, "alloc: job %s: retract of ranks %d-%d: the newest rank handed out is %d", name, first, first+uint32(len(ps))-1, j.next-1)
+	}
+	ranks := make([]uint32, len(ps))
+	for i, p := range ps {
+		ranks[i] = p.Rank
+	}
+	if err := a.Release(name, ranks); err != nil {
+		return err
+	}
+	j.next = first
+	return nil
+}

@@ -541,3 +541,40 @@ func BenchmarkAllocateRelease(b *testing.B) {
 		}
 	})
 }
+
+// TestRetract: the newest allocation can be taken back whole, counter
+// included; anything else is refused and changes nothing.
+func TestRetract(t *testing.T) {
+	a := mustNew(t, grid(2, 4))
+	mustAlloc(t, a, "j", 3, Options{})
+	ps := mustAlloc(t, a, "j", 3, Options{Oversubscribe: true})
+	mustAlloc(t, a, "k", 1, Options{}) // another job's allocation does not matter
+	cases := []struct {
+		name string
+		job  string
+		ps   []Proc
+		code *wire.Error
+	}{
+		{"not the newest", "j", ps[:2], wire.ErrState},
+		{"not consecutive", "j", []Proc{ps[0], ps[2]}, wire.ErrInvalid},
+		{"unknown job", "x", ps, wire.ErrNotFound},
+	}
+	for _, c := range cases {
+		if err := a.Retract(c.job, c.ps); !errors.Is(err, c.code) {
+			t.Errorf("%s: %v, want %s", c.name, err, c.code.Code)
+		}
+	}
+	if a.NextRank("j") != 6 || a.Size("j") != 6 {
+		t.Fatalf("refused retracts changed the job: next %d size %d", a.NextRank("j"), a.Size("j"))
+	}
+	if err := a.Retract("j", ps); err != nil {
+		t.Fatal(err)
+	}
+	if a.NextRank("j") != 3 || a.Size("j") != 3 || a.Free() != 8-4 {
+		t.Errorf("after retract: next %d size %d free %d", a.NextRank("j"), a.Size("j"), a.Free())
+	}
+	check(t, a)
+	if again := mustAlloc(t, a, "j", 1, Options{}); again[0].Rank != 3 {
+		t.Errorf("next rank after retract: %d", again[0].Rank)
+	}
+}

@@ -495,11 +495,7 @@ func (s *state) rcStart(jr *jobRC, b *wire.RCRequest, at time.Time, reply func(*
 		reply(nil, err)
 		return
 	}
-	release := func() {
-		if placed != nil {
-			_ = s.alloc.Release(j.ns, ranks)
-		}
-	}
+	release := func() { s.rcRetract(j, placed) }
 	named := []uint32(nil)
 	if typ == wire.RCSub {
 		named = b.Ranks.Ranks()
@@ -610,20 +606,28 @@ func (s *state) rcPlanAdd(j *job, b *wire.RCRequest) ([]alloc.Proc, []string, er
 	if err != nil {
 		return nil, nil, fmt.Errorf("master: ADD %d to job %s: %w", b.N, j.app, err)
 	}
-	ranks := make([]uint32, len(placed))
+	// A refusal from here on gives the slots and the ranks back: nothing
+	// ever ran with them, and the job table must keep numbering in step
+	// with the rank counter (DESIGN §9).
 	for i, p := range placed {
-		ranks[i] = p.Rank
 		if int(p.Rank) != len(j.procs)+i {
-			_ = s.alloc.Release(j.ns, ranks[:i+1])
+			s.rcRetract(j, placed)
 			return nil, nil, wire.Errorf(wire.ErrInternal, "master: job %s: rank %d handed out, expected %d", j.ns, p.Rank, len(j.procs)+i)
 		}
 		if n := s.nodes[p.Node]; !n.up {
-			_ = s.alloc.Release(j.ns, ranks[:i+1])
-			_ = s.alloc.Release(j.ns, rangeRanks(placed[i+1:]))
+			s.rcRetract(j, placed)
 			return nil, nil, wire.Errorf(wire.ErrNoResources, "master: ADD %d to job %s: node %s, where they would go, is down", b.N, j.app, n.name)
 		}
 	}
 	return placed, []string{bound}, nil
+}
+
+// rcRetract takes back the slots and ranks of an ADD refused before it
+// was numbered.
+func (s *state) rcRetract(j *job, placed []alloc.Proc) {
+	if err := s.alloc.Retract(j.ns, placed); err != nil {
+		s.log.Error("master: cannot take back the slots of a refused change", "job", j.ns, "err", err)
+	}
 }
 
 // deltaPlacement lists where ranks run (or will run), in node order.
@@ -639,14 +643,6 @@ func (s *state) deltaPlacement(j *job, ranks []uint32) []wire.Placement {
 		if rr, ok := per[n.idx]; ok {
 			out = append(out, wire.Placement{Node: n.name, Ranks: rr})
 		}
-	}
-	return out
-}
-
-func rangeRanks(ps []alloc.Proc) []uint32 {
-	out := make([]uint32, len(ps))
-	for i, p := range ps {
-		out[i] = p.Rank
 	}
 	return out
 }

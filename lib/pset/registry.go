@@ -305,6 +305,9 @@ func (r *Registry) byName(n Name) (*pset, error) {
 		if _, gone := r.deleted[key]; gone {
 			return nil, wire.Errorf(wire.ErrNotFound, "process set %s was deleted", key)
 		}
+		if n.Kind == KindDelta && n.RC > 0 && n.RC <= r.lastRC {
+			return nil, wire.Errorf(wire.ErrNotFound, "process set %s belonged to a resource change that settled and was forgotten (only the latest are kept)", key)
+		}
 		return nil, wire.Errorf(wire.ErrNotFound, "process set %s not found", key)
 	}
 	return p, nil
