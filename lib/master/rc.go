@@ -94,6 +94,7 @@ type rcRun struct {
 	refs      []wire.PsetRef             // bound sets at the announcement
 	bmem      map[string]wire.RankRanges // their members then
 	procs     []alloc.Proc               // ADD: the new processes
+	snap      pset.Snapshot              // which sets held the delta's ranks before the change (an abort restores it)
 	placement []wire.Placement           // where the delta's processes run
 
 	seq       uint64 // record updates pushed
@@ -510,6 +511,7 @@ func (s *state) rcStart(jr *jobRC, b *wire.RCRequest, at time.Time, reply func(*
 		reply(nil, err)
 		return
 	}
+	snap := j.reg.Snapshot(ranks)
 	in, err := j.reg.DefineDelta(ranks)
 	if err == nil && in.Name != r.Delta() {
 		err = wire.Errorf(wire.ErrInternal, "master: delta set numbering out of step: registry defined %s for %s", in.Name, r.Delta())
@@ -534,7 +536,7 @@ func (s *state) rcStart(jr *jobRC, b *wire.RCRequest, at time.Time, reply func(*
 	}
 	run := &rcRun{
 		jr: jr, r: r, req: *b, typ: typ, ranks: ranks, delta: wire.RangesOf(ranks), bound: bound,
-		procs: placed, placed: time.Now(), gone: make(map[uint32]bool), launchEnd: typ == wire.RCSub,
+		procs: placed, snap: snap, placed: time.Now(), gone: make(map[uint32]bool), launchEnd: typ == wire.RCSub,
 	}
 	jr.cur = run
 	jr.runs[r.Delta()] = run
@@ -1072,9 +1074,7 @@ func (s *state) rcAbort(run *rcRun, why string, force bool) error {
 		if !run.r.Times().JobDataPushed.IsZero() && !j.done {
 			s.pushJobData(j, func() {})
 		}
-		if run.typ == wire.RCAdd && !run.r.Times().DeltaDefined.IsZero() {
-			s.rcRevertSets(run)
-		}
+		s.rcRestoreSets(run)
 	}
 	s.rcReleaseKeys(run, why)
 	for _, b := range run.blocked {
@@ -1234,50 +1234,47 @@ func (s *state) rcInactive(run *rcRun) {
 	s.pushSets(j, defs, nil, func() {})
 }
 
-// rcRevertSets takes the ranks of an aborted ADD out of every set of the
-// application, active ones included: phase 2 may have put them in (a
-// UNION with the delta), but the processes never joined, and the next
-// change must not count on them. Inactive sets follow through the
-// recursion of Definition 4 or rcInactive.
-func (s *state) rcRevertSets(run *rcRun) {
+// rcRestoreSets gives the ranks of an aborted change the membership they
+// had in every set before it (DESIGN §9 "aborts restore"): phase 2 may
+// have put the new ranks of an ADD into sets (a UNION with the delta), or
+// taken those of a SUB out (a DIFFERENCE), active sets and the inactive
+// ones of Definition 4's recursion alike. Delta ranks that died meanwhile
+// stay out. Sets the change's phase 2 created with only new ranks are
+// deleted.
+func (s *state) rcRestoreSets(run *rcRun) {
 	j := run.jr.j
-	delta := run.r.Delta()
+	var dead []uint32
+	for _, r := range run.ranks {
+		if run.typ == wire.RCSub && !s.procLive(procRef{j.ns, r}) {
+			dead = append(dead, r)
+		}
+	}
+	changed, deleted := j.reg.Restore(run.snap, dead)
+	s.rcPushSets(j, changed, deleted)
+}
+
+// rcPushSets publishes and pushes sets the runtime changed on its own.
+func (s *state) rcPushSets(j *job, changed []pset.Info, deleted []string) {
+	if len(changed)+len(deleted) == 0 {
+		return
+	}
 	now := time.Now().UnixNano()
-	seen := map[string]bool{}
 	var defs []wire.PsetInfo
-	for _, in := range j.reg.List() {
-		if in.Kind != pset.KindApp || !in.Active {
-			continue
-		}
-		ms, err := j.reg.Members(in.Name)
-		if err != nil || !slices.ContainsFunc(ms, run.delta.Contains) {
-			continue
-		}
-		res, err := j.reg.ApplyOp(pset.OpRequest{Op: pset.OpDifference, P1: in.Name, P2: delta, Target: in.Name})
+	for _, in := range changed {
+		def, err := setInfo(j.reg, j.ns, in.Name, now)
 		if err != nil {
-			// Only ranks of the aborted change: the set would be empty.
-			s.log.Warn("master: cannot take the ranks of an aborted change out of a set", "set", in.Name, "err", err)
+			s.log.Warn("master: cannot describe a set", "set", in.Name, "err", err)
 			continue
 		}
-		for _, w := range append([]pset.Info{res.Result}, res.Affected...) {
-			if seen[w.Name] {
-				continue
-			}
-			seen[w.Name] = true
-			def, err := setInfo(j.reg, j.ns, w.Name, now)
-			if err != nil {
-				continue
-			}
-			defs = append(defs, def)
-			ev := def
-			ev.Members = nil
-			s.publish(wire.Event{Kind: wire.EvPsetDef, Job: j.ns, Pset: &ev})
-		}
+		defs = append(defs, def)
+		ev := def
+		ev.Members = nil
+		s.publish(wire.Event{Kind: wire.EvPsetDef, Job: j.ns, Pset: &ev})
 	}
-	if len(defs) > 0 {
-		s.pushSets(j, defs, nil, func() {})
+	for _, name := range deleted {
+		s.publish(wire.Event{Kind: wire.EvPsetDel, Job: j.ns, Pset: &wire.PsetInfo{Name: name, Job: j.ns}})
 	}
-	s.rcInactive(run)
+	s.pushSets(j, defs, deleted, func() {})
 }
 
 // rcAbortedDelta refuses a set operation with the delta of an aborted ADD

@@ -2,6 +2,8 @@ package session_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -98,4 +100,101 @@ func TestRCAddRefusedGivesBack(t *testing.T) {
 	if end := d.wait(job.Job); end.State != wire.JobStateDone || end.Code != 0 {
 		t.Errorf("job ended %s code %d: %s", end.State, end.Code, end.Msg)
 	}
+}
+
+// signalRank sends sig to the process of rank.
+func (d *rcDVM) signalRank(job string, rank uint32, sig syscall.Signal) {
+	d.t.Helper()
+	_, procs := d.liveProcs(job)
+	if int(rank) >= len(procs) || procs[rank].PID == 0 {
+		d.t.Fatalf("no pid for rank %d of %s", rank, job)
+	}
+	if err := syscall.Kill(procs[rank].PID, sig); err != nil {
+		d.t.Fatalf("signal rank %d: %v", rank, err)
+	}
+}
+
+// waitSetVersion waits until set has at least version v.
+func (d *rcDVM) waitSetVersion(job, set string, v uint32) {
+	d.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if p := d.pset(job, set); p.Version >= v {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	d.t.Fatalf("%s never reached version %d", set, v)
+}
+
+// TestRCSubAbortRestores: a SUB that is canceled, or times out because a
+// member of its bound set is stopped, after the root took the leaving
+// ranks out of the application set (phase 2), puts them back: every live
+// process is in the application set again and the next ADD works.
+func TestRCSubAbortRestores(t *testing.T) {
+	d := startRCDVM(t, 2, 4)
+	ctx := context.Background()
+	cases := []struct {
+		name  string
+		abort func(job wire.JobLaunchReply) // ends the SUB as ABORTED
+		why   string
+	}{
+		{"timeout", func(job wire.JobLaunchReply) {
+			if _, err := d.request(wire.RCRequest{Job: job.Job, Type: wire.RCSub, N: 2, ConfirmMS: 1500}); !errors.Is(err, wire.ErrAborted) {
+				t.Fatalf("SUB with a stopped member: %v", err)
+			}
+		}, "not accepted within"},
+		{"cancel", func(job wire.JobLaunchReply) {
+			rc, err := d.c.RequestRC(ctx, wire.RCRequest{Job: job.Job, Type: wire.RCSub, N: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.waitSetVersion(job.Job, pset.AppName(job.App), 2) // the root's DIFFERENCE
+			if _, err := d.c.CancelRC(ctx, rc.Delta, "test cancels"); err != nil {
+				t.Fatal(err)
+			}
+			d.settled(rc.Delta)
+		}, "test cancels"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			job := d.start(2, "-last", "3")
+			d.mustRequest(wire.RCRequest{Job: job.Job, Type: wire.RCAdd, N: 2}) // ranks 2-3
+			d.signalRank(job.Job, 1, syscall.SIGSTOP)
+			c.abort(job)
+			rc, err := d.c.RC(ctx, pset.DeltaName(job.App, 2))
+			if err != nil || rc.Status != wire.RCAborted || !strings.Contains(rc.Reason, c.why) {
+				t.Errorf("SUB: %s (%s), %v", rc.Status, rc.Reason, err)
+			}
+			d.signalRank(job.Job, 1, syscall.SIGCONT)
+			if as := d.pset(job.Job, pset.AppName(job.App)); as.Members.String() != "0-3" {
+				t.Errorf("application set after the aborted SUB: %s (version %d), want 0-3", as.Members, as.Version)
+			}
+			if n := d.usedSlots(); n != 4 {
+				t.Errorf("%d slots used, want 4", n)
+			}
+			rc = d.mustRequest(wire.RCRequest{Job: job.Job, Type: wire.RCAdd, N: 1})
+			if rc.Ranks.String() != "4" {
+				t.Errorf("ADD after the aborted SUB: ranks %s", rc.Ranks)
+			}
+			if as := d.pset(job.Job, pset.AppName(job.App)); as.Members.String() != "0-4" {
+				t.Errorf("application set after the next ADD: %s", as.Members)
+			}
+			if end := d.wait(job.Job); end.State != wire.JobStateDone || end.Code != 0 {
+				t.Errorf("job ended %s code %d: %s", end.State, end.Code, end.Msg)
+			}
+		})
+	}
+}
+
+// settled waits until the change delta is settled.
+func (d *rcDVM) settled(delta string) wire.RC {
+	d.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rc, err := d.c.WaitRC(ctx, delta, "")
+	if err != nil && !errors.Is(err, wire.ErrAborted) {
+		d.t.Fatalf("wait for %s: %v", delta, err)
+	}
+	return rc
 }
