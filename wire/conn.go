@@ -252,35 +252,50 @@ func (c *Conn) Call(ctx context.Context, kind string, req, resp any) error {
 	if err := ctx.Err(); err != nil {
 		return ctxError(kind, err)
 	}
+	wait, err := c.Start(kind, req)
+	if err != nil {
+		return err
+	}
+	return wait(ctx, resp)
+}
+
+// Start sends a request and returns once its frame is written, without
+// waiting for the reply; wait then waits for it as Call does (errors
+// alike). Requests started one after the other reach the peer in that
+// order, while their replies are awaited side by side. A reply nobody
+// waits for is dropped when it arrives.
+func (c *Conn) Start(kind string, req any) (wait func(ctx context.Context, resp any) error, err error) {
 	id := c.seq.Add(2)
 	cl := &call{kind: kind, ch: make(chan callResult, 1)}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return c.closedErr(kind)
+		return nil, c.closedErr(kind)
 	}
 	c.pending[id] = cl
 	c.mu.Unlock()
 
 	if err := c.send(id, kind, req, nil); err != nil {
 		c.forget(id)
-		return err
+		return nil, err
 	}
-	select {
-	case r := <-cl.ch:
-		if r.err != nil {
-			return r.err
-		}
-		if resp != nil && len(r.body) > 0 {
-			if err := unmarshal(r.body, resp); err != nil {
-				return Errorf(ErrMalformed, "wire: call %s: bad reply body: %w", kind, err)
+	return func(ctx context.Context, resp any) error {
+		select {
+		case r := <-cl.ch:
+			if r.err != nil {
+				return r.err
 			}
+			if resp != nil && len(r.body) > 0 {
+				if err := unmarshal(r.body, resp); err != nil {
+					return Errorf(ErrMalformed, "wire: call %s: bad reply body: %w", kind, err)
+				}
+			}
+			return nil
+		case <-ctx.Done():
+			c.forget(id) // a reply racing in lands in the buffered channel and is dropped
+			return ctxError(kind, ctx.Err())
 		}
-		return nil
-	case <-ctx.Done():
-		c.forget(id) // a reply racing in lands in the buffered channel and is dropped
-		return ctxError(kind, ctx.Err())
-	}
+	}, nil
 }
 
 func ctxError(kind string, err error) error {
@@ -477,10 +492,28 @@ type ReplyThen struct {
 	Then  func()
 }
 
+// Later is a reply an Inline handler returns when only the start of its
+// work must happen in arrival order: the handler does that part on the
+// reader goroutine (so later requests see its effect), and Later, run on
+// a goroutine of its own, does the slow rest and gives the reply.
+type Later func() (any, error)
+
 func (c *Conn) serve(req *Request) {
+	reply, err := c.guard(req, func() (any, error) { return c.opts.Handler(c.ctx, req) })
+	if later, ok := reply.(Later); ok && err == nil {
+		go func() {
+			reply, err := c.guard(req, later)
+			c.finish(req, reply, err)
+		}()
+		return
+	}
+	c.finish(req, reply, err)
+}
+
+// finish sends the reply of a request and ends its service.
+func (c *Conn) finish(req *Request, reply any, err error) {
 	defer c.handlers.Done()
 	defer c.serving.Add(-1)
-	reply, err := c.runHandler(req)
 	if err != nil {
 		c.replyErr(req.ID, req.Kind, err)
 		return
@@ -504,14 +537,15 @@ func (c *Conn) serve(req *Request) {
 	}
 }
 
-func (c *Conn) runHandler(req *Request) (reply any, err error) {
+// guard runs f, the handling of req, turning a panic into an error reply.
+func (c *Conn) guard(req *Request, f func() (any, error)) (reply any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			c.log.Error("wire: handler panicked", "kind", req.Kind, "peer", c.peer.String(), "panic", p, "stack", string(debug.Stack()))
 			reply, err = nil, Errorf(ErrInternal, "wire: %s: handler panicked: %v", req.Kind, p)
 		}
 	}()
-	return c.opts.Handler(c.ctx, req)
+	return f()
 }
 
 // replyErr sends an error reply; failures are only logged (the peer is gone

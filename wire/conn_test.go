@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -465,5 +466,64 @@ func TestReplyThen(t *testing.T) {
 	case <-cli.Done():
 	case <-time.After(5 * time.Second):
 		t.Fatal("the connection was not closed by Then")
+	}
+}
+
+// TestInlineLater: an inline handler that returns Later has its quick part
+// done in arrival order on the reader goroutine and its slow part on a
+// goroutine of its own: a request sent after it sees the quick part's
+// effect, and is answered while the slow part still runs.
+func TestInlineLater(t *testing.T) {
+	leakCheck(t)
+	var mu sync.Mutex
+	var log []string
+	note := func(s string) {
+		mu.Lock()
+		log = append(log, s)
+		mu.Unlock()
+	}
+	release := make(chan struct{})
+	mux := echoMux()
+	mux.Handle("slow", func(_ context.Context, req *Request) (any, error) {
+		note("slow: registered")
+		return Later(func() (any, error) {
+			<-release
+			note("slow: done")
+			return &Ping{Seq: 1}, nil
+		}), nil
+	})
+	mux.Handle("quick", func(_ context.Context, req *Request) (any, error) {
+		note("quick")
+		return nil, nil
+	})
+	srvOpts := Options{Handler: mux.Serve, Inline: func(kind string) bool { return kind == "slow" || kind == "quick" }}
+	cli, _ := unixPair(t, Options{}, srvOpts)
+	slow := make(chan error, 1)
+	sent := make(chan struct{})
+	go func() {
+		var p Ping
+		wait, err := cli.Start("slow", nil)
+		close(sent)
+		if err == nil {
+			err = wait(context.Background(), &p)
+		}
+		if err == nil && p.Seq != 1 {
+			err = fmt.Errorf("slow reply %+v", p)
+		}
+		slow <- err
+	}()
+	<-sent
+	if err := cli.Call(context.Background(), "quick", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-slow; err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"slow: registered", "quick", "slow: done"}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(log, want) {
+		t.Errorf("order %q, want %q", log, want)
 	}
 }
