@@ -13,15 +13,16 @@ const (
 
 // Event kinds (Event.Kind).
 const (
-	EvJobState  = "job.state"  // Job, State, Code; when a job changes state
-	EvProcState = "proc.state" // Job, Ranks, Node, State, Code, Signal
-	EvPsetDef   = "pset.def"   // Job, Pset: a set was defined or got a new version
-	EvPsetDel   = "pset.del"   // Job, Pset (name only): a set was deleted
-	EvRCState   = "rc.state"   // Job, RC: a resource change moved to a new status
-	EvNodeUp    = "node.up"    // Node: a daemon registered
-	EvNodeDown  = "node.down"  // Node, Msg: a daemon was lost
-	EvOutput    = "output"     // Job, Ranks, Output: a forwarded output line
-	EvApp       = "app"        // Job, Source, Msg, Data: raised by an application (event.notify)
+	EvJobState    = "job.state"    // Job, State, Code; when a job changes state
+	EvProcState   = "proc.state"   // Job, Ranks, Node, State, Code, Signal
+	EvPsetDef     = "pset.def"     // Job, Pset: a set was defined or got a new version
+	EvPsetDel     = "pset.del"     // Job, Pset (name only): a set was deleted
+	EvRCState     = "rc.state"     // Job, RC: a resource change moved to a new status
+	EvNodeUp      = "node.up"      // Node, Msg: a daemon registered, or a suspect node answers heartbeats again
+	EvNodeSuspect = "node.suspect" // Node, Msg: a daemon missed a heartbeat
+	EvNodeDown    = "node.down"    // Node, Msg: a daemon was lost (connection closed or heartbeats missed)
+	EvOutput      = "output"       // Job, Ranks, Output: a forwarded output line
+	EvApp         = "app"          // Job, Source, Msg, Data: raised by an application (event.notify)
 )
 
 // Event is one entry of the event bus. Kind says which of the optional

@@ -14,7 +14,7 @@ const (
 	KindProcStarted  = "proc.started"  // daemon→master, event: ProcStarted
 	KindProcExited   = "proc.exited"   // daemon→master, event: ProcExited
 	KindProcOutput   = "proc.output"   // daemon→master and master→launcher, event: OutputLine
-	KindPing         = "ping"          // either way: Ping → Ping (echoed)
+	KindPing         = "ping"          // either way: Ping → Ping (echoed); master→daemon: the heartbeat
 )
 
 // Output streams.
@@ -32,10 +32,14 @@ type NodeRegister struct {
 	Addr  string `msgpack:"a,omitempty"`   // the daemon's client socket (unix path or host:port)
 }
 
-// NodeRegisterReply admits a daemon.
+// NodeRegisterReply admits a daemon. From then on the master pings the
+// daemon every HeartbeatMS; a daemon that hears no ping for DeadMS takes
+// the master for lost: it kills its processes and exits.
 type NodeRegisterReply struct {
-	Index uint32 `msgpack:"i,omitempty"`   // node index: the order of slots across nodes
-	DVM   string `msgpack:"dvm,omitempty"` // DVM id
+	Index       uint32 `msgpack:"i,omitempty"`    // node index: the order of slots across nodes
+	DVM         string `msgpack:"dvm,omitempty"`  // DVM id
+	HeartbeatMS int64  `msgpack:"hb,omitempty"`   // interval of the master's pings (0 = none: no watchdog)
+	DeadMS      int64  `msgpack:"dead,omitempty"` // silence after which the daemon gives the master up (0 = never)
 }
 
 // NodeInfo describes a node (tool queries).
@@ -47,13 +51,17 @@ type NodeInfo struct {
 	Used  uint32 `msgpack:"u,omitempty"`   // slots in use
 	PID   int    `msgpack:"pid,omitempty"` // daemon pid
 	Addr  string `msgpack:"a,omitempty"`   // daemon client socket
-	State string `msgpack:"st,omitempty"`  // "up" or "down"
+	State string `msgpack:"st,omitempty"`  // "up", "suspect" or "down"
 }
 
-// Node states.
+// Node states. A node goes up → suspect when its daemon misses a
+// heartbeat, back to up when it answers again, and down when it misses
+// the configured number in a row or its connection closes. Placement
+// skips suspect and down nodes.
 const (
-	NodeUp   = "up"   // registered and connected
-	NodeDown = "down" // connection lost
+	NodeUp      = "up"      // registered, connected and answering heartbeats
+	NodeSuspect = "suspect" // connected, but the last heartbeat is unanswered
+	NodeDown    = "down"    // connection lost, or declared dead by the heartbeat
 )
 
 // JobData is the master's current picture of a job, pushed to every daemon

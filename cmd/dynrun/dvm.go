@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -56,6 +57,7 @@ func dvmCommand(e *env) *cli.Command {
 					&cli.StringFlag{Name: "name", Usage: "human `NAME` of the DVM (usable with --dvm)"},
 					&cli.StringFlag{Name: "bind", Usage: "TCP listen `ADDR` of the master (default 127.0.0.1:0)"},
 					&cli.StringFlag{Name: "id", Hidden: true, Usage: "DVM id (set by --daemonize for its child)"},
+					heartbeatFlag(""), heartbeatMissesFlag(""),
 				},
 				Action: func(c *cli.Context) error { return runDVMStart(c, e) },
 			},
@@ -145,10 +147,15 @@ func runDVMStart(c *cli.Context, e *env) error {
 	for i, n := range nodes {
 		hosts[i] = n.Name
 	}
+	hb, misses, err := heartbeatOpts(c)
+	if err != nil {
+		return err
+	}
 	log := newLogger(e, "master")
 	cfg := master.Config{
 		Dir: dir, ID: c.String("id"), Name: c.String("name"), Nodes: nodes, Launcher: kind, Hosts: hosts,
 		Bind: c.String("bind"), DaemonCommand: []string{exe, "daemon"}, Logger: log, Env: e.get,
+		HeartbeatInterval: hb, HeartbeatMisses: misses,
 	}
 	if kind == launcher.Join && len(nodes) > 1 {
 		cfg.RegisterTimeout = joinWait
@@ -174,6 +181,28 @@ func runDVMStart(c *cli.Context, e *env) error {
 		return cliutil.Exitf(cliutil.ExitFail, "dvm stop: %v", err)
 	}
 	return nil
+}
+
+// heartbeatFlag and heartbeatMissesFlag tune failure detection
+// (docs/reliability.md); prefix says where they apply.
+func heartbeatFlag(prefix string) cli.Flag {
+	return &cli.DurationFlag{Name: "heartbeat", Usage: prefix + "the master pings each daemon every `D` (default " + master.DefaultHeartbeatInterval.String() + ")"}
+}
+
+func heartbeatMissesFlag(prefix string) cli.Flag {
+	return &cli.IntFlag{Name: "heartbeat-misses", Usage: prefix + "declare a node down after `N` unanswered heartbeats in a row (default " + strconv.Itoa(master.DefaultHeartbeatMisses) + "; the first makes it suspect)"}
+}
+
+// heartbeatOpts reads --heartbeat and --heartbeat-misses (0: the defaults).
+func heartbeatOpts(c *cli.Context) (time.Duration, int, error) {
+	hb, misses := c.Duration("heartbeat"), c.Int("heartbeat-misses")
+	if c.IsSet("heartbeat") && hb < time.Millisecond {
+		return 0, 0, cliutil.Usagef("--heartbeat %s: want at least 1ms", hb)
+	}
+	if c.IsSet("heartbeat-misses") && misses < 1 {
+		return 0, 0, cliutil.Usagef("--heartbeat-misses %d: want at least 1", misses)
+	}
+	return hb, misses, nil
 }
 
 // joinWait is how long `dvm start --launcher join` waits for the daemons
@@ -264,7 +293,7 @@ func daemonize(c *cli.Context, e *env, dir string) error {
 		return cliutil.Exitf(cliutil.ExitFail, "cannot find my own binary: %v", err)
 	}
 	args := []string{exe, "dvm", "start", "--id", id, "--launcher", c.String("launcher")}
-	for _, f := range []string{"nodes", "slots", "host", "hostfile", "name", "bind"} {
+	for _, f := range []string{"nodes", "slots", "host", "hostfile", "name", "bind", "heartbeat", "heartbeat-misses"} {
 		if c.IsSet(f) {
 			v := c.Value(f)
 			if f == "hostfile" {

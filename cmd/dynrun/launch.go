@@ -159,6 +159,7 @@ func startPrivate(ctx context.Context, e *env, dir string, o *launchOpts, log *s
 	m, err := master.Start(ctx, master.Config{
 		Dir: dir, Name: fmt.Sprintf("%s%d", privatePrefix, os.Getpid()), Nodes: nodes,
 		Launcher: launcher.Local, Private: true, Logger: log, Env: e.get,
+		HeartbeatInterval: o.heartbeat, HeartbeatMisses: o.misses,
 		Listening: func(info dvmdir.Info) {
 			listening = true
 			go func() {

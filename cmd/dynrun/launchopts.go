@@ -34,6 +34,7 @@ func launchFlags() []cli.Flag {
 		&cli.StringFlag{Name: "pmi", Value: wire.PMIAuto, Usage: "PMI service for MPI programs (docs/mpi.md): auto (PMI_FD socketpair, like Hydra), fd, port (TCP PMI_PORT + PMI_ID) or none"},
 		&cli.IntFlag{Name: "nodes", Usage: "private DVM only: `K` virtual nodes (default 1)"},
 		&cli.IntFlag{Name: "slots", Usage: "private DVM only: `S` slots per node (default: CPUs)"},
+		heartbeatFlag("private DVM only: "), heartbeatMissesFlag("private DVM only: "),
 	}
 }
 
@@ -54,6 +55,8 @@ type launchOpts struct {
 	private     bool   // --nodes or --slots: always a private DVM
 	nodes       int
 	slots       int
+	heartbeat   time.Duration // --heartbeat, private DVM (0: default)
+	misses      int           // --heartbeat-misses, private DVM (0: default)
 	argv        []string
 	programPath string // argv[0] resolved
 }
@@ -77,6 +80,10 @@ func parseLaunch(c *cli.Context, cwd string) (launchOpts, error) {
 		return o, cliutil.Usagef("-n %d: need at least 1 process", o.n)
 	case o.argv[0] == "":
 		return o, cliutil.Usagef("empty program name")
+	}
+	var err error
+	if o.heartbeat, o.misses, err = heartbeatOpts(c); err != nil {
+		return o, err
 	}
 	if _, err := alloc.ParseMapBy(o.mapBy); err != nil {
 		return o, cliutil.Usagef("--map-by %q: want slot or node", o.mapBy)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -82,6 +83,7 @@ type Daemon struct {
 	// registered is closed once the master has assigned the node index:
 	// the master may send node.launch before our register Call returns.
 	registered chan struct{}
+	lastPing   atomic.Int64 // unix ns of the master's last heartbeat (watchdog.go)
 
 	sess *sessionState // session services (session.go)
 	pmi  *pmiService   // PMI service for MPI programs (pmi.go)
@@ -255,6 +257,12 @@ func (d *Daemon) run(ctx context.Context) error {
 	d.mu.Unlock()
 	close(d.registered)
 	d.log.Debug("daemon: registered", "index", reg.Index, "dvm", d.dvm, "socket", d.sock)
+	silent := make(chan error, 1)
+	if reg.DeadMS > 0 {
+		wctx, stopWatch := context.WithCancel(ctx)
+		defer stopWatch()
+		go d.watchMaster(wctx, time.Duration(reg.HeartbeatMS)*time.Millisecond, time.Duration(reg.DeadMS)*time.Millisecond, silent)
+	}
 	if d.cfg.Ready != nil {
 		d.cfg.Ready(d.sock)
 	}
@@ -265,6 +273,10 @@ func (d *Daemon) run(ctx context.Context) error {
 	case <-d.stopCh:
 	case <-mc.Done():
 		result = fmt.Errorf("daemon %s: lost the master: %w", d.node, mc.Err())
+	case err := <-silent:
+		d.log.Error("daemon: lost the master; killing every process and exiting", "err", err)
+		result = err
+		mc.Close()
 	}
 	d.shutdown(d.grace)
 	return result

@@ -85,6 +85,12 @@ type fakeMaster struct {
 }
 
 func startFakeMaster(t *testing.T, dir string) (*fakeMaster, string) {
+	return startFakeMasterReply(t, dir, wire.NodeRegisterReply{Index: 1, DVM: "dvm1"})
+}
+
+// startFakeMasterReply is startFakeMaster answering the registration with
+// reg (heartbeat settings).
+func startFakeMasterReply(t *testing.T, dir string, reg wire.NodeRegisterReply) (*fakeMaster, string) {
 	t.Helper()
 	sock, err := dvmdir.SocketPath(dir, "dvm1", "master.sock")
 	if err != nil {
@@ -98,7 +104,7 @@ func startFakeMaster(t *testing.T, dir string) (*fakeMaster, string) {
 	mux := wire.NewMux()
 	wire.HandleTyped(mux, wire.KindNodeRegister, func(_ context.Context, req *wire.Request, b *wire.NodeRegister) (any, error) {
 		f.conn <- req.Conn
-		return &wire.NodeRegisterReply{Index: 1, DVM: "dvm1"}, nil
+		return &reg, nil
 	})
 	srv := &wire.Server{
 		Policy:  wire.AcceptPolicy{Name: "dvm1", Role: wire.RoleMaster},

@@ -19,7 +19,7 @@ func (d *Daemon) routes() {
 	wire.HandleTyped(d.fromMaster, wire.KindNodeJobData, d.handleJobData)
 	wire.HandleTyped(d.fromMaster, wire.KindPsetPush, d.handlePsetPush)
 	wire.HandleTyped(d.fromMaster, wire.KindJobStdin, d.handleStdin)
-	wire.HandleTyped(d.fromMaster, wire.KindPing, handlePing)
+	wire.HandleTyped(d.fromMaster, wire.KindPing, d.handleHeartbeat)
 
 	// From application processes, answered here from the cache.
 	wire.HandleTyped(d.clients, wire.KindSessionInit, d.handleSessionInit)

@@ -194,8 +194,9 @@ func testLogger() *slog.Logger {
 }
 
 // startDVM starts a DVM of k virtual nodes with s slots each (node 0 in
-// this process, the others as re-executed test binaries).
-func startDVM(t testing.TB, k, s int) *testDVM {
+// this process, the others as re-executed test binaries); opts adjust its
+// configuration.
+func startDVM(t testing.TB, k, s int, opts ...func(*Config)) *testDVM {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "d")
 	mark := leakcheck.NewMark(t)
@@ -229,10 +230,14 @@ func startDVM(t testing.TB, k, s int) *testDVM {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	m, err := Start(ctx, Config{
+	cfg := Config{
 		Dir: dir, Nodes: nodes, Starter: starter, KillGrace: testGrace, Logger: testLogger(),
 		Env: func(string) string { return "" },
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	m, err := Start(ctx, cfg)
 	if err != nil {
 		t.Fatalf("start DVM: %v", err)
 	}

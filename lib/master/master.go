@@ -66,6 +66,12 @@ type Config struct {
 	// change until it is FINALIZED (a SUB: until its first accept); 0 =
 	// DefaultRCConfirmTimeout. A request may give its own.
 	RCConfirmTimeout time.Duration
+	// HeartbeatInterval is how often the master pings each daemon; 0 =
+	// DefaultHeartbeatInterval. HeartbeatMisses is how many pings in a row
+	// a daemon may leave unanswered before its node is declared down (the
+	// first miss makes it suspect); 0 = DefaultHeartbeatMisses.
+	HeartbeatInterval time.Duration
+	HeartbeatMisses   int
 	// RCGrace is how long the processes a FINALIZED SUB removes have to
 	// exit before they are killed; 0 = DefaultRCGrace. A request may give
 	// its own.
@@ -119,6 +125,9 @@ func Start(ctx context.Context, cfg Config) (*Master, error) {
 	}
 	if len(cfg.Nodes) == 0 {
 		return nil, wire.Errorf(wire.ErrInvalid, "master: a DVM needs at least one node")
+	}
+	if cfg.HeartbeatInterval < 0 || cfg.HeartbeatMisses < 0 {
+		return nil, wire.Errorf(wire.ErrInvalid, "master: heartbeat interval %v and misses %d must not be negative", cfg.HeartbeatInterval, cfg.HeartbeatMisses)
 	}
 	al, err := alloc.New(cfg.Nodes)
 	if err != nil {

@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,18 +17,23 @@ type node struct {
 	name  string
 	slots int
 
-	host  string
-	pid   int
-	addr  string // the daemon's client socket
-	conn  *wire.Conn
-	up    bool
-	local bool             // the daemon runs inside the master process
-	proc  *launcher.Daemon // the started daemon process (nil: in-process or join)
+	host    string
+	pid     int
+	addr    string // the daemon's client socket
+	conn    *wire.Conn
+	up      bool             // a daemon is registered and connected
+	suspect bool             // up, but its last heartbeat is unanswered (heartbeat.go)
+	joined  bool             // a daemon has registered at least once
+	local   bool             // the daemon runs inside the master process
+	proc    *launcher.Daemon // the started daemon process (nil: in-process or join)
 }
 
 func (n *node) info(used int) wire.NodeInfo {
 	st := wire.NodeDown
-	if n.up {
+	switch {
+	case n.up && n.suspect:
+		st = wire.NodeSuspect
+	case n.up:
 		st = wire.NodeUp
 	}
 	return wire.NodeInfo{
@@ -64,24 +70,42 @@ func (s *state) register(c *wire.Conn, b *wire.NodeRegister) (*wire.NodeRegister
 	if b.Slots != 0 && int(b.Slots) != n.slots {
 		s.log.Warn("master: daemon reports a different slot count; keeping the DVM's", "node", n.name, "daemon", b.Slots, "dvm", n.slots)
 	}
-	n.conn, n.up = c, true
+	n.conn, n.up, n.suspect = c, true, false
 	n.host, n.pid, n.addr = b.Host, b.PID, b.Addr
-	s.publish(wire.Event{Kind: wire.EvNodeUp, Node: n.name})
-	s.registered++
-	if s.registered == len(s.nodes) {
-		close(s.allUp)
+	msg := ""
+	if n.joined {
+		msg = "rejoined"
 	}
-	return &wire.NodeRegisterReply{Index: uint32(n.idx), DVM: s.id}, nil
+	s.publish(wire.Event{Kind: wire.EvNodeUp, Node: n.name, Msg: msg})
+	if !n.joined {
+		n.joined = true
+		s.registered++
+		if s.registered == len(s.nodes) {
+			close(s.allUp)
+		}
+	}
+	rep := &wire.NodeRegisterReply{Index: uint32(n.idx), DVM: s.id}
+	if !n.local {
+		// The daemon in this process cannot hang on its own.
+		iv, _ := s.m.heartbeat()
+		rep.HeartbeatMS, rep.DeadMS = iv.Milliseconds(), s.m.deadAfter().Milliseconds()
+		go s.m.pingNode(n.idx, c)
+	}
+	return rep, nil
 }
 
 // nodeLost marks a node down when its daemon's connection closes. Its
 // processes count as killed; jobs that did not expect it fail.
 func (s *state) nodeLost(n *node, why error) {
-	n.conn, n.up = nil, false
+	n.conn, n.up, n.suspect = nil, false, false
 	msg := fmt.Sprintf("daemon of node %s lost", n.name)
 	if s.stopping {
 		msg = fmt.Sprintf("daemon of node %s stopped", n.name)
-	} else if why != nil {
+	}
+	if errors.Is(why, wire.ErrTimeout) {
+		msg = fmt.Sprintf("daemon of node %s %v", n.name, why)
+	}
+	if !s.stopping && why != nil {
 		s.log.Warn("master: node down", "node", n.name, "err", why)
 	}
 	s.publish(wire.Event{Kind: wire.EvNodeDown, Node: n.name, Msg: msg})

@@ -294,13 +294,11 @@ func (s *State) ApplyEvent(ev wire.Event) {
 		if ev.RC != nil {
 			s.ApplyRC(*ev.RC)
 		}
-	case wire.EvNodeUp, wire.EvNodeDown:
+	case wire.EvNodeUp, wire.EvNodeSuspect, wire.EvNodeDown:
+		st := map[string]string{wire.EvNodeUp: wire.NodeUp, wire.EvNodeSuspect: wire.NodeSuspect, wire.EvNodeDown: wire.NodeDown}[ev.Kind]
 		for i := range s.Nodes {
 			if s.Nodes[i].Name == ev.Node {
-				s.Nodes[i].State = wire.NodeUp
-				if ev.Kind == wire.EvNodeDown {
-					s.Nodes[i].State = wire.NodeDown
-				}
+				s.Nodes[i].State = st
 			}
 		}
 	}
@@ -323,6 +321,7 @@ type Counts struct {
 	JobsLive, JobsEnded              int
 	RCFlight, RCFinalized, RCAborted int
 	Slots, Used, NodesUp             int
+	NodesSuspect                     int // missing heartbeats; not counted in NodesUp
 }
 
 // Count computes the header's numbers.
@@ -349,7 +348,11 @@ func (s *State) Count() Counts {
 	for _, n := range s.Nodes {
 		c.Slots += int(n.Slots)
 		c.Used += min(used[n.Name], int(n.Slots))
-		if n.State != wire.NodeDown {
+		switch n.State {
+		case wire.NodeDown:
+		case wire.NodeSuspect:
+			c.NodesSuspect++
+		default:
 			c.NodesUp++
 		}
 	}

@@ -59,12 +59,16 @@ func TestStateEvents(t *testing.T) {
 	if c := s.Count(); c.RCFinalized != 1 || c.RCFlight != 0 || j.Info.Delta != "" {
 		t.Errorf("counts %+v, delta %q", c, j.Info.Delta)
 	}
-	ev(wire.Event{Seq: 12, Kind: wire.EvNodeDown, Node: "n1"})
-	if s.Nodes[1].State != wire.NodeDown || s.Count().NodesUp != 1 {
+	ev(wire.Event{Seq: 12, Kind: wire.EvNodeSuspect, Node: "n1"})
+	if c := s.Count(); s.Nodes[1].State != wire.NodeSuspect || c.NodesUp != 1 || c.NodesSuspect != 1 {
+		t.Errorf("node suspect: %+v %+v", s.Nodes, c)
+	}
+	ev(wire.Event{Seq: 13, Kind: wire.EvNodeDown, Node: "n1"})
+	if c := s.Count(); s.Nodes[1].State != wire.NodeDown || c.NodesUp != 1 || c.NodesSuspect != 0 {
 		t.Errorf("node down: %+v", s.Nodes)
 	}
-	ev(wire.Event{Seq: 13, Kind: wire.EvJobState, Job: "d.1", State: wire.JobStateFailed, Code: 3, Time: 99})
-	if j.Live() || j.Info.Code != 3 || s.Count().JobsEnded != 1 || s.LastSeq != 13 || s.Events != 13 {
+	ev(wire.Event{Seq: 14, Kind: wire.EvJobState, Job: "d.1", State: wire.JobStateFailed, Code: 3, Time: 99})
+	if j.Live() || j.Info.Code != 3 || s.Count().JobsEnded != 1 || s.LastSeq != 14 || s.Events != 14 {
 		t.Errorf("job end: %+v %+v", j.Info, s.Count())
 	}
 }

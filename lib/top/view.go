@@ -176,8 +176,11 @@ func (m *Model) header() []string {
 			bar(c.Used, c.Slots, 6), c.Used, c.Slots, bar(busy, len(st.Nodes), 4), busy, len(st.Nodes),
 			c.JobsLive, c.JobsEnded, c.RCFlight, c.RCFinalized, c.RCAborted)
 	}
-	if c.NodesUp < len(st.Nodes) {
-		line2 += m.styles.Bad.Render(fmt.Sprintf("  %d node(s) down", len(st.Nodes)-c.NodesUp))
+	if c.NodesSuspect > 0 {
+		line2 += m.styles.Warn.Render(fmt.Sprintf("  %d node(s) suspect", c.NodesSuspect))
+	}
+	if down := len(st.Nodes) - c.NodesUp - c.NodesSuspect; down > 0 {
+		line2 += m.styles.Bad.Render(fmt.Sprintf("  %d node(s) down", down))
 	}
 	return []string{line1, line2}
 }
@@ -512,7 +515,7 @@ func (m *Model) eventText(ev wire.Event) string {
 				what += ": " + ev.RC.Reason
 			}
 		}
-	case wire.EvNodeUp, wire.EvNodeDown:
+	case wire.EvNodeUp, wire.EvNodeSuspect, wire.EvNodeDown:
 		app = ev.Node
 		what = strings.TrimPrefix(ev.Kind, "node.")
 		if ev.Msg != "" {
@@ -736,8 +739,11 @@ func (m *Model) slotLines(w, rows int) []string {
 	name := func(i int) string {
 		n := nodes[i]
 		s := fit(n.Name, nameW)
-		if n.State == wire.NodeDown {
+		switch n.State {
+		case wire.NodeDown:
 			return m.styles.Bad.Render(s)
+		case wire.NodeSuspect:
+			return m.styles.Warn.Render(s)
 		}
 		return s
 	}

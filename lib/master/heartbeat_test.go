@@ -1,0 +1,184 @@
+package master
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dynrt/dynrt/internal/leakcheck"
+	"github.com/dynrt/dynrt/wire"
+)
+
+// fastHeartbeat makes a test DVM declare a silent daemon down after about
+// a second, with room for a loaded machine.
+func fastHeartbeat(c *Config) {
+	c.HeartbeatInterval = 250 * time.Millisecond
+	c.HeartbeatMisses = 4
+}
+
+// nodeEvents records the node.* events of a DVM.
+type nodeEvents struct {
+	mu      sync.Mutex
+	evs     []wire.Event
+	changed chan struct{}
+}
+
+func (d *testDVM) nodeEvents() *nodeEvents {
+	d.t.Helper()
+	ne := &nodeEvents{changed: make(chan struct{})}
+	if _, err := d.c.Subscribe(context.Background(), wire.EventSubReq{Kinds: []string{"node."}}, func(ev wire.Event) {
+		ne.mu.Lock()
+		ne.evs = append(ne.evs, ev)
+		close(ne.changed)
+		ne.changed = make(chan struct{})
+		ne.mu.Unlock()
+	}); err != nil {
+		d.t.Fatal(err)
+	}
+	return ne
+}
+
+// wait waits for an event of kind about node and returns the events up to
+// and including it.
+func (ne *nodeEvents) wait(t *testing.T, kind, node string) []wire.Event {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for {
+		ne.mu.Lock()
+		for i, ev := range ne.evs {
+			if ev.Kind == kind && ev.Node == node {
+				out := append([]wire.Event(nil), ne.evs[:i+1]...)
+				ne.mu.Unlock()
+				return out
+			}
+		}
+		ch := ne.changed
+		ne.mu.Unlock()
+		select {
+		case <-ch:
+		case <-timeout:
+			t.Fatalf("no %s event for %s", kind, node)
+		}
+	}
+}
+
+// stopDaemon sends SIGSTOP to the daemon of node idx, and SIGCONT in the
+// cleanup (before the DVM's own cleanup checks for leftovers).
+func (d *testDVM) stopDaemon(t *testing.T, idx int) int {
+	t.Helper()
+	st, err := d.c.State(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := st.Nodes[idx].PID
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+	return pid
+}
+
+func (d *testDVM) nodeState(idx int) string {
+	d.t.Helper()
+	st, err := d.c.State(context.Background())
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	return st.Nodes[idx].State
+}
+
+// TestHungDaemonDeclaredDown: a stopped daemon misses heartbeats, its node
+// goes suspect then down, its processes count as lost (the job fails), new
+// jobs run on the other nodes; once it runs again it finds its connection
+// closed, kills its processes and exits.
+func TestHungDaemonDeclaredDown(t *testing.T) {
+	d := startDVM(t, 3, 2, fastHeartbeat)
+	ne := d.nodeEvents()
+	rep, err := d.launch(wire.JobLaunchReq{Argv: sh(`echo up; exec sleep 30`), N: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.waitLines(rep.Job, 6)
+	var lost []int
+	for _, p := range d.procs(rep.Job) {
+		if p.Node == "node2" {
+			lost = append(lost, p.PID)
+		}
+	}
+	pid := d.stopDaemon(t, 2)
+
+	end := d.wait(rep.Job)
+	if end.State != wire.JobStateFailed || !strings.Contains(end.Msg, "on node2 was lost") {
+		t.Fatalf("job ended %s code %d %q", end.State, end.Code, end.Msg)
+	}
+	evs := ne.wait(t, wire.EvNodeDown, "node2")
+	var kinds []string
+	for _, ev := range evs {
+		if ev.Node == "node2" {
+			kinds = append(kinds, ev.Kind)
+		}
+	}
+	if len(kinds) < 2 || kinds[0] != wire.EvNodeSuspect || !strings.Contains(evs[len(evs)-1].Msg, "heartbeats") {
+		t.Errorf("node2 events %v, last %+v; want suspect first, down for missed heartbeats last", kinds, evs[len(evs)-1])
+	}
+	if st := d.nodeState(2); st != wire.NodeDown {
+		t.Errorf("node2 is %s", st)
+	}
+	// The DVM goes on without node2.
+	rep2, end2 := d.run(wire.JobLaunchReq{Argv: []string{"true"}, N: 4})
+	if end2.State != wire.JobStateDone {
+		t.Errorf("job after the loss: %+v", end2)
+	}
+	for _, pl := range rep2.Placement {
+		if pl.Node == "node2" {
+			t.Errorf("placed on the down node: %+v", rep2.Placement)
+		}
+	}
+	// Resumed, the daemon finds its master gone: it and its processes end.
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range append(lost, pid) {
+		deadline := time.Now().Add(10 * time.Second)
+		for leakcheck.Alive(p) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if leakcheck.Alive(p) {
+			t.Errorf("pid %d survived the loss of node2", p)
+		}
+	}
+}
+
+// TestHungUnusedDaemon (issue 11 item 4): a stopped daemon on a node no
+// job uses must not stop the DVM: a change of another job is announced
+// and launched, a new job runs, and the node is reported down.
+func TestHungUnusedDaemon(t *testing.T) {
+	d := startDVM(t, 3, 2, fastHeartbeat)
+	ne := d.nodeEvents()
+	job := d.sleeper(2) // node0
+	d.stopDaemon(t, 2)
+
+	// Both wait for every daemon's acknowledgement (set and job data
+	// pushes); the hung one is declared down instead of waited for.
+	r, err := d.rc(wire.RCRequest{Job: job.Job, Type: wire.RCAdd, N: 1})
+	if err != nil {
+		t.Fatalf("ADD with a hung node: %v", err)
+	}
+	_, end := d.run(wire.JobLaunchReq{Argv: []string{"true"}, N: 1})
+	if end.State != wire.JobStateDone {
+		t.Errorf("job with a hung node: %+v", end)
+	}
+	ne.wait(t, wire.EvNodeDown, "node2")
+	for _, p := range d.procs(job.Job) {
+		if p.Node == "node2" {
+			t.Errorf("rank %d of the ADD %s placed on the hung node", p.Rank, r.Delta)
+		}
+	}
+	if st := d.nodeState(2); st != wire.NodeDown {
+		t.Errorf("node2 is %s", st)
+	}
+	d.kill(job.Job)
+}
