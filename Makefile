@@ -13,6 +13,9 @@ LDFLAGS := -X github.com/dynrt/dynrt/lib/buildinfo.version=$(VERSION)
 # CLI library's man/markdown generator. scripts/bench-launch.sh uses the same.
 BUILDTAGS := urfave_cli_no_docs,netgo
 FUZZTIME ?= 10s
+# make test ends with every fuzz target for this long (CI's short run;
+# the targets are meant to pass `make fuzz FUZZTIME=10m`).
+FUZZTIME_TEST ?= 5s
 TEST_TIMEOUT ?= 12m
 
 .PHONY: help build install test deps-tmux deps-mpi bench fuzz verify demo clean
@@ -27,8 +30,9 @@ build: ## build the four binaries into bin/
 install: ## install the binaries into $GOBIN (or $GOPATH/bin)
 	$(GO) install -tags '$(BUILDTAGS)' -ldflags '$(LDFLAGS)' $(addprefix ./cmd/,$(CMDS))
 
-test: deps-tmux deps-mpi ## run every test with the race detector
+test: deps-tmux deps-mpi ## run every test with the race detector, then each fuzz target for FUZZTIME_TEST (5s)
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME_TEST)
 
 deps-tmux: ## install tmux (Debian) for dyntop's end-to-end test, if missing
 	@command -v tmux >/dev/null 2>&1 || { \
@@ -47,7 +51,7 @@ deps-mpi: ## install Debian's MPICH (mpich, libmpich-dev) for the MPI tests, if 
 bench: ## run the Go benchmarks (figures go to docs/BENCHMARKS.md)
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
-fuzz: ## run every fuzz target for FUZZTIME (default 10s) each
+fuzz: ## run every fuzz target for FUZZTIME (default 10s; 10m for a long run) each
 	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
 	    echo "fuzz $$pkg $$f ($(FUZZTIME))"; \

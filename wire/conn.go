@@ -75,7 +75,22 @@ type Options struct {
 	// WriteTimeout, when > 0, bounds each frame write; a peer that stops
 	// reading for longer gets its connection closed. 0 means no bound.
 	WriteTimeout time.Duration
+	// MaxInflight bounds the peer's requests being served at once (their
+	// handlers running or their replies being written); <= 0 means
+	// DefaultMaxInflight. MaxInflightBytes bounds the bytes of their
+	// bodies; <= 0 means DefaultMaxInflightBytes. A request over either is
+	// answered at once with ErrLimit. The answer is written on the reader
+	// goroutine, so a peer that sends without reading stops being read:
+	// its own writes block instead of this side's memory growing.
+	MaxInflight      int
+	MaxInflightBytes int
 }
+
+// Defaults of the in-flight bounds (docs/limits.md).
+const (
+	DefaultMaxInflight      = 4096
+	DefaultMaxInflightBytes = 64 << 20
+)
 
 // PeerInfo describes the far side as learned during the handshake.
 type PeerInfo struct {
@@ -128,7 +143,8 @@ type Conn struct {
 	ctx      context.Context // handler context, canceled on close
 	cancel   context.CancelFunc
 	handlers sync.WaitGroup
-	serving  atomic.Int64 // requests of the peer being served (Quiet)
+	serving  atomic.Int64 // requests of the peer being served (Quiet, MaxInflight)
+	inBytes  atomic.Int64 // bytes of their bodies (MaxInflightBytes)
 	done     chan struct{}
 }
 
@@ -468,14 +484,39 @@ func (c *Conn) onRequest(env *Envelope) {
 		c.replyErr(env.ID, env.Kind, Errorf(ErrUnknownKind, "wire: %s serves no requests (kind %q)", c.side(), env.Kind))
 		return
 	}
+	if err := c.admit(env); err != nil {
+		c.replyErr(env.ID, env.Kind, err)
+		return
+	}
 	c.handlers.Add(1)
 	c.serving.Add(1)
+	c.inBytes.Add(int64(len(env.Body)))
 	req := &Request{ID: env.ID, Kind: env.Kind, Body: env.Body, Conn: c}
 	if c.opts.Inline != nil && c.opts.Inline(env.Kind) {
 		c.serve(req)
 		return
 	}
 	go c.serve(req)
+}
+
+// admit applies the in-flight bounds to a request of the peer. One request
+// is always admitted, whatever its size (the frame limit bounds it).
+func (c *Conn) admit(env *Envelope) error {
+	maxN, maxB := c.opts.MaxInflight, c.opts.MaxInflightBytes
+	if maxN <= 0 {
+		maxN = DefaultMaxInflight
+	}
+	if maxB <= 0 {
+		maxB = DefaultMaxInflightBytes
+	}
+	n, b := c.serving.Load(), c.inBytes.Load()
+	switch {
+	case n >= int64(maxN):
+		return Errorf(ErrLimit, "wire: %s: %d requests of this connection are being served, the limit (docs/limits.md): read their replies before sending more", env.Kind, maxN)
+	case n > 0 && b+int64(len(env.Body)) > int64(maxB):
+		return Errorf(ErrLimit, "wire: %s: the requests being served on this connection hold %d bytes, the limit is %d (docs/limits.md): read their replies before sending more", env.Kind, b, maxB)
+	}
+	return nil
 }
 
 func (c *Conn) side() string {
@@ -514,6 +555,7 @@ func (c *Conn) serve(req *Request) {
 func (c *Conn) finish(req *Request, reply any, err error) {
 	defer c.handlers.Done()
 	defer c.serving.Add(-1)
+	defer c.inBytes.Add(-int64(len(req.Body)))
 	if err != nil {
 		c.replyErr(req.ID, req.Kind, err)
 		return

@@ -30,6 +30,7 @@ const (
 	CodeUnsupported  Code = "unsupported"  // valid request the peer does not support
 	CodeInternal     Code = "internal"     // a bug on the far side
 	CodePermission   Code = "permission"   // not allowed for this caller
+	CodeLimit        Code = "limit"        // a request exceeds a documented limit (docs/limits.md)
 )
 
 // Sentinels: one per code. errors.Is(err, wire.ErrBusy) works on errors made
@@ -53,13 +54,14 @@ var (
 	ErrUnsupported  = &Error{Code: CodeUnsupported, Msg: "unsupported"}
 	ErrInternal     = &Error{Code: CodeInternal, Msg: "internal error"}
 	ErrPermission   = &Error{Code: CodePermission, Msg: "permission denied"}
+	ErrLimit        = &Error{Code: CodeLimit, Msg: "limit exceeded"}
 )
 
 var sentinels = []*Error{
 	ErrInvalid, ErrNotFound, ErrExists, ErrBusy, ErrNoResources, ErrState,
 	ErrTimeout, ErrCanceled, ErrAborted, ErrUnauthorized, ErrVersion,
 	ErrTooLarge, ErrMalformed, ErrUnknownKind, ErrClosed, ErrUnsupported,
-	ErrInternal, ErrPermission,
+	ErrInternal, ErrPermission, ErrLimit,
 }
 
 // Error is the structured error carried in an envelope's err field.

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -38,10 +39,17 @@ func Roles() []string { return []string{RoleClient, RoleDaemon, RoleTool, RoleMa
 const DefaultHelloTimeout = 5 * time.Second
 
 // helloMaxFrame limits frames before the peer is authenticated: nobody gets
-// to make us allocate 16 MiB before proving who they are.
-const helloMaxFrame = 64 << 10
+// to make us allocate 16 MiB before proving who they are. A hello is a few
+// short strings; its name is bounded by it too.
+const helloMaxFrame = 4 << 10
 
-const readBufSize = 32 << 10
+// readBufSize is the read buffer of an established connection;
+// helloBufSize the smaller one used until the peer is authenticated, so
+// that pending handshakes cost little (Server.MaxHandshakes of them).
+const (
+	readBufSize  = 32 << 10
+	helloBufSize = 4 << 10
+)
 
 // Hello is the body of the dialer's first frame (kind "hello", id 1).
 type Hello struct {
@@ -304,7 +312,8 @@ func Accept(ctx context.Context, nc net.Conn, pol AcceptPolicy, opts Options) (*
 func serverHandshake(ctx context.Context, nc net.Conn, pol *AcceptPolicy, opts Options) (*Conn, error) {
 	what := "handshake from " + nc.RemoteAddr().String()
 	hs := armHandshake(ctx, nc, opts.HelloTimeout, what)
-	fr := NewReader(bufio.NewReaderSize(nc, readBufSize), helloMaxFrame)
+	br := bufio.NewReaderSize(nc, helloBufSize)
+	fr := NewReader(br, helloMaxFrame)
 	frame, err := fr.ReadFrame()
 	if err != nil {
 		_ = hs.disarm()
@@ -372,6 +381,12 @@ func serverHandshake(ctx context.Context, nc net.Conn, pol *AcceptPolicy, opts O
 		return nil, err
 	}
 	// The dialer's later ids are odd and above its hello id; this side
-	// starts its even ids at 2.
-	return newConn(nc, fr, peer, false, 0, opts), nil
+	// starts its even ids at 2. Authenticated, the peer gets the full read
+	// buffer; bytes it already sent stay in front.
+	var src io.Reader = nc
+	if n := br.Buffered(); n > 0 {
+		early, _ := br.Peek(n)
+		src = io.MultiReader(bytes.NewReader(bytes.Clone(early)), nc)
+	}
+	return newConn(nc, NewReader(bufio.NewReaderSize(src, readBufSize), helloMaxFrame), peer, false, 0, opts), nil
 }

@@ -9,8 +9,17 @@ import (
 // Mux routes requests to handlers by kind. Its Serve method is a Handler.
 // Handlers may be added at any time; it is safe for concurrent use.
 type Mux struct {
-	mu sync.RWMutex
-	m  map[string]Handler
+	mu    sync.RWMutex
+	m     map[string]Handler
+	check func(kind string, body any) error
+}
+
+// SetCheck installs f to vet every body HandleTyped decodes before its
+// handler runs (a receiver's Limits.Check); f's error is the reply.
+func (m *Mux) SetCheck(f func(kind string, body any) error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.check = f
 }
 
 // NewMux returns an empty Mux.
@@ -52,12 +61,21 @@ func (m *Mux) Serve(ctx context.Context, req *Request) (any, error) {
 
 // HandleTyped registers a handler that receives the request body already
 // decoded into a fresh *T. A body that does not decode is answered with an
-// ErrMalformed error without calling f.
+// ErrMalformed error without calling f, one the Mux's check refuses with
+// the check's error.
 func HandleTyped[T any](m *Mux, kind string, f func(ctx context.Context, req *Request, body *T) (any, error)) {
 	m.Handle(kind, func(ctx context.Context, req *Request) (any, error) {
 		body := new(T)
 		if err := req.Decode(body); err != nil {
 			return nil, err
+		}
+		m.mu.RLock()
+		check := m.check
+		m.mu.RUnlock()
+		if check != nil {
+			if err := check(req.Kind, body); err != nil {
+				return nil, err
+			}
 		}
 		return f(ctx, req, body)
 	})

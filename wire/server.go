@@ -19,7 +19,17 @@ type Server struct {
 	OnConn func(c *Conn)
 	// Logger receives rejected handshakes and accept errors. nil discards.
 	Logger *slog.Logger
+	// MaxHandshakes bounds the connections of one Serve call (one
+	// listener) still in their handshake, i.e. not yet authenticated;
+	// <= 0 means DefaultMaxHandshakes. While that many are pending, Serve
+	// stops accepting: further dialers wait in the kernel's backlog, not
+	// in this process's memory. Each handshake ends within
+	// Options.HelloTimeout.
+	MaxHandshakes int
 }
+
+// DefaultMaxHandshakes is the default of Server.MaxHandshakes.
+const DefaultMaxHandshakes = 64
 
 // quietLimit bounds how long Serve's shutdown waits for handlers that are
 // still running.
@@ -65,10 +75,21 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		wg.Wait()
 	}()
 
+	maxHS := s.MaxHandshakes
+	if maxHS <= 0 {
+		maxHS = DefaultMaxHandshakes
+	}
+	handshakes := make(chan struct{}, maxHS) // one token per pending handshake
 	var backoff time.Duration
 	for {
+		select {
+		case handshakes <- struct{}{}:
+		case <-ctx.Done():
+			return nil
+		}
 		nc, err := ln.Accept()
 		if err != nil {
+			<-handshakes
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -91,6 +112,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		go func() {
 			defer wg.Done()
 			c, err := Accept(ctx, nc, s.Policy, s.Options)
+			<-handshakes
 			if err != nil {
 				log.Info("wire: handshake failed", "remote", nc.RemoteAddr().String(), "err", err)
 				return

@@ -31,6 +31,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Name:            "dynpset",
 		Usage:           "inspect the process sets of dynrt jobs",
 		HideHelpCommand: true,
+		// --dvm is accepted before the command too, as in dynrc.
+		Flags: []cli.Flag{dvm()},
 		Commands: []*cli.Command{
 			{
 				Name:      "list",

@@ -59,6 +59,11 @@ func TestUsageAndNoDVM(t *testing.T) {
 		{[]string{"op", "union", "mpi://WORLD", "mpi://WORLD", "--define"}, 2, "--name"},
 		{[]string{"watch", "--count", "-1"}, 2, "--count"},
 		{[]string{"list"}, 1, "no running DVM"},
+		// An unknown command is a usage error (exit 2, not urfave's 3); --dvm
+		// is accepted before the command as in dynrc (issue 11 item 16).
+		{[]string{"bogus"}, 2, `unknown command "bogus"`},
+		{[]string{"--dvm", "nosuch", "list"}, 1, `--dvm "nosuch"`},
+		{[]string{"list", "--dvm", "nosuch"}, 1, `--dvm "nosuch"`},
 		{[]string{"show", "mpi://WORLD"}, 1, "no running DVM"},
 	}
 	for _, c := range cases {

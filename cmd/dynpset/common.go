@@ -37,7 +37,7 @@ func fail(err error) error {
 func (e *env) attach(c *cli.Context) (*tool.Client, error) {
 	ctx, cancel := context.WithTimeout(e.ctx, callTimeout)
 	defer cancel()
-	cl, err := tool.Attach(ctx, tool.Options{Sel: c.String("dvm"), Env: e.getenv, Name: "dynpset"})
+	cl, err := tool.Attach(ctx, tool.Options{Sel: cliutil.Lookup(c, "dvm"), Env: e.getenv, Name: "dynpset"})
 	if err != nil {
 		return nil, fail(err)
 	}

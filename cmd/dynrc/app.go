@@ -234,14 +234,7 @@ func changeCommand(e *env, typ string) *cli.Command {
 
 // dvmSel returns --dvm from the command or any parent (the flag exists at
 // both levels so that it may come before or after the command name).
-func dvmSel(c *cli.Context) string {
-	for _, cc := range c.Lineage() {
-		if cc.IsSet("dvm") {
-			return cc.String("dvm")
-		}
-	}
-	return ""
-}
+func dvmSel(c *cli.Context) string { return cliutil.Lookup(c, "dvm") }
 
 func attach(ctx context.Context, e *env, sel string) (rcAPI, error) {
 	cl, err := tool.Attach(ctx, tool.Options{Sel: sel, Env: e.getenv, Name: "dynrc"})
@@ -306,8 +299,12 @@ func changeReq(c *cli.Context, e *env, typ string) (wire.RCRequest, error) {
 		}
 		return req, cliutil.Usagef("add needs -n N")
 	}
-	if uint64(n) > uint64(^uint32(0)) {
-		return req, cliutil.Usagef("-n %d is too large", n)
+	lim, err := wire.LimitsFromEnv(e.getenv)
+	if err != nil {
+		return req, cliutil.Usagef("%v", err)
+	}
+	if err := lim.Procs("-n", n, false); err != nil {
+		return req, cliutil.Usagef("%v", err)
 	}
 	req.N = uint32(n)
 	return req, nil

@@ -75,6 +75,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"add", "-n", "-3"}, "-n must be a positive number"},
 		{[]string{"add", "-n", "2", "extra"}, `unexpected argument "extra"`},
 		{[]string{"add", "-n", "x"}, "invalid value"},
+		{[]string{"add", "-n", "1000000000"}, "limit procs-per-change of 65536"},
+		{[]string{"add", "-n", "4294967297"}, "limit procs-per-change"},
 		{[]string{"add", "-n", "2", "--ranks", "1"}, "flag provided but not defined"},
 		{[]string{"sub"}, "sub needs -n N or --ranks LIST"},
 		{[]string{"sub", "-n", "2", "--ranks", "1"}, "either -n or --ranks"},

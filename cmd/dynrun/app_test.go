@@ -63,6 +63,14 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"dvm", "start", "--hostfile", "/no/such/hostfile"}, "/no/such/hostfile"},
 		{[]string{"dvm", "start", "extra"}, "unexpected argument"},
 		{[]string{"daemon", "--node", "n"}, "--master is required"},
+		// Sizes are bounded before anything is allocated or truncated
+		// (issue 11 item 1; docs/limits.md).
+		{[]string{"-n", "1000000000", "--oversubscribe", "true"}, "limit procs-per-job of 65536"},
+		{[]string{"-n", "4294967297", "true"}, "4294967297 exceeds the limit procs-per-job"},
+		{[]string{"--nodes", "5000", "-n", "1", "true"}, "limit nodes of 4096"},
+		{[]string{"dvm", "start", "--nodes", "1000000000"}, "limit nodes of 4096"},
+		// An unknown command is a usage error (exit 2), not urfave's 3.
+		{[]string{"dvm", "bogus"}, `unknown command "bogus"`},
 	}
 	for _, c := range cases {
 		code, out, errOut := run(c.args...)

@@ -23,6 +23,7 @@ import (
 	"github.com/dynrt/dynrt/lib/launcher"
 	"github.com/dynrt/dynrt/lib/master"
 	"github.com/dynrt/dynrt/lib/tool"
+	"github.com/dynrt/dynrt/wire"
 )
 
 // stopWait bounds how long `dvm stop` waits for the master to be gone
@@ -85,8 +86,17 @@ func dvmCommand(e *env) *cli.Command {
 	}
 }
 
-// dvmNodes turns the node flags of `dvm start` into a node list.
-func dvmNodes(c *cli.Context) ([]alloc.Node, error) {
+// dvmNodes turns the node flags of `dvm start` into a node list of at
+// most lim.Nodes nodes.
+func dvmNodes(c *cli.Context, lim wire.Limits) ([]alloc.Node, error) {
+	nodes, err := dvmNodeList(c, lim)
+	if err == nil && len(nodes) > lim.Nodes {
+		err = cliutil.Usagef("%v", wire.Exceeded("dvm start: nodes", len(nodes), "nodes", lim.Nodes))
+	}
+	return nodes, err
+}
+
+func dvmNodeList(c *cli.Context, lim wire.Limits) ([]alloc.Node, error) {
 	host, file := c.String("host"), c.String("hostfile")
 	switch {
 	case host != "" && file != "":
@@ -110,6 +120,9 @@ func dvmNodes(c *cli.Context) ([]alloc.Node, error) {
 	if c.IsSet("nodes") {
 		k = c.Int("nodes")
 	}
+	if k > lim.Nodes { // before a list of k nodes is made
+		return nil, cliutil.Usagef("%v", wire.Exceeded("--nodes", k, "nodes", lim.Nodes))
+	}
 	if c.IsSet("slots") {
 		s = c.Int("slots")
 	}
@@ -124,7 +137,11 @@ func runDVMStart(c *cli.Context, e *env) error {
 	if c.Args().Present() {
 		return cliutil.Usagef("dvm start: unexpected argument %q", c.Args().First())
 	}
-	nodes, err := dvmNodes(c)
+	lim, err := wire.LimitsFromEnv(e.get)
+	if err != nil {
+		return cliutil.Usagef("%v", err)
+	}
+	nodes, err := dvmNodes(c, lim)
 	if err != nil {
 		return err
 	}

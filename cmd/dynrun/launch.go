@@ -44,7 +44,11 @@ func runLaunch(c *cli.Context, e *env) error {
 	if err != nil {
 		return cliutil.Exitf(cliutil.ExitFail, "%v", err)
 	}
-	o, err := parseLaunch(c, cwd)
+	lim, err := wire.LimitsFromEnv(e.get)
+	if err != nil {
+		return cliutil.Usagef("%v", err)
+	}
+	o, err := parseLaunch(c, cwd, lim)
 	if err != nil {
 		return err
 	}

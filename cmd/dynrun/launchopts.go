@@ -61,8 +61,9 @@ type launchOpts struct {
 	programPath string // argv[0] resolved
 }
 
-// parseLaunch checks the launch form's flags (usage errors exit 2).
-func parseLaunch(c *cli.Context, cwd string) (launchOpts, error) {
+// parseLaunch checks the launch form's flags (usage errors exit 2), sizes
+// against lim.
+func parseLaunch(c *cli.Context, cwd string, lim wire.Limits) (launchOpts, error) {
 	o := launchOpts{
 		sel: c.String("dvm"), n: c.Int("n"), mapBy: c.String("map-by"), over: c.Bool("oversubscribe"),
 		name: c.String("name"), xs: c.StringSlice("x"), stdin: c.String("stdin"), timeout: c.Duration("timeout"),
@@ -78,6 +79,8 @@ func parseLaunch(c *cli.Context, cwd string) (launchOpts, error) {
 		return o, cliutil.Usagef("missing -n N: how many processes of %s to start", o.argv[0])
 	case o.n < 1:
 		return o, cliutil.Usagef("-n %d: need at least 1 process", o.n)
+	case lim.Procs("-n", o.n, true) != nil:
+		return o, cliutil.Usagef("%v", lim.Procs("-n", o.n, true))
 	case o.argv[0] == "":
 		return o, cliutil.Usagef("empty program name")
 	}
@@ -107,6 +110,9 @@ func parseLaunch(c *cli.Context, cwd string) (launchOpts, error) {
 		}
 		if c.IsSet("nodes") && o.nodes < 1 {
 			return o, cliutil.Usagef("--nodes %d: need at least 1", o.nodes)
+		}
+		if o.nodes > lim.Nodes {
+			return o, cliutil.Usagef("%v", wire.Exceeded("--nodes", o.nodes, "nodes", lim.Nodes))
 		}
 		if c.IsSet("slots") && o.slots < 1 {
 			return o, cliutil.Usagef("--slots %d: need at least 1", o.slots)

@@ -63,6 +63,7 @@ func Run(ctx context.Context, app *cli.App, args []string, stdout, stderr io.Wri
 	if app.Version == "" {
 		app.Version = buildinfo.Read().String()
 	}
+	refuseUnknownCommands(app.Name, &app.Action, app.Commands, cli.ShowAppHelp)
 	err := app.RunContext(ctx, args)
 	if err == nil {
 		return ExitOK
@@ -80,4 +81,37 @@ func Run(ctx context.Context, app *cli.App, args []string, stdout, stderr io.Wri
 		fmt.Fprintf(stderr, "%s: %s\n", app.Name, msg)
 	}
 	return code
+}
+
+// refuseUnknownCommands gives the app, and every command with subcommands,
+// an action that answers an unknown command name with a usage error (exit
+// 2) where it has none: urfave/cli's fallback is its help command, which
+// exits 3 ("No help topic for ...").
+func refuseUnknownCommands(name string, action *cli.ActionFunc, cmds []*cli.Command, help cli.ActionFunc) {
+	if len(cmds) == 0 {
+		return
+	}
+	if *action == nil {
+		*action = func(c *cli.Context) error {
+			if c.Args().Present() {
+				return Usagef("unknown command %q (see '%s --help')", c.Args().First(), name)
+			}
+			return help(c)
+		}
+	}
+	for _, cmd := range cmds {
+		refuseUnknownCommands(name+" "+cmd.Name, &cmd.Action, cmd.Subcommands, cli.ShowSubcommandHelp)
+	}
+}
+
+// Lookup returns the value of the string flag name from the nearest of
+// c's contexts that set it, so that a flag defined on the app and on its
+// commands may come before or after the command name.
+func Lookup(c *cli.Context, name string) string {
+	for _, cc := range c.Lineage() {
+		if cc.IsSet(name) {
+			return cc.String(name)
+		}
+	}
+	return ""
 }

@@ -76,6 +76,9 @@ type Config struct {
 	// exit before they are killed; 0 = DefaultRCGrace. A request may give
 	// its own.
 	RCGrace time.Duration
+	// Limits bound what a request may ask for (docs/limits.md); zero
+	// fields take wire.LimitsFromEnv(Env), else the defaults.
+	Limits wire.Limits
 }
 
 // Master is a running DVM master.
@@ -128,6 +131,14 @@ func Start(ctx context.Context, cfg Config) (*Master, error) {
 	}
 	if cfg.HeartbeatInterval < 0 || cfg.HeartbeatMisses < 0 {
 		return nil, wire.Errorf(wire.ErrInvalid, "master: heartbeat interval %v and misses %d must not be negative", cfg.HeartbeatInterval, cfg.HeartbeatMisses)
+	}
+	envLimits, err := wire.LimitsFromEnv(cfg.Env)
+	if err != nil {
+		return nil, fmt.Errorf("master: %w", err)
+	}
+	cfg.Limits = cfg.Limits.Or(envLimits)
+	if len(cfg.Nodes) > cfg.Limits.Nodes {
+		return nil, wire.Exceeded("master: nodes", len(cfg.Nodes), "nodes", cfg.Limits.Nodes)
 	}
 	al, err := alloc.New(cfg.Nodes)
 	if err != nil {
@@ -187,6 +198,9 @@ func Start(ctx context.Context, cfg Config) (*Master, error) {
 		m.st.nodeByName[n.Name] = nd
 	}
 	m.routes()
+	check := func(kind string, body any) error { return cfg.Limits.Check(kind, body) }
+	m.toolMux.SetCheck(check)
+	m.daemonMux.SetCheck(check)
 	go m.run()
 
 	if err := m.start(ctx); err != nil {
