@@ -198,6 +198,34 @@ func TestClientThatNeverReads(t *testing.T) {
 		t.Errorf("memory grew by %d MiB for a client that does not read", grow>>20)
 	}
 	statusAnswered(t, d)
+
+	// Once it reads, every request has its answer: a pong, or the limit
+	// error that says what to do.
+	_ = nc.SetReadDeadline(time.Now().Add(60 * time.Second))
+	fr := wire.NewReader(bufio.NewReader(nc), 0)
+	codes := map[wire.Code]int{}
+	for range requests {
+		b, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("after %v replies: %v", codes, err)
+		}
+		env, err := wire.DecodeEnvelope(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var code wire.Code
+		if env.Err != nil {
+			code = env.Err.Code
+			if code == wire.CodeLimit && !strings.Contains(env.Err.Msg, "read their replies") {
+				t.Errorf("limit error without advice: %q", env.Err.Msg)
+			}
+		}
+		codes[code]++
+	}
+	t.Logf("replies by code: %v", codes)
+	if codes[""] == 0 || codes[wire.CodeLimit] == 0 || codes[""]+codes[wire.CodeLimit] != requests {
+		t.Errorf("replies by code %v; want pongs and limit errors for all %d requests", codes, requests)
+	}
 }
 
 // Unauthenticated connections that send most of a hello and stall cost
