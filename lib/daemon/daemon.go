@@ -154,6 +154,13 @@ func newDaemon(cfg Config) (*Daemon, error) {
 	}
 	d.procs = proc.NewGroup(d.onExit)
 	d.routes()
+	// Requests of the application processes are bounded here as at the
+	// master (docs/limits.md): the KV store lives in the daemon.
+	lim, err := wire.LimitsFromEnv(cfg.Env)
+	if err != nil {
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
+	d.clients.SetCheck(lim.Check)
 	return d, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,6 +116,39 @@ func TestClientSubMatch(t *testing.T) {
 	} {
 		if got := tc.sub.match(&tc.ev); got != tc.want {
 			t.Errorf("%+v matches %+v: %v, want %v", tc.sub, tc.ev, got, tc.want)
+		}
+	}
+}
+
+// Values and keys an application puts are bounded at its daemon, where
+// the store lives (docs/limits.md).
+func TestKVLimits(t *testing.T) {
+	env := map[string]string{"DYNRT_LIMIT_VALUE_BYTES": "8", "DYNRT_LIMIT_NAME_BYTES": "4"}
+	d, err := newDaemon(Config{Node: "n0", Master: "/nowhere", Env: func(k string) string { return env[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.jobs["j"] = &jobCache{data: wire.JobData{Job: "j", ID: 1}, local: wire.Span(0, 0)}
+	c := clientOf(t, d, "j", 0)
+	ctx := context.Background()
+	tests := []struct {
+		name  string
+		kind  string
+		body  any
+		limit string // "" = accepted
+	}{
+		{"put within", wire.KindKVPut, &wire.KVPutReq{Key: "k", Value: []byte("12345678")}, ""},
+		{"put value over", wire.KindKVPut, &wire.KVPutReq{Key: "k", Value: []byte("123456789")}, "value-bytes of 8"},
+		{"put key over", wire.KindKVPut, &wire.KVPutReq{Key: "kkkkk", Value: []byte("1")}, "name-bytes of 4"},
+		{"commit value over", wire.KindKVCommit, &wire.KVCommitReq{Data: []wire.KV{{Key: "b", Value: make([]byte, 9)}}}, "value-bytes of 8"},
+	}
+	for _, tc := range tests {
+		err := c.Call(ctx, tc.kind, tc.body, nil)
+		switch {
+		case tc.limit == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.limit != "" && (!errors.Is(err, wire.ErrLimit) || !strings.Contains(err.Error(), tc.limit)):
+			t.Errorf("%s: %v, want a limit error naming %s", tc.name, err, tc.limit)
 		}
 	}
 }
