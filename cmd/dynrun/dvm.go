@@ -153,6 +153,16 @@ func runDVMStart(c *cli.Context, e *env) error {
 	if err != nil {
 		return cliutil.Exitf(cliutil.ExitFail, "%v", err)
 	}
+	if c.IsSet("name") {
+		// Checked here too (master.Start does) so that --daemonize fails
+		// before it forks, with the usage exit status for a bad name.
+		if err := dvmdir.CheckName(c.String("name")); err != nil {
+			return cliutil.Usagef("--name: %s", trimPrefix(err))
+		}
+		if err := dvmdir.CheckNameFree(dir, c.String("name")); err != nil {
+			return cliutil.Exitf(cliutil.ExitFail, "dvm start: --name: %s", trimPrefix(err))
+		}
+	}
 	if c.Bool("daemonize") {
 		return daemonize(c, e, dir)
 	}
@@ -283,7 +293,8 @@ func reportURI(dest string, info dvmdir.Info, stdout io.Writer) error {
 
 // daemonize re-executes `dvm start` detached from the terminal (new
 // session, stdio on a log file in the DVM's socket directory, which goes
-// away with the DVM) and waits until the child has written the rendezvous
+// away with the DVM when it stops, and is kept as dvmdir.CrashLog when its
+// master dies without cleaning up) and waits until the child has written the rendezvous
 // file, or has died.
 func daemonize(c *cli.Context, e *env, dir string) error {
 	id := c.String("id")
@@ -297,7 +308,7 @@ func daemonize(c *cli.Context, e *env, dir string) error {
 	if err != nil {
 		return cliutil.Exitf(cliutil.ExitFail, "%v", err)
 	}
-	logPath := filepath.Join(sockDir, "dvm.log")
+	logPath := filepath.Join(sockDir, dvmdir.LogName)
 	// Read back through this descriptor: a DVM that fails removes its
 	// directory, log included.
 	logf, err := os.OpenFile(logPath, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
@@ -425,6 +436,9 @@ func reportStale(e *env, stale []dvmdir.Stale) {
 			what = "ignoring"
 		}
 		fmt.Fprintf(e.stderr, "dynrun: %s DVM file %s: %s\n", what, s.Path, s.Reason)
+		if s.Log != "" {
+			fmt.Fprintf(e.stderr, "dynrun: the log of DVM %s is kept in %s\n", s.Info.ID, s.Log)
+		}
 	}
 }
 
@@ -491,7 +505,7 @@ func runDVMList(c *cli.Context, e *env) error {
 	fmt.Fprintln(tw, "ID\tNAME\tPID\tNODES\tUP\tSOCKET")
 	now := time.Now()
 	for _, i := range live {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", i.ID, dash(i.Name), i.PID, i.Nodes, max(i.Age(now), 0).Round(time.Second), dash(i.Socket))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", i.ID, dash(i.Name), i.PID, i.Nodes, i.Uptime(now), dash(i.Socket))
 	}
 	return tw.Flush()
 }

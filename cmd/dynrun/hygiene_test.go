@@ -1,11 +1,16 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/dynrt/dynrt/lib/dvmdir"
 )
@@ -46,5 +51,143 @@ func TestRejoinLiveNodeKeepsSocket(t *testing.T) {
 	}
 	if code, out, errOut := runBin(t, "--dvm", id, "-n", "2", "--map-by", "node", "sh", "-c", `echo "$DYNRT_NODE"`); code != 0 || !strings.Contains(out, "node1") {
 		t.Errorf("job after the refused rejoin: exit %d, %q %q", code, out, errOut)
+	}
+}
+
+// rewriteInfo edits the rendezvous file of DVM id in place (as a raw JSON
+// object, so that fields can be dropped).
+func rewriteInfo(t *testing.T, dir, id string, edit func(map[string]any)) {
+	t.Helper()
+	p := dvmdir.File(dir, id)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	edit(m)
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A live DVM whose rendezvous file names a dead pid is still live: its
+// master answers on its socket. dvm list must keep it, and every tool can
+// still use it.
+func TestStaleCheckKeepsLiveDVM(t *testing.T) {
+	dir := dynDir(t)
+	id := startDVM(t, "--nodes", "2", "--slots", "1")
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	rewriteInfo(t, dir, id, func(m map[string]any) {
+		m["pid"] = dead.Process.Pid
+		delete(m, "proc_start")
+	})
+	code, out, errOut := runBin(t, "dvm", "list")
+	if code != 0 || !strings.Contains(out, id) || strings.Contains(errOut, "removed") {
+		t.Errorf("dvm list: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	for _, p := range []string{dvmdir.File(dir, id), filepath.Join(dir, id, "master.sock"), filepath.Join(dir, id, "node1.sock")} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("after dvm list: %v", err)
+		}
+	}
+	if code, out, errOut := runBin(t, "--dvm", id, "-n", "2", "echo", "ok"); code != 0 || out != "ok\nok\n" {
+		t.Errorf("job: exit %d, %q %q", code, out, errOut)
+	}
+	// The stop waits for the file to go, so it needs the real pid back.
+	rewriteInfo(t, dir, id, func(m map[string]any) { m["pid"] = 0 })
+}
+
+// After a master crash the next tool call cleans up the DVM's files but
+// keeps its log, and says where.
+func TestCrashKeepsDVMLog(t *testing.T) {
+	dir := dynDir(t)
+	id := startDVM(t, "--nodes", "2", "--slots", "1")
+	info, err := dvmdir.Read(dvmdir.File(dir, id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(info.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the master to die", func() bool { return syscall.Kill(info.PID, 0) != nil })
+	crashLog := dvmdir.CrashLog(dir, id)
+	t.Cleanup(func() { os.Remove(crashLog) }) // before assertClean (cleanups run last first)
+	code, _, errOut := runBin(t, "dvm", "list")
+	if code != 0 || !strings.Contains(errOut, "removed stale DVM file") || !strings.Contains(errOut, "kept in "+crashLog) {
+		t.Errorf("dvm list: exit %d, stderr %q", code, errOut)
+	}
+	b, err := os.ReadFile(crashLog)
+	if err != nil || !strings.Contains(string(b), id) {
+		t.Errorf("crash log %s: %v, %q", crashLog, err, b)
+	}
+	if _, err := os.Stat(filepath.Join(dir, id)); !os.IsNotExist(err) {
+		t.Errorf("socket directory after cleanup: %v", err)
+	}
+}
+
+// DVM names are checked before anything starts; a name in use by a live
+// DVM is refused. Both forms of dvm start are bounded in time, so that a
+// start that wrongly succeeds fails the test instead of running on.
+func TestDVMStartName(t *testing.T) {
+	dynDir(t)
+	startDVM(t, "--name", "taken")
+	tests := []struct {
+		name, why string
+		code      int
+	}{
+		{"a\nb", "not allowed", 2},
+		{strings.Repeat("x", 10000), "too long", 2},
+		{"a/b", "not allowed", 2},
+		{"-x", "not allowed", 2},
+		{"", "empty", 2},
+		{"taken", "already used by the running DVM", 1},
+	}
+	for _, tc := range tests {
+		for _, daemonize := range []bool{true, false} {
+			args := []string{"dvm", "start", "--nodes", "1", "--slots", "1", "--name", tc.name}
+			if daemonize {
+				args = append(args, "--daemonize")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			cmd := exec.CommandContext(ctx, bin, args...)
+			cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+			var out, errb strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			_ = cmd.Run()
+			cancel()
+			if id := strings.TrimSpace(out.String()); daemonize && cmd.ProcessState.ExitCode() == 0 && id != "" {
+				runBin(t, "dvm", "stop", "--dvm", id)
+			}
+			code, errOut := cmd.ProcessState.ExitCode(), errb.String()
+			if code != tc.code || out.Len() != 0 || !strings.Contains(errOut, tc.why) || len(errOut) > 1000 {
+				t.Errorf("--name %.20q (daemonize %v): exit %d (want %d), stdout %q, stderr %.300q", tc.name, daemonize, code, tc.code, out.String(), errOut)
+			}
+		}
+	}
+}
+
+// A rendezvous file without start_time shows no uptime rather than a
+// nonsense one.
+func TestDVMListWithoutStartTime(t *testing.T) {
+	dir := dynDir(t)
+	id := startDVM(t)
+	rewriteInfo(t, dir, id, func(m map[string]any) { delete(m, "start_time") })
+	code, out, errOut := runBin(t, "dvm", "list")
+	if code != 0 || !strings.Contains(out, id) {
+		t.Fatalf("dvm list: exit %d, %q %q", code, out, errOut)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) == 6 && f[0] == id && f[4] != "-" {
+			t.Errorf("uptime of a DVM without start time: %q", line)
+		}
 	}
 }

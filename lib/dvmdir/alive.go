@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // system is what liveness is judged against: this host and this boot.
@@ -52,6 +55,27 @@ func (s system) deadReason(i Info) string {
 		return fmt.Sprintf("pid %d was reused by another process", i.PID)
 	}
 	return ""
+}
+
+// probeTimeout bounds the connection attempt of answers.
+const probeTimeout = 500 * time.Millisecond
+
+// answers reports whether something accepts connections on the master
+// socket of info. The socket is looked up in the DVM's own socket
+// directory, never at a path the file names, so that a file cannot make
+// us probe an arbitrary socket. A master that is alive keeps the socket
+// listening even while it is stopped (the kernel accepts into the
+// backlog), so a refused or missing socket together with a dead pid is
+// what makes a DVM dead; any other failure counts as "answers" (cannot
+// tell, keep it).
+func answers(dir string, info Info) bool {
+	sock := filepath.Join(dir, info.ID, "master.sock")
+	c, err := net.DialTimeout("unix", sock, probeTimeout)
+	if err == nil {
+		c.Close()
+		return true
+	}
+	return !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.ENOTDIR)
 }
 
 // procStat returns the start time (clock ticks after boot) and state of pid

@@ -59,8 +59,24 @@ type Info struct {
 	Path string `json:"-"`
 }
 
-// Age is how long the DVM has been running at now.
-func (i Info) Age(now time.Time) time.Duration { return now.Sub(i.StartTime) }
+// Age is how long the DVM has been running at now; ok is false when the
+// file records no start time (or one in the future), which has no age to
+// show.
+func (i Info) Age(now time.Time) (age time.Duration, ok bool) {
+	if i.StartTime.IsZero() || i.StartTime.After(now) {
+		return 0, false
+	}
+	return now.Sub(i.StartTime), true
+}
+
+// Uptime is Age for people: rounded to the second, "-" when unknown.
+func (i Info) Uptime(now time.Time) string {
+	age, ok := i.Age(now)
+	if !ok {
+		return "-"
+	}
+	return age.Round(time.Second).String()
+}
 
 // Path returns the rendezvous directory: $DYNRT_DIR, else
 // $XDG_RUNTIME_DIR/dynrt, else /tmp/dynrt-<uid>. It does not create it.
@@ -215,13 +231,39 @@ func Read(path string) (Info, error) {
 	return info, nil
 }
 
+// LogName is the log of a DVM started with --daemonize, in its socket
+// directory.
+const LogName = "dvm.log"
+
 // Remove deletes the rendezvous file and the socket directory of DVM id.
 // Missing files are not an error.
 func Remove(dir, id string) error {
+	_, err := remove(dir, id, false)
+	return err
+}
+
+// CrashLog is where the log of DVM id is kept when its master died without
+// cleaning up: <dir>/<id>.crash.log.
+func CrashLog(dir, id string) string { return filepath.Join(dir, id+".crash.log") }
+
+// remove deletes DVM id's files. With keepLog, a non-empty log in the
+// socket directory is first moved to CrashLog, whose path it returns: after
+// a crash it is the only record of what happened.
+func remove(dir, id string, keepLog bool) (kept string, err error) {
 	if !validID(id) {
-		return wire.Errorf(wire.ErrInvalid, "dvmdir: invalid DVM id %q", id)
+		return "", wire.Errorf(wire.ErrInvalid, "dvmdir: invalid DVM id %q", id)
 	}
-	err := os.Remove(File(dir, id))
+	if keepLog {
+		log := filepath.Join(dir, id, LogName)
+		if fi, serr := os.Lstat(log); serr == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
+			if rerr := os.Rename(log, CrashLog(dir, id)); rerr != nil {
+				// Keep the whole directory rather than lose the log.
+				return "", wire.Errorf(wire.ErrPermission, "dvmdir: keep the log of DVM %s: %w", id, rerr)
+			}
+			kept = CrashLog(dir, id)
+		}
+	}
+	err = os.Remove(File(dir, id))
 	if errors.Is(err, fs.ErrNotExist) {
 		err = nil
 	}
@@ -229,9 +271,9 @@ func Remove(dir, id string) error {
 		err = rerr
 	}
 	if err != nil {
-		return wire.Errorf(wire.ErrPermission, "dvmdir: remove DVM %s: %w", id, err)
+		return kept, wire.Errorf(wire.ErrPermission, "dvmdir: remove DVM %s: %w", id, err)
 	}
-	return nil
+	return kept, nil
 }
 
 // Stale is a rendezvous file that does not name a live DVM.
@@ -240,12 +282,15 @@ type Stale struct {
 	Info    Info   // as read; zero when the file could not be parsed
 	Reason  string // why it is not live
 	Removed bool   // the file and socket directory were deleted
+	Log     string // where the dead DVM's log was kept ("" if it had none)
 }
 
 // List returns the live DVMs of dir, oldest first, and the files that are
 // not live. Files of DVMs whose master is gone are removed (with their socket
-// directories); unreadable files are reported but left alone, since they may
-// come from a newer version. A missing dir means no DVMs.
+// directories, keeping a log as CrashLog); unreadable files are reported but
+// left alone, since they may come from a newer version. A DVM whose master
+// socket still accepts connections is live whatever its file says: nothing
+// of a running DVM is ever removed. A missing dir means no DVMs.
 func List(dir string) (live []Info, stale []Stale, err error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -277,12 +322,12 @@ func List(dir string) (live []Info, stale []Stale, err error) {
 			stale = append(stale, Stale{Path: path, Info: info, Reason: fmt.Sprintf("file holds DVM id %q", info.ID)})
 			continue
 		}
-		if reason := sys.deadReason(info); reason != "" {
-			rerr := Remove(dir, id)
+		if reason := sys.deadReason(info); reason != "" && !answers(dir, info) {
+			kept, rerr := remove(dir, id, true)
 			if rerr != nil {
 				reason += " (not removed: " + rerr.Error() + ")"
 			}
-			stale = append(stale, Stale{Path: path, Info: info, Reason: reason, Removed: rerr == nil})
+			stale = append(stale, Stale{Path: path, Info: info, Reason: reason, Removed: rerr == nil, Log: kept})
 			continue
 		}
 		live = append(live, info)
@@ -323,4 +368,44 @@ func SocketPath(dir, id, name string) (string, error) {
 		return "", err
 	}
 	return p, nil
+}
+
+// MaxNameLen is the longest DVM name `dvm start --name` accepts.
+const MaxNameLen = 64
+
+// CheckName checks a DVM name: 1 to MaxNameLen characters of letters,
+// digits, '.', '_' and '-', starting with a letter or digit. Names end up
+// in listings, error messages and --dvm selections, so nothing that could
+// break a line, a path or a selection form (file:, uri:) is allowed.
+func CheckName(name string) error {
+	const rule = "use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+	if name == "" {
+		return wire.Errorf(wire.ErrInvalid, "dvmdir: empty DVM name; %s", rule)
+	}
+	if len(name) > MaxNameLen {
+		return wire.Errorf(wire.ErrInvalid, "dvmdir: DVM name of %d characters is too long (at most %d); %s", len(name), MaxNameLen, rule)
+	}
+	for i, c := range name {
+		alnum := c < 0x80 && (c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9')
+		if !alnum && (i == 0 || (c != '.' && c != '_' && c != '-')) {
+			return wire.Errorf(wire.ErrInvalid, "dvmdir: DVM name %q: character %q at position %d is not allowed; %s", name, c, i+1, rule)
+		}
+	}
+	return nil
+}
+
+// CheckNameFree checks that no live DVM in dir already answers to name,
+// as its name or its id (ids are matched first, so such a name could never
+// be selected).
+func CheckNameFree(dir, name string) error {
+	live, _, err := List(dir)
+	if err != nil {
+		return err
+	}
+	for _, i := range live {
+		if i.Name == name || i.ID == name {
+			return wire.Errorf(wire.ErrExists, "dvmdir: DVM name %q is already used by the running DVM %s (pid %d); choose another name or stop it with `dynrun dvm stop --dvm %s`", name, i.ID, i.PID, i.ID)
+		}
+	}
+	return nil
 }

@@ -422,3 +422,51 @@ func TestProcStatOddName(t *testing.T) {
 		t.Fatalf("child start %d before ours %d", start, self)
 	}
 }
+
+func TestCheckName(t *testing.T) {
+	tests := []struct {
+		name string
+		want string // substring of the error; "" = valid
+	}{
+		{"life", ""},
+		{"My_DVM-2.0", ""},
+		{"0", ""},
+		{strings.Repeat("a", MaxNameLen), ""},
+		{strings.Repeat("a", MaxNameLen+1), "too long"},
+		{"", "empty"},
+		{"a\nb", `character '\n' at position 2`},
+		{"a/b", `character '/'`},
+		{"file:x", `character ':'`},
+		{".hidden", `character '.' at position 1`},
+		{"-x", `character '-' at position 1`},
+		{"é", "not allowed"},
+		{"a b", `character ' '`},
+	}
+	for _, tc := range tests {
+		err := CheckName(tc.name)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("CheckName(%q) = %v, want nil", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, wire.ErrInvalid)):
+			t.Errorf("CheckName(%q) = %v, want an ErrInvalid with %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestUptime(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	tests := []struct {
+		start time.Time
+		want  string
+	}{
+		{now.Add(-90*time.Second - 400*time.Millisecond), "1m30s"},
+		{now, "0s"},
+		{time.Time{}, "-"},        // no start_time in the file
+		{now.Add(time.Hour), "-"}, // clock skew between writer and reader
+	}
+	for _, tc := range tests {
+		if got := (Info{StartTime: tc.start}).Uptime(now); got != tc.want {
+			t.Errorf("Uptime with start %v = %q, want %q", tc.start, got, tc.want)
+		}
+	}
+}

@@ -126,8 +126,7 @@ func describe(dvms []Info, now time.Time) string {
 		if i.Name != "" {
 			name = i.Name
 		}
-		age := max(i.Age(now).Round(time.Second), 0)
-		fmt.Fprintf(&b, "\n  %-8s  %-12s  up %-10s  pid %-7d  nodes %d", i.ID, name, age, i.PID, i.Nodes)
+		fmt.Fprintf(&b, "\n  %-8s  %-12s  up %-10s  pid %-7d  nodes %d", i.ID, name, i.Uptime(now), i.PID, i.Nodes)
 	}
 	return b.String()
 }

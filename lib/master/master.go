@@ -152,6 +152,14 @@ func Start(ctx context.Context, cfg Config) (*Master, error) {
 	} else if err := dvmdir.Ensure(dir); err != nil {
 		return nil, err
 	}
+	if cfg.Name != "" {
+		if err := dvmdir.CheckName(cfg.Name); err != nil {
+			return nil, err
+		}
+		if err := dvmdir.CheckNameFree(dir, cfg.Name); err != nil {
+			return nil, err
+		}
+	}
 	id := cfg.ID
 	if id == "" {
 		if id, err = dvmdir.NewID(); err != nil {
