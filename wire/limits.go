@@ -147,6 +147,7 @@ func (l Limits) Check(kind string, body any) error {
 		c.list("r", len(b.Ranks))
 		c.names("b", b.Bound)
 		c.hints(b.Hints)
+		c.name("byid", b.RequesterID)
 	case *PMISpawnReq:
 		c.list("apps", len(b.Apps))
 		total := 0
@@ -164,6 +165,16 @@ func (l Limits) Check(kind string, body any) error {
 		c.value("v", len(b.Value))
 	case *KVCommitReq:
 		c.kvs("d", b.Data)
+	case *KVGetReq:
+		c.name("k", b.Key)
+	case *FenceReq:
+		c.name("id", b.ID)
+		c.list("p", len(b.Procs))
+	case *EventNotifyReq:
+		c.value("msg", len(b.Msg))
+		c.hints(b.Data)
+	case *EventSubReq:
+		c.names("k", b.Kinds)
 	case *PublishReq:
 		c.kvs("d", b.Data)
 	case *LookupReq:
@@ -219,11 +230,12 @@ func (c *checker) kvs(field string, kvs []KV) {
 	}
 }
 
+// hints checks a string map (set hints, event data).
 func (c *checker) hints(h map[string]string) {
-	c.list("h", len(h))
+	c.list("map", len(h))
 	for k, v := range h {
-		c.name("h key", k)
-		c.value("h", len(v))
+		c.name("map key", k)
+		c.value("map", len(v))
 	}
 }
 

@@ -75,6 +75,9 @@ func TestLimitsCheck(t *testing.T) {
 		{"kv value", &KVPutReq{Key: "k", Value: make([]byte, DefaultValueBytes+1)}, "value-bytes"},
 		{"publish value", &PublishReq{Data: []KV{{Key: "k", Value: make([]byte, DefaultValueBytes+1)}}}, "value-bytes"},
 		{"pset op name", &PsetOpReq{P1: long}, "name-bytes"},
+		{"event message", &EventNotifyReq{Msg: strings.Repeat("m", DefaultValueBytes+1)}, "value-bytes"},
+		{"fence of too many entries", &FenceReq{Procs: make([]ProcRanges, DefaultListItems+1)}, "list-items"},
+		{"requester id", &RCRequest{Type: RCAdd, N: 1, RequesterID: long}, "name-bytes"},
 		{"other types pass", &Ping{}, ""},
 	}
 	for _, tc := range tests {
