@@ -45,6 +45,7 @@ package alloc
 
 import (
 	"cmp"
+	"container/heap"
 	"fmt"
 	"math"
 	"slices"
@@ -217,13 +218,24 @@ func (a *Alloc) Allocate(name string, n int, opts Options) ([]Proc, error) {
 		j.procs[p.Rank] = p
 		out = append(out, p)
 	}
-	for range n - onSlots {
-		node := -1
+	// Each remaining process goes to the allowed node with the fewest
+	// oversubscribed processes (lowest index on ties): a heap keeps that
+	// O(log nodes) per process, so a large request on many nodes does not
+	// hold the master's loop (a linear scan took 0.7 s for 65536 processes
+	// on 4096 nodes).
+	var least overHeap
+	if n > onSlots {
 		for i := range a.over {
-			if (allowed == nil || allowed[i]) && (node < 0 || len(a.over[i]) < len(a.over[node])) {
-				node = i
+			if allowed == nil || allowed[i] {
+				least = append(least, overNode{count: len(a.over[i]), idx: i})
 			}
 		}
+		heap.Init(&least)
+	}
+	for range n - onSlots {
+		node := least[0].idx
+		least[0].count++
+		heap.Fix(&least, 0)
 		p := Proc{Rank: j.next, Slot: Oversubscribed, Node: node}
 		j.next++
 		a.over[node] = append(a.over[node], p.Rank)
@@ -232,6 +244,25 @@ func (a *Alloc) Allocate(name string, n int, opts Options) ([]Proc, error) {
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// overNode is a node in the heap of Allocate: its oversubscribed count.
+type overNode struct{ count, idx int }
+
+// overHeap orders nodes by oversubscribed count, then index.
+type overHeap []overNode
+
+func (h overHeap) Len() int { return len(h) }
+func (h overHeap) Less(i, j int) bool {
+	return h[i].count < h[j].count || h[i].count == h[j].count && h[i].idx < h[j].idx
+}
+func (h overHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *overHeap) Push(x any)   { *h = append(*h, x.(overNode)) }
+func (h *overHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 // allowed turns Options.Nodes into a per-node mask (nil: every node) and

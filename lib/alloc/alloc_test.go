@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -576,5 +577,82 @@ func TestRetract(t *testing.T) {
 	check(t, a)
 	if again := mustAlloc(t, a, "j", 1, Options{}); again[0].Rank != 3 {
 		t.Errorf("next rank after retract: %d", again[0].Rank)
+	}
+}
+
+// The heap that places oversubscribed processes keeps the documented rule
+// exactly: each goes to the allowed node with the fewest oversubscribed
+// processes at that moment, lowest index on ties. Checked against that
+// rule, scanned linearly, over random sequences of grows and shrinks.
+func TestOversubscribedPlacementRule(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for round := range 200 {
+		nodes := make([]Node, 1+rng.IntN(6))
+		for i := range nodes {
+			nodes[i] = Node{Name: "n" + strconv.Itoa(i), Slots: rng.IntN(3)}
+		}
+		a, err := New(nodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var live []uint32
+		for step := range 8 {
+			if len(live) > 1 && rng.IntN(3) == 0 {
+				k := 1 + rng.IntN(len(live)-1)
+				if err := a.Release("j", live[:k]); err != nil {
+					t.Fatal(err)
+				}
+				live = live[k:]
+				continue
+			}
+			var opts Options
+			opts.Oversubscribe = true
+			if rng.IntN(2) == 0 {
+				opts.Nodes = []int{rng.IntN(len(nodes)), rng.IntN(len(nodes))}
+			}
+			counts := make([]int, len(nodes))
+			for i := range counts {
+				counts[i] = len(a.over[i])
+			}
+			procs, err := a.Allocate("j", 1+rng.IntN(9), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range procs {
+				live = append(live, p.Rank)
+				if p.Slot != Oversubscribed {
+					continue
+				}
+				want := -1
+				for i := range counts {
+					if (len(opts.Nodes) == 0 || slices.Contains(opts.Nodes, i)) && (want < 0 || counts[i] < counts[want]) {
+						want = i
+					}
+				}
+				if p.Node != want {
+					t.Fatalf("round %d step %d: rank %d went to node %d, the rule says %d (counts %v, nodes %v)", round, step, p.Rank, p.Node, want, counts, opts.Nodes)
+				}
+				counts[want]++
+			}
+		}
+	}
+}
+
+// BenchmarkOversubscribeManyNodes: the largest request the default limits
+// allow (65536 processes) oversubscribed on the most nodes (4096); it runs
+// on the master's loop, so it must stay well under invariant (f)'s second.
+func BenchmarkOversubscribeManyNodes(b *testing.B) {
+	nodes := make([]Node, wire.DefaultNodes)
+	for i := range nodes {
+		nodes[i] = Node{Name: "n" + strconv.Itoa(i), Slots: 1}
+	}
+	for b.Loop() {
+		a, err := New(nodes)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := a.Allocate("j", wire.DefaultProcsPerChange, Options{Oversubscribe: true}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
