@@ -111,7 +111,7 @@ func TestTooManyNodes(t *testing.T) {
 
 // rawTool is a tool connection driven by hand, so that the test decides
 // what is sent and whether replies are read.
-func rawTool(t *testing.T, network, addr, token string) net.Conn {
+func rawTool(t testing.TB, network, addr, token string) net.Conn {
 	t.Helper()
 	nc, err := net.DialTimeout(network, addr, 10*time.Second)
 	if err != nil {
@@ -133,6 +133,45 @@ func rawTool(t *testing.T, network, addr, token string) net.Conn {
 	}
 	_ = nc.SetDeadline(time.Time{})
 	return nc
+}
+
+// flood connects a tool that sends n pings and never reads, and returns
+// once the master has stopped taking them in (its goroutine count no longer
+// changes).
+func flood(tb testing.TB, d *testDVM, n int) net.Conn {
+	nc := rawTool(tb, "unix", d.m.Info().Socket, "")
+	go func() {
+		var out []byte
+		for i := range n {
+			out = wire.AppendFrame(out, wire.AppendEnvelope(nil, &wire.Envelope{V: wire.ProtoMax, ID: uint64(2*i + 3), Kind: wire.KindPing}))
+		}
+		_ = nc.SetWriteDeadline(time.Now().Add(time.Minute))
+		_, _ = nc.Write(out) // blocks once the master stops reading
+	}()
+	last, steady := -1, 0
+	for deadline := time.Now().Add(60 * time.Second); steady < 5 && time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond)
+		if n := runtime.NumGoroutine(); n == last {
+			steady++
+		} else {
+			last, steady = n, 0
+		}
+	}
+	return nc
+}
+
+// BenchmarkStatusWhileFlooded: the time of `dvm status` while another
+// client has filled its connection with requests it never reads
+// (invariant f wants it under a second).
+func BenchmarkStatusWhileFlooded(b *testing.B) {
+	d := startDVM(b, 1, 1)
+	flood(b, d, 40000)
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := d.c.State(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // usage is what the test process holds: goroutines, and heap plus stacks
@@ -168,27 +207,8 @@ func statusAnswered(t *testing.T, d *testDVM) {
 func TestClientThatNeverReads(t *testing.T) {
 	d := startDVM(t, 1, 1)
 	g0, b0 := usage()
-	nc := rawTool(t, "unix", d.m.Info().Socket, "")
 	const requests = 40000
-	go func() {
-		var out []byte
-		for i := range requests {
-			out = wire.AppendFrame(out, wire.AppendEnvelope(nil, &wire.Envelope{V: wire.ProtoMax, ID: uint64(2*i + 3), Kind: wire.KindPing}))
-		}
-		_ = nc.SetWriteDeadline(time.Now().Add(time.Minute))
-		_, _ = nc.Write(out) // blocks once the master stops reading
-	}()
-	// Wait until the master has stopped taking requests in: its goroutine
-	// count no longer changes.
-	last, steady := -1, 0
-	for deadline := time.Now().Add(60 * time.Second); steady < 5 && time.Now().Before(deadline); {
-		time.Sleep(200 * time.Millisecond)
-		if n := runtime.NumGoroutine(); n == last {
-			steady++
-		} else {
-			last, steady = n, 0
-		}
-	}
+	nc := flood(t, d, requests)
 	g1, b1 := usage()
 	t.Logf("while the client does not read: %d more goroutines, %d KiB more in use", g1-g0, (int64(b1)-int64(b0))/1024)
 	if g1-g0 > wire.DefaultMaxInflight+100 {
