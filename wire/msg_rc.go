@@ -75,6 +75,7 @@ type RC struct {
 	Seq         uint64      `msgpack:"seq,omitempty"`  // update counter of this record (a daemon keeps the highest)
 	BoundRefs   []PsetRef   `msgpack:"bv,omitempty"`   // bound sets with the version whose members accept
 	Settled     bool        `msgpack:"done,omitempty"` // final status reached and every process and slot of the change released
+	Ended       []ProcInfo  `msgpack:"end,omitempty"`  // the delta's processes that have ended, and how (rank, node, state, code, signal)
 }
 
 // RCRequest asks for a change. For SUB, Ranks may name the processes to

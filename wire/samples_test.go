@@ -25,6 +25,7 @@ func samples() map[string]any {
 		Bound: []string{"mpi://app/lu"}, Requester: ByTool, RequesterID: "dynrc pid 4242", N: 4,
 		Ranks: RankRanges{{8, 11}}, Placement: pl, NewSet: &ref, Accepts: 1, Reason: "none", Times: times,
 		Seq: 5, BoundRefs: []PsetRef{{Name: "mpi://app/lu", Version: 2}}, Settled: true,
+		Ended: []ProcInfo{{Rank: 9, Node: "n1", State: ProcStateKilled, Signal: 15, Ended: 1700000000000000014}},
 	}
 	out := OutputLine{Job: "dvm1.1", Rank: 5, Stream: StreamStderr, Line: []byte("hello\x00\xffworld"), Time: 1700000000000000099}
 	proc := ProcInfo{Rank: 2, Node: "n0", PID: 31337, State: ProcStateExited, Code: 3, Signal: 9, Started: 1, Ended: 2}

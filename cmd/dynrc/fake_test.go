@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -168,6 +169,14 @@ func (f *fakeMaster) end(r *fakeRC) {
 			r.rc.NewSet = &wire.PsetRef{Name: r.rc.Bound[0], Version: 1}
 		} else {
 			t.Exited = ns(base, 35*time.Millisecond)
+			// One removed process leaves cleanly, the next one does not.
+			for i, rank := range slices.Collect(r.rc.Ranks.All()) {
+				p := wire.ProcInfo{Rank: rank, Node: "node0", State: wire.ProcStateExited, Ended: t.Exited}
+				if i%2 == 1 {
+					p.State, p.Code = wire.ProcStateExited, 5
+				}
+				r.rc.Ended = append(r.rc.Ended, p)
+			}
 		}
 		r.rc.Settled = true
 	case wire.RCAborted:

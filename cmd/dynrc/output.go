@@ -6,7 +6,9 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -109,10 +111,19 @@ type rcJSON struct {
 	NewSet      *setJSON           `json:"new_set,omitempty"`
 	Accepts     uint32             `json:"accepts"`
 	Reason      string             `json:"reason,omitempty"`
-	Settled     bool               `json:"settled"` // final, and every process and slot of the change released
+	Settled     bool               `json:"settled"`         // final, and every process and slot of the change released
+	Ended       []endJSON          `json:"ended,omitempty"` // the delta's processes that have ended
 	Steps       []stepJSON         `json:"steps"`
 	ElapsedMS   map[string]float64 `json:"elapsed_ms"` // step name → ms since the request
 	TotalMS     *float64           `json:"total_ms,omitempty"`
+}
+
+type endJSON struct {
+	Rank   uint32 `json:"rank"`
+	Node   string `json:"node"`
+	State  string `json:"state"`
+	Code   int    `json:"code"`
+	Signal int    `json:"signal,omitempty"`
 }
 
 type placementJSON struct {
@@ -148,6 +159,9 @@ func toJSON(rc *wire.RC) rcJSON {
 	}
 	for _, p := range rc.Placement {
 		out.Placement = append(out.Placement, placementJSON{Node: p.Node, Ranks: p.Ranks.String()})
+	}
+	for _, p := range rc.Ended {
+		out.Ended = append(out.Ended, endJSON{Rank: p.Rank, Node: p.Node, State: p.State, Code: p.Code, Signal: p.Signal})
 	}
 	for _, b := range rc.BoundRefs {
 		out.BoundRefs = append(out.BoundRefs, setJSON{Name: b.Name, Version: b.Version})
@@ -259,6 +273,13 @@ func writeShow(w io.Writer, rc *wire.RC, loc *time.Location) error {
 		pl = append(pl, p.Node+": "+p.Ranks.String())
 	}
 	row("placement", dash(strings.Join(pl, "; ")))
+	if len(rc.Ended) > 0 {
+		var ends []string
+		for _, p := range rc.Ended {
+			ends = append(ends, endText(p))
+		}
+		row("ended", strings.Join(ends, "; "))
+	}
 	if rc.Reason != "" {
 		row("reason", rc.Reason)
 	}
@@ -292,6 +313,21 @@ func writeShow(w io.Writer, rc *wire.RC, loc *time.Location) error {
 		}
 	}
 	return nil
+}
+
+// endText says how a process of a change ended: "rank 5 on node0 exited
+// with code 5".
+func endText(p wire.ProcInfo) string {
+	how := "exited with code " + strconv.Itoa(p.Code)
+	switch {
+	case p.Signal != 0:
+		how = "killed by signal " + strconv.Itoa(p.Signal) + " (" + syscall.Signal(p.Signal).String() + ")"
+	case p.State == wire.ProcStateFailed:
+		how = "could not start (code " + strconv.Itoa(p.Code) + ")"
+	case p.State == wire.ProcStateKilled:
+		how = "was stopped by the runtime"
+	}
+	return fmt.Sprintf("rank %d on %s %s", p.Rank, dash(p.Node), how)
 }
 
 // writeList prints one line per change.

@@ -234,7 +234,20 @@ func runJob(ctx context.Context, e *env, cl *tool.Client, req wire.JobLaunchReq,
 	if err != nil {
 		return cliutil.Exitf(cliutil.ExitFail, "job %s (%s): %v", rep.App, rep.Job, trimPrefix(err))
 	}
+	if note := jobNote(end); note != "" {
+		fmt.Fprintln(e.stderr, note)
+	}
 	return jobExit(end, rep)
+}
+
+// jobNote is the remark on a job that succeeded, if the master made one
+// (processes a SUB removed that did not leave cleanly): said on stderr,
+// while the exit status stays 0.
+func jobNote(end wire.JobInfo) string {
+	if end.State == wire.JobStateDone && end.Code == 0 && end.Msg != "" {
+		return "dynrun: " + end.Msg
+	}
+	return ""
 }
 
 // jobExit maps the end of a job to dynrun's exit status and its one-line

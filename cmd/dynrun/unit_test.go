@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynrt/dynrt/lib/cliutil"
 	"github.com/dynrt/dynrt/lib/dvmdir"
 	"github.com/dynrt/dynrt/wire"
 )
@@ -193,5 +194,36 @@ func TestReportText(t *testing.T) {
 	want := "abcd2345\nuri:unix:///run/d/abcd2345/master.sock\nuri:tcp://127.0.0.1:4000\n"
 	if got != want {
 		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+// TestJobNote: a job that succeeded with a remark from the master (a
+// removed process that exited non-zero) gets it said, still exiting 0; a
+// failure is reported through the exit error instead.
+func TestJobNote(t *testing.T) {
+	const removed = "job a (x.1) done; 1 removed process(es) did not leave cleanly (not a failure of the job): rank 2 on node0 exited with code 5 after mpi://rte/a/rc/1 removed it"
+	cases := []struct {
+		name string
+		end  wire.JobInfo
+		note string
+		code int // jobExit's status, 0 = nil
+	}{
+		{"clean", wire.JobInfo{State: wire.JobStateDone}, "", 0},
+		{"removed exit 5", wire.JobInfo{State: wire.JobStateDone, Msg: removed}, "dynrun: " + removed, 0},
+		{"failed", wire.JobInfo{State: wire.JobStateFailed, Code: 3, Msg: "job a (x.1): rank 1 exited with code 3"}, "", 3},
+	}
+	for _, c := range cases {
+		if got := jobNote(c.end); got != c.note {
+			t.Errorf("%s: note %q, want %q", c.name, got, c.note)
+		}
+		err := jobExit(c.end, wire.JobLaunchReply{App: "a", Job: "x.1"})
+		code := 0
+		var ee *cliutil.ExitError
+		if errors.As(err, &ee) {
+			code = ee.Code
+		}
+		if code != c.code || (err == nil) != (c.code == 0) {
+			t.Errorf("%s: exit %d (%v), want %d", c.name, code, err, c.code)
+		}
 	}
 }

@@ -45,6 +45,7 @@ type config struct {
 	noConfirm bool   // new processes never confirm
 	dieNew    int    // new processes exit with this code before confirming (0: off)
 	linger    bool   // removed processes stay (and ignore SIGTERM)
+	leftCode  int    // removed processes exit with this code after leaving
 	quiet     bool   // STATE lines without the set and job data (no queries: for benchmarks)
 	split     bool   // start by splitting the application set in two active sets
 	stress    int    // -psetstress K: K toggles of the shared set per process, then exit
@@ -61,6 +62,7 @@ func main() {
 	flag.BoolVar(&c.noConfirm, "no-confirm", false, "new processes never confirm")
 	flag.IntVar(&c.dieNew, "die-new", 0, "new processes exit with this code before confirming")
 	flag.BoolVar(&c.linger, "linger", false, "removed processes stay and ignore SIGTERM")
+	flag.IntVar(&c.leftCode, "left-code", 0, "removed processes exit with this code after leaving")
 	flag.BoolVar(&c.quiet, "quiet", false, "STATE lines without set and job data")
 	flag.BoolVar(&c.split, "split", false, "split the application set into two active sets first")
 	flag.IntVar(&c.stress, "psetstress", 0, "toggle the shared set K times, then exit")
@@ -272,6 +274,10 @@ func (p *proc) adapt(ctx context.Context, r session.RC) (bool, error) {
 			signal.Ignore(syscall.SIGTERM)
 			<-ctx.Done()
 			return true, errors.New("lingered until the end")
+		}
+		if p.c.leftCode != 0 {
+			_ = s.Finalize(ctx)
+			os.Exit(p.c.leftCode)
 		}
 		return true, s.Finalize(ctx)
 	}

@@ -55,7 +55,24 @@ type job struct {
 	waiters  []waiter     // job.wait requests
 	end      wire.JobInfo // final state once done, with Reason and Msg (job.wait's reply)
 	done     bool
-	pmi      *pmiJob // PMI service of the job (pmi.go), set by the first node.launch body
+	pmi      *pmiJob  // PMI service of the job (pmi.go), set by the first node.launch body
+	dead     []uint32 // ended ranks still to be taken out of the sets (flushDead)
+	removed  removedExits
+}
+
+// removedExits counts the processes removed by a SUB that did not leave
+// cleanly (non-zero exit, signal, or killed after the grace period): not
+// failures of the job, but reported with its end.
+type removedExits struct {
+	n     int
+	first string
+}
+
+func (j *job) noteRemoved(desc string) {
+	if j.removed.n == 0 {
+		j.removed.first = desc
+	}
+	j.removed.n++
 }
 
 type jproc struct {
@@ -478,8 +495,10 @@ func (s *state) recordExit(j *job, ev wire.ProcExited, note string) {
 		Kind: wire.EvProcState, Job: j.ns, Ranks: wire.Span(ev.Rank, ev.Rank), Node: node,
 		State: p.state, Code: ev.Code, Signal: ev.Signal, Msg: msg,
 	})
+	s.releaseSlots(j, []uint32{ev.Rank}) // a dead process holds no slot (invariant b)
 	failed := ev.Err != "" || note != "" || (!ev.Forced && (ev.Code != 0 || ev.Signal != 0))
-	if s.rcProcExit(j, ev.Rank, describeExit(ev.Rank, node, ev, note)) {
+	abnormal := failed
+	if s.rcProcExit(j, ev.Rank, describeExit(ev.Rank, node, ev, note), failed || ev.Forced) {
 		failed = false // a process a resource change adds or removes (rc.go)
 	}
 	if failed && j.failure == nil {
@@ -490,7 +509,61 @@ func (s *state) recordExit(j *job, ev wire.ProcExited, note string) {
 	}
 	if j.live == 0 {
 		s.endJob(j)
+		return
 	}
+	if abnormal {
+		s.dropDead(j, ev.Rank)
+	}
+}
+
+// releaseSlots frees the slots the given ranks of j still hold (a rank
+// frees its slot once: when it ends, or with its change).
+func (s *state) releaseSlots(j *job, ranks []uint32) {
+	var held []uint32
+	for _, r := range ranks {
+		if _, ok := s.alloc.Proc(j.ns, r); ok {
+			held = append(held, r)
+		}
+	}
+	if len(held) == 0 {
+		return
+	}
+	if err := s.alloc.Release(j.ns, held); err != nil {
+		s.log.Error("master: cannot free the slots of ended processes", "job", j.ns, "err", err)
+	}
+}
+
+// dropDead queues a rank that failed (or was lost) to be taken out of the
+// job's sets, so that no set lists a process that died (invariant a) and
+// no later change waits for it. A process that ends by itself with status
+// 0 stays a member: it finished its part, as a finalized process stays in
+// MPI_COMM_WORLD, and its peers may still read the set as it was. Exits come in bursts (a job ending, a node lost):
+// one flush, posted from a goroutine since the loop never posts, takes out
+// every rank queued by then. A job being killed is left alone: all its
+// processes are going.
+func (s *state) dropDead(j *job, rank uint32) {
+	if j.done || j.kill != nil {
+		return
+	}
+	j.dead = append(j.dead, rank)
+	if len(j.dead) == 1 {
+		m := s.m
+		go m.post(func(s *state) { s.flushDead(j) })
+	}
+}
+
+// flushDead takes the queued dead ranks of j out of its sets now (also
+// called before a change snapshots sets, so that it never counts on them).
+func (s *state) flushDead(j *job) {
+	if len(j.dead) == 0 {
+		return
+	}
+	dead := j.dead
+	j.dead = nil
+	if j.done || j.kill != nil {
+		return
+	}
+	s.rcPushSets(j, j.reg.DropRanks(dead), nil)
 }
 
 func removeRank(rr wire.RankRanges, r uint32) wire.RankRanges {
@@ -638,6 +711,11 @@ func (s *state) endJob(j *job) {
 	}
 	if end.Code == 0 && j.state != wire.JobStateDone {
 		end.Code = 1 // a failure must never read as success
+	}
+	if j.state == wire.JobStateDone && j.removed.n > 0 {
+		// Not a failure (a SUB had removed them), but not silent either.
+		end.Msg = fmt.Sprintf("%s done; %d removed process(es) did not leave cleanly (not a failure of the job): %s",
+			label, j.removed.n, j.removed.first)
 	}
 	j.end = end // jobInfo reads the code from here
 	j.end = s.jobInfo(j, false)

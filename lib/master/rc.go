@@ -67,6 +67,7 @@ type rcState struct {
 
 // jobRC holds the changes of one job.
 type jobRC struct {
+	s     *state // for node names in records (loop-owned like everything here)
 	j     *job
 	tr    *rc.Tracker
 	runs  map[string]*rcRun // by delta name
@@ -144,7 +145,7 @@ func (s *state) jobRC(j *job) *jobRC {
 		}
 	}
 	jr := &jobRC{
-		j: j, runs: make(map[string]*rcRun),
+		s: s, j: j, runs: make(map[string]*rcRun),
 		tr: rc.NewTracker(j.app, rc.TrackerOptions{Name: func(app string, n int) string {
 			return pset.DeltaName(app, uint64(n)+1) // the registry numbers delta sets from 1
 		}}),
@@ -468,6 +469,7 @@ func (s *state) rcJobOK(j *job) error {
 // on bad input is checked before anything changes.
 func (s *state) rcStart(jr *jobRC, b *wire.RCRequest, at time.Time, reply func(*wire.RC, error)) {
 	j := jr.j
+	s.flushDead(j) // plan on the sets as they are without the dead
 	typ, _ := parseRCType(b.Type)
 	if b.TimeoutMS < 0 || b.GraceMS < 0 || b.ConfirmMS < 0 {
 		reply(nil, wire.Errorf(wire.ErrInvalid, "master: negative time in a resource change request"))
@@ -829,6 +831,7 @@ func (s *state) rcJobPushed(run *rcRun) {
 		return
 	}
 	j := run.jr.j
+	s.flushDead(j) // the members that accept must all be alive
 	run.bmem = make(map[string]wire.RankRanges, len(run.bound))
 	for _, b := range run.bound {
 		in, err := j.reg.Get(b, pset.Latest)
@@ -968,32 +971,83 @@ func (s *state) rcLaunchDone(run *rcRun, calls []*nodeCall) {
 
 // Exits.
 
-// rcProcExit is called by recordExit for every process that ends. It
-// returns true when the exit belongs to a change (a new process of an ADD
-// before it is FINALIZED, a removed process of a SUB), which then is not a
-// failure of the job.
-func (s *state) rcProcExit(j *job, rank uint32, how string) bool {
+// rcProcExit is called by recordExit for every process that ends (failed
+// says whether the exit would fail the job). It returns true when the exit
+// is the change's own business and so no failure of the job: a new
+// process of an ADD before it is FINALIZED (the ADD aborts), or a process
+// a SUB removes once it has been told to leave (PENDING or FINALIZED); a
+// removed process that did not leave cleanly is noted for the job's
+// report. Any other death of a process the change counts on aborts the
+// change, and the exit is judged like any other (docs/reliability.md):
+// a process a SUB would remove that dies before the SUB was accepted, or
+// a member of a bound set before the change is FINALIZED (its accept
+// fence would wait for it until the timeout).
+func (s *state) rcProcExit(j *job, rank uint32, how string, failed bool) bool {
 	if s.rc == nil {
 		return false
 	}
 	jr := s.rc.jobs[j.ns]
-	if jr == nil || jr.cur == nil || !jr.cur.delta.Contains(rank) {
+	if jr == nil || jr.cur == nil || jr.cur.settled {
 		return false
 	}
 	run := jr.cur
-	if run.typ == wire.RCAdd && run.r.Status() == rc.StatusFinalized {
-		return false // a member of the job like any other now
+	st := run.r.Status()
+	inDelta := run.delta.Contains(rank)
+	if inDelta {
+		run.gone[rank] = true
 	}
-	run.gone[rank] = true
-	if run.typ == wire.RCAdd && !run.r.Status().Terminal() {
-		why := fmt.Sprintf("new process %s before confirming", how)
+	abort := func(why string) {
 		if j.kill != nil {
 			why = "the job is being killed (" + j.kill.reason + ")"
 		}
 		_ = s.rcAbort(run, why, true)
 	}
-	s.rcSettle(run)
-	return true
+	switch {
+	case run.typ == wire.RCAdd && inDelta && st == rc.StatusFinalized:
+		s.rcSettle(run)
+		return false // a member of the job like any other now
+	case run.typ == wire.RCAdd && inDelta:
+		if !st.Terminal() {
+			abort(fmt.Sprintf("new process %s before confirming", how))
+		}
+		s.rcSettle(run)
+		return true
+	case run.typ == wire.RCSub && inDelta && (st == rc.StatusPending || st == rc.StatusFinalized):
+		if failed {
+			j.noteRemoved(fmt.Sprintf("%s after %s removed it", how, run.r.Delta()))
+		}
+		s.rcSettle(run)
+		return true
+	case st.Terminal() || (run.typ == wire.RCSub && st == rc.StatusPending):
+		// Too late to abort: a SUB some set accepted may have removed
+		// processes already.
+		s.rcSettle(run)
+		return false
+	case inDelta:
+		abort(fmt.Sprintf("%s before the change was accepted", how))
+	case s.rcBoundMember(run, rank):
+		abort(fmt.Sprintf("%s, a member of a bound set, before the change finalized", how))
+	}
+	return false
+}
+
+// rcBoundMember reports whether rank is in a set the change is bound to:
+// its members at the announcement, or before it the set's latest version.
+func (s *state) rcBoundMember(run *rcRun, rank uint32) bool {
+	if run.bmem != nil {
+		for _, m := range run.bmem {
+			if m.Contains(rank) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, b := range run.bound {
+		if ms, err := run.jr.j.reg.Members(b); err == nil && slices.Contains(ms, rank) {
+			return true
+		}
+	}
+	return false
 }
 
 // rcTimeout fires when an ADD was not FINALIZED (or a SUB not accepted)
@@ -1164,9 +1218,7 @@ func (s *state) rcSettle(run *rcRun) {
 			s.log.Warn("master: resource change", "delta", run.r.Delta(), "err", err)
 		}
 		s.rcStopTimer(run)
-		if err := s.alloc.Release(j.ns, run.ranks); err != nil {
-			s.log.Error("master: cannot free the slots of removed processes", "delta", run.r.Delta(), "err", err)
-		}
+		s.releaseSlots(j, run.ranks)
 		s.rcInactive(run)
 		s.pushJobData(j, func() {}) // the removed processes are out of the job table now
 	case st == rc.StatusAborted && run.typ == wire.RCAdd:
@@ -1174,9 +1226,7 @@ func (s *state) rcSettle(run *rcRun) {
 			return
 		}
 		run.exited = time.Now()
-		if err := s.alloc.Release(j.ns, run.ranks); err != nil {
-			s.log.Error("master: cannot free the slots of an aborted change", "delta", run.r.Delta(), "err", err)
-		}
+		s.releaseSlots(j, run.ranks)
 		s.rcInactive(run)
 	case st == rc.StatusAborted:
 	default:
@@ -1340,10 +1390,29 @@ func (run *rcRun) record() wire.RC {
 	if rec.Bound == nil {
 		rec.Bound = run.bound
 	}
+	rec.Ended = run.ended()
 	if rec.Times.Exited == 0 {
 		rec.Times.Exited = ns(run.exited)
 	}
 	return rec
+}
+
+// ended lists the delta's processes that have ended, and how: a process a
+// SUB removed that exited non-zero, or an ADD's new process that died, is
+// visible in the change's record (dynrc show).
+func (run *rcRun) ended() []wire.ProcInfo {
+	j := run.jr.j
+	var out []wire.ProcInfo
+	for _, r := range run.ranks {
+		if int(r) >= len(j.procs) {
+			continue
+		}
+		switch p := j.procs[r]; p.state {
+		case wire.ProcStateExited, wire.ProcStateFailed, wire.ProcStateKilled:
+			out = append(out, wire.ProcInfo{Rank: r, Node: run.jr.s.nodes[p.node].name, State: p.state, Code: p.code, Signal: p.sig, Ended: p.ended})
+		}
+	}
+	return out
 }
 
 // rcUpdate pushes the current record to every daemon and, once all have

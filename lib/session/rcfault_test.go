@@ -198,3 +198,152 @@ func (d *rcDVM) settled(delta string) wire.RC {
 	}
 	return rc
 }
+
+// startWith launches n processes of the malleable program with the
+// launch options of req (Argv, N, Env and Output are filled in).
+func (d *rcDVM) startWith(req wire.JobLaunchReq, n int, args ...string) wire.JobLaunchReply {
+	d.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req.Argv, req.N, req.Env, req.Output = append([]string{d.mall}, args...), uint32(n), d.env, wire.OutputFlags{Forward: true}
+	rep, err := d.c.Launch(ctx, req)
+	if err != nil {
+		d.t.Fatalf("launch malleable %v: %v", args, err)
+	}
+	return rep
+}
+
+// waitMembers waits until the latest application set of job has members
+// want (the runtime takes dead ranks out on its own).
+func (d *rcDVM) waitMembers(job wire.JobLaunchReply, want string) {
+	d.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	var p wire.PsetInfo
+	for time.Now().Before(deadline) {
+		if p = d.pset(job.Job, pset.AppName(job.App)); p.Members.String() == want {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	d.t.Fatalf("application set of %s: %s (version %d), want %s", job.App, p.Members, p.Version, want)
+}
+
+// waitStatus waits until the change delta has status st.
+func (d *rcDVM) waitStatus(delta, st string) {
+	d.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := d.c.WaitRC(ctx, delta, st); err != nil {
+		d.t.Fatalf("wait for %s %s: %v", delta, st, err)
+	}
+}
+
+// TestRCSubMemberDies: a process named by a SUB that is announced but not
+// yet accepted, and that is killed, is a failure of the job: without
+// --keep-going the job is torn down and ends failed, naming the rank; with
+// it the job goes on. Either way the SUB aborts, and with the job going on
+// no set lists the dead rank and the next change works.
+func TestRCSubMemberDies(t *testing.T) {
+	d := startRCDVM(t, 2, 4)
+	ctx := context.Background()
+	for _, keep := range []bool{false, true} {
+		job := d.startWith(wire.JobLaunchReq{KeepGoing: keep}, 4, "-last", "2")
+		d.signalRank(job.Job, 1, syscall.SIGSTOP) // holds the accept fence: the SUB stays ANNOUNCED
+		rc, err := d.c.RequestRC(ctx, wire.RCRequest{Job: job.Job, Type: wire.RCSub, Ranks: wire.Span(3, 3), ConfirmMS: 20000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.signalRank(job.Job, 3, syscall.SIGKILL)
+		got := d.settled(rc.Delta)
+		if got.Status != wire.RCAborted || !strings.Contains(got.Reason, "rank 3") || !strings.Contains(got.Reason, "before the change was accepted") {
+			t.Errorf("keep-going %v: SUB %s (%s), want ABORTED naming rank 3", keep, got.Status, got.Reason)
+		}
+		if len(got.Ended) != 1 || got.Ended[0].Rank != 3 || got.Ended[0].Signal != int(syscall.SIGKILL) {
+			t.Errorf("keep-going %v: SUB record lists ended processes %+v", keep, got.Ended)
+		}
+		if !keep {
+			end := d.wait(job.Job)
+			if end.State != wire.JobStateFailed || end.Code == 0 || !strings.Contains(end.Msg, "rank 3") {
+				t.Errorf("job ended %s code %d: %s; want failed naming rank 3", end.State, end.Code, end.Msg)
+			}
+			continue
+		}
+		d.signalRank(job.Job, 1, syscall.SIGCONT)
+		d.waitMembers(job, "0-2")
+		if live, _ := d.liveProcs(job.Job); d.usedSlots() != live {
+			t.Errorf("%d slots used for %d live processes", d.usedSlots(), live)
+		}
+		if rc := d.mustRequest(wire.RCRequest{Job: job.Job, Type: wire.RCAdd, N: 1, ConfirmMS: 20000}); rc.Ranks.String() != "4" {
+			t.Errorf("ADD after the dead rank: %s", rc.Ranks)
+		}
+		d.waitMembers(job, "0-2,4")
+		end := d.wait(job.Job)
+		if end.State != wire.JobStateFailed || end.Code == 0 {
+			t.Errorf("keep-going job ended %s code %d: %s; want failed (a failure is still a failure)", end.State, end.Code, end.Msg)
+		}
+	}
+}
+
+// TestRCRemovedExitCode: a process a FINALIZED SUB removed that exits 5
+// is no failure of the job (it had been told to leave), but its status is
+// in the change's record and in the job's end message.
+func TestRCRemovedExitCode(t *testing.T) {
+	d := startRCDVM(t, 2, 4)
+	job := d.start(3, "-last", "1", "-left-code", "5")
+	rc := d.mustRequest(wire.RCRequest{Job: job.Job, Type: wire.RCSub, N: 1})
+	if len(rc.Ended) != 1 || rc.Ended[0].Rank != 2 || rc.Ended[0].Code != 5 {
+		t.Errorf("SUB record lists ended processes %+v, want rank 2 with code 5", rc.Ended)
+	}
+	end := d.wait(job.Job)
+	if end.State != wire.JobStateDone || end.Code != 0 {
+		t.Errorf("job ended %s code %d: %s; want done", end.State, end.Code, end.Msg)
+	}
+	if !strings.Contains(end.Msg, "rank 2") || !strings.Contains(end.Msg, "code 5") || !strings.Contains(end.Msg, "not a failure") {
+		t.Errorf("end message %q does not report rank 2's exit code 5", end.Msg)
+	}
+}
+
+// TestRCKeepGoingDeadRank: with --keep-going, a dead rank leaves the sets
+// at once, so the next change does not wait for it (its accept fence
+// would, until the confirm timeout); an ADD pending when a member of its
+// bound set dies aborts instead of finalizing with a set that holds the
+// dead rank.
+func TestRCKeepGoingDeadRank(t *testing.T) {
+	d := startRCDVM(t, 2, 4)
+	ctx := context.Background()
+	t.Run("idle", func(t *testing.T) {
+		job := d.startWith(wire.JobLaunchReq{KeepGoing: true}, 4, "-last", "1")
+		d.signalRank(job.Job, 3, syscall.SIGKILL)
+		d.waitMembers(job, "0-2")
+		if n := d.usedSlots(); n != 3 {
+			t.Errorf("%d slots used for 3 live processes", n)
+		}
+		rc, err := d.request(wire.RCRequest{Job: job.Job, Type: wire.RCSub, N: 1, ConfirmMS: 15000})
+		if err != nil || rc.Status != wire.RCFinalized {
+			t.Fatalf("SUB after a dead rank: %s (%s), %v", rc.Status, rc.Reason, err)
+		}
+		if rc.Ranks.String() != "2" {
+			t.Errorf("SUB removed %s, want 2 (3 is dead)", rc.Ranks)
+		}
+		d.wait(job.Job)
+	})
+	t.Run("pending ADD", func(t *testing.T) {
+		job := d.startWith(wire.JobLaunchReq{KeepGoing: true}, 3, "-last", "2", "-no-confirm")
+		rc, err := d.c.RequestRC(ctx, wire.RCRequest{Job: job.Job, Type: wire.RCAdd, N: 2, ConfirmMS: 20000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.waitStatus(rc.Delta, wire.RCPending)
+		d.signalRank(job.Job, 1, syscall.SIGKILL)
+		got := d.settled(rc.Delta)
+		if got.Status != wire.RCAborted || !strings.Contains(got.Reason, "rank 1") {
+			t.Errorf("pending ADD after rank 1 died: %s (%s), want ABORTED naming rank 1", got.Status, got.Reason)
+		}
+		d.waitMembers(job, "0,2")
+		if live, _ := d.liveProcs(job.Job); live != 2 || d.usedSlots() != 2 {
+			t.Errorf("%d live processes, %d slots used; want 2 and 2", live, d.usedSlots())
+		}
+		d.mustRequest(wire.RCRequest{Job: job.Job, Type: wire.RCSub, N: 1, ConfirmMS: 15000}) // change 2 ends the program
+		d.wait(job.Job)
+	})
+}
