@@ -75,7 +75,7 @@ func (d *rcDVM) liveProcs(job string) (int, []wire.ProcInfo) {
 // use equal the live processes.
 func TestRCAddRefusedGivesBack(t *testing.T) {
 	d := startRCDVM(t, 3, 2)
-	job := d.start(2, "-last", "1")
+	job := d.start(2, "-last", "2")
 	d.killDaemon("node2")
 	// 3 new processes: node1 has 2 free slots, the third would go to node2.
 	_, err := d.request(wire.RCRequest{Job: job.Job, Type: wire.RCAdd, N: 3})
@@ -93,10 +93,10 @@ func TestRCAddRefusedGivesBack(t *testing.T) {
 	if rc.Ranks.String() != "2-3" || rc.Delta != pset.DeltaName(job.App, 1) {
 		t.Errorf("ADD 2 after the refusal: %s ranks %s", rc.Delta, rc.Ranks)
 	}
-	live, _ := d.liveProcs(job.Job)
-	if n := d.usedSlots(); n != live {
-		t.Errorf("%d slots used for %d live processes", n, live)
+	if n := d.usedSlots(); n != 4 {
+		t.Errorf("%d slots used for 4 live processes", n)
 	}
+	d.mustRequest(wire.RCRequest{Job: job.Job, Type: wire.RCSub, N: 1}) // change 2 ends the program
 	if end := d.wait(job.Job); end.State != wire.JobStateDone || end.Code != 0 {
 		t.Errorf("job ended %s code %d: %s", end.State, end.Code, end.Msg)
 	}
