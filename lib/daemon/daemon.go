@@ -50,6 +50,10 @@ type Config struct {
 	// Ready, when set, is called once the daemon has registered, with its
 	// client socket path.
 	Ready func(sock string)
+	// BeforeFork, when set, runs before the processes of each node.launch
+	// are forked (after the job and its ranks are registered): tests use
+	// it to hold a launch back.
+	BeforeFork func(job string)
 }
 
 // Daemon is a running node daemon. Its methods are for the request
@@ -187,6 +191,8 @@ func servedInline(kind string) bool {
 	switch kind {
 	case wire.KindPsetPush, wire.KindRCPush, wire.KindNodeJobData, wire.KindPing:
 		return true
+	case wire.KindNodeLaunch:
+		return true // the registration part; the forks go on a goroutine (handleLaunch)
 	}
 	return false
 }

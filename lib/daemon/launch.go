@@ -17,22 +17,21 @@ import (
 	"github.com/dynrt/dynrt/wire"
 )
 
-// handleLaunch starts the ranks of a node.launch request. The job data and
-// sets that ride along are cached first, so a process finds them from its
-// very first query. Processes that cannot start are reported as ProcExited
-// with Err set (and left out of the reply). The reply is sent once every
-// rank has been forked; exits may reach the master before it.
+// handleLaunch starts the ranks of a node.launch request. It is served
+// inline, in arrival order with the master's other requests: the job data
+// and sets that ride along are cached, and the ranks reserved (a kill that
+// follows finds them), before the next request is read, so a set pushed
+// after the launch finds the job (issue 11 item 14). The forks then run
+// on a goroutine (wire.Later). Processes that cannot start are reported
+// as ProcExited with Err set (and left out of the reply). The reply is
+// sent once every rank has been forked; exits may reach the master before
+// it.
 func (d *Daemon) handleLaunch(ctx context.Context, _ *wire.Request, b *wire.LaunchReq) (any, error) {
 	if len(b.Argv) == 0 || b.Argv[0] == "" {
 		return nil, wire.Errorf(wire.ErrInvalid, "daemon %s: launch of job %s without a program", d.node, b.Job)
 	}
 	if err := b.Ranks.Check(); err != nil {
 		return nil, err
-	}
-	select { // the node index goes into every process's environment
-	case <-d.registered:
-	case <-ctx.Done():
-		return nil, wire.Errorf(wire.ErrCanceled, "daemon %s: launch of job %s before registration: %w", d.node, b.Job, ctx.Err())
 	}
 	d.mu.Lock()
 	if d.stopping {
@@ -44,20 +43,68 @@ func (d *Daemon) handleLaunch(ctx context.Context, _ *wire.Request, b *wire.Laun
 		jc = d.ensureJob(b.Job, b.ID, b.App)
 	}
 	size := jc.data.Size
-	index := d.index
+	ranks, entries, dups := d.reserve(b)
 	d.mu.Unlock()
-
-	base := d.baseEnv(b, size, index)
-	return &wire.LaunchReply{Started: d.startRanks(b, base)}, nil
+	for _, r := range dups {
+		d.reportStartFailure(procKey{b.Job, r}, wire.Errorf(wire.ErrExists, "rank %d of job %s already runs on %s", r, b.Job, d.node))
+	}
+	return wire.Later(func() (any, error) {
+		if d.cfg.BeforeFork != nil {
+			d.cfg.BeforeFork(b.Job)
+		}
+		select { // the node index goes into every process's environment
+		case <-d.registered:
+		case <-ctx.Done():
+			err := wire.Errorf(wire.ErrCanceled, "daemon %s: launch of job %s before registration: %w", d.node, b.Job, ctx.Err())
+			for i, r := range ranks {
+				d.unreserve(procKey{b.Job, r}, entries[i], err)
+			}
+			return nil, err
+		}
+		base := d.baseEnv(b, size, d.Index())
+		return &wire.LaunchReply{Started: d.startRanks(b, base, ranks, entries)}, nil
+	}), nil
 }
 
-// startRanks forks the ranks of a launch from as many goroutines as
-// lib/proc has spawner threads: a fork holds its thread until the child
+// reserve enters a placeholder for each rank of b in d.live (counted in
+// d.wg), so that kills and a stop see the ranks before they are forked.
+// Ranks already running are returned as dups. d.mu must be held.
+func (d *Daemon) reserve(b *wire.LaunchReq) (ranks []uint32, entries []*procEntry, dups []uint32) {
+	for r := range b.Ranks.All() {
+		key := procKey{b.Job, r}
+		if _, dup := d.live[key]; dup {
+			dups = append(dups, r)
+			continue
+		}
+		e := &procEntry{out: d.newOutputSink(key, b.Output)}
+		d.live[key] = e
+		d.wg.Add(1)
+		ranks, entries = append(ranks, r), append(entries, e)
+	}
+	return ranks, entries, dups
+}
+
+// unreserve drops the placeholder of a rank that will not start and
+// reports why.
+func (d *Daemon) unreserve(key procKey, e *procEntry, why error) {
+	d.mu.Lock()
+	if d.live[key] == e {
+		delete(d.live, key)
+	}
+	d.mu.Unlock()
+	e.out.close()
+	d.stdin.drop(key)
+	d.reportStartFailure(key, why)
+	d.fenceProcEnded(key)
+	d.wg.Done()
+}
+
+// startRanks forks the reserved ranks of a launch from as many goroutines
+// as lib/proc has spawner threads: a fork holds its thread until the child
 // has exec'd, so forking one rank at a time leaves the other cores idle
 // (startRank is safe for concurrent use). It returns the ranks that
 // started, in rank order.
-func (d *Daemon) startRanks(b *wire.LaunchReq, base []string) []wire.ProcStarted {
-	ranks := slices.Collect(b.Ranks.All())
+func (d *Daemon) startRanks(b *wire.LaunchReq, base []string, ranks []uint32, entries []*procEntry) []wire.ProcStarted {
 	type result struct {
 		st wire.ProcStarted
 		ok bool
@@ -66,7 +113,7 @@ func (d *Daemon) startRanks(b *wire.LaunchReq, base []string) []wire.ProcStarted
 	var next atomic.Int64
 	work := func() {
 		for i := next.Add(1) - 1; i < int64(len(ranks)); i = next.Add(1) - 1 {
-			res[i].st, res[i].ok = d.startRank(b, base, ranks[i])
+			res[i].st, res[i].ok = d.startRank(b, base, ranks[i], entries[i])
 		}
 	}
 	var wg sync.WaitGroup
@@ -120,29 +167,21 @@ func isOurs(kv string) bool {
 	return false
 }
 
-// startRank forks one rank. It reports a failure to start to the master
-// itself and returns ok=false.
-func (d *Daemon) startRank(b *wire.LaunchReq, base []string, rank uint32) (wire.ProcStarted, bool) {
+// startRank forks one reserved rank. It reports a failure to start to
+// the master itself and returns ok=false.
+func (d *Daemon) startRank(b *wire.LaunchReq, base []string, rank uint32, e *procEntry) (wire.ProcStarted, bool) {
 	key := procKey{b.Job, rank}
 	env := append(base[:len(base):len(base)],
 		EnvRank+"="+strconv.FormatUint(uint64(rank), 10),
 		EnvUID+"="+strconv.FormatUint(wire.ProcUID(b.ID, rank), 10))
 
-	e := &procEntry{out: d.newOutputSink(key, b.Output)}
 	d.mu.Lock()
-	if d.stopping {
-		d.mu.Unlock()
-		d.reportStartFailure(key, wire.Errorf(wire.ErrState, "daemon %s is stopping", d.node))
-		return wire.ProcStarted{}, false
-	}
-	if _, dup := d.live[key]; dup {
-		d.mu.Unlock()
-		d.reportStartFailure(key, wire.Errorf(wire.ErrExists, "rank %d of job %s already runs on %s", rank, b.Job, d.node))
-		return wire.ProcStarted{}, false
-	}
-	d.live[key] = e
-	d.wg.Add(1)
+	stopping := d.stopping
 	d.mu.Unlock()
+	if stopping {
+		d.unreserve(key, e, wire.Errorf(wire.ErrState, "daemon %s is stopping", d.node))
+		return wire.ProcStarted{}, false
+	}
 
 	spec := proc.Spec{Path: b.Argv[0], Args: b.Argv, Env: env, Dir: b.Wdir}
 	if e.out != nil {
@@ -160,14 +199,7 @@ func (d *Daemon) startRank(b *wire.LaunchReq, base []string, rank uint32) (wire.
 		pp.started(p, err)
 	}
 	if err != nil {
-		d.mu.Lock()
-		delete(d.live, key)
-		d.mu.Unlock()
-		e.out.close()
-		d.stdin.drop(key)
-		d.reportStartFailure(key, err)
-		d.fenceProcEnded(key)
-		d.wg.Done()
+		d.unreserve(key, e, err)
 		return wire.ProcStarted{}, false
 	}
 	now := time.Now()

@@ -25,9 +25,10 @@
 //
 // reply may be kept and called later (a fence that completes when the last
 // participant arrives, a lookup that waits for a key, job.wait). Code on
-// the loop never blocks: calls to daemons run in goroutines that post their
-// outcome back (see launchRound), and pushes to tools go through a
-// per-connection queue (outq) that never blocks the loop. Loop code must
+// the loop never blocks: requests to daemons go out in order through a
+// per-node sender (nodeout.go) that posts their outcome back, and pushes
+// to tools go through a per-connection queue (outq) that never blocks the
+// loop. Loop code must
 // not call post or ask itself (it would wait for itself).
 //
 // # Launching

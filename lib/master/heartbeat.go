@@ -127,8 +127,6 @@ func (s *state) nodeHeartbeat(idx int, c *wire.Conn, st, why string) {
 		s.log.Info("master: node up again", "node", n.name)
 		s.publish(wire.Event{Kind: wire.EvNodeUp, Node: n.name, Msg: why})
 	case wire.NodeDown:
-		s.nodeLost(n, wire.Errorf(wire.ErrTimeout, "declared down: %s", why))
-		// The loss is booked: the close notification finds no node with c.
-		c.Close()
+		s.declareDown(n, wire.Errorf(wire.ErrTimeout, "%s", why))
 	}
 }

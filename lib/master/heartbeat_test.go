@@ -2,6 +2,8 @@ package master
 
 import (
 	"context"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
@@ -9,6 +11,8 @@ import (
 	"time"
 
 	"github.com/dynrt/dynrt/internal/leakcheck"
+	"github.com/dynrt/dynrt/lib/launcher"
+	"github.com/dynrt/dynrt/lib/pset"
 	"github.com/dynrt/dynrt/wire"
 )
 
@@ -181,4 +185,55 @@ func TestHungUnusedDaemon(t *testing.T) {
 		t.Errorf("node2 is %s", st)
 	}
 	d.kill(job.Job)
+}
+
+// TestRejoinAfterDown: once a node is down, a new daemon started by hand
+// for it (dynrun daemon --join --node X) is admitted, is told about the
+// jobs that run on, takes set pushes of those jobs and gets new processes.
+func TestRejoinAfterDown(t *testing.T) {
+	d := startDVM(t, 3, 2, fastHeartbeat)
+	ne := d.nodeEvents()
+	job := d.sleeper(4) // node0 and node1
+	d.stopDaemon(t, 2)
+	ne.wait(t, wire.EvNodeDown, "node2")
+
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := d.m.Info()
+	cmd := exec.Command(exe, "-master", info.Socket, "-node", "node2", "-slots", "2", "-dvm", info.ID, "-dir", d.dir)
+	cmd.Env = append([]string{envRole + "=daemon", launcher.EnvToken + "=" + info.Token}, d.env...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	evs := ne.wait(t, wire.EvNodeUp, "node2")
+	if last := evs[len(evs)-1]; last.Msg != "rejoined" {
+		t.Errorf("rejoin event %+v", last)
+	}
+	// A set of the job that ran through the loss reaches the new daemon
+	// (which would fail the push, and be declared down, had it not been
+	// told about the job).
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	app := pset.AppName(job.App)
+	if _, err := d.c.PsetOp(ctx, wire.PsetOpReq{Job: job.Job, Op: wire.OpUnion, P1: app, P2: pset.NameWorld, Target: app + "/after"}); err != nil {
+		t.Fatal(err)
+	}
+	rep, end := d.run(wire.JobLaunchReq{Argv: []string{"true"}, N: 2})
+	if end.State != wire.JobStateDone || len(rep.Placement) != 1 || rep.Placement[0].Node != "node2" {
+		t.Errorf("job on the rejoined node: %+v %+v", rep.Placement, end)
+	}
+	if st := d.nodeState(2); st != wire.NodeUp {
+		t.Errorf("node2 is %s after its rejoin", st)
+	}
+	d.kill(job.Job)
+	stopCtx, stopCancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer stopCancel()
+	if err := d.m.Stop(stopCtx); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("the rejoined daemon: %v", err)
+	}
 }

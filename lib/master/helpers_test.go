@@ -31,7 +31,19 @@ import (
 const (
 	envRole = "DYNRT_TEST_ROLE"
 	envMark = leakcheck.EnvMark // set in every process a test starts, to find leftovers
+	// envLaunchGate names a file: the re-executed daemons hold every
+	// launch back, after registering it, until the file exists.
+	envLaunchGate = "TEST_LAUNCH_GATE"
 )
+
+// waitForFile waits (at most a minute) until path exists.
+func waitForFile(path string) {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+	}
+}
 
 func TestMain(m *testing.M) {
 	switch os.Getenv(envRole) {
@@ -62,6 +74,9 @@ func daemonMain(args []string) int {
 	}
 	cfg.Token = os.Getenv(launcher.EnvToken)
 	cfg.KillGrace = testGrace
+	if gate := os.Getenv(envLaunchGate); gate != "" {
+		cfg.BeforeFork = func(string) { waitForFile(gate) }
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	// Diagnostics for performance work on the benchmarks:
@@ -96,6 +111,7 @@ type sessionReport struct {
 //
 //	session      print a sessionReport as one JSON line
 //	abort N      ask the runtime to abort the job with status N (rank 0 only; others sleep)
+//	pset NAME    print the set NAME as its daemon knows it (wire.PsetInfo, or {"err":...}) as JSON
 func appMain(args []string) int {
 	if len(args) == 0 {
 		return 2
@@ -149,6 +165,15 @@ func appMain(args []string) int {
 			other.Close()
 		}
 		b, _ := json.Marshal(rep)
+		fmt.Println(string(b))
+		return 0
+	case "pset":
+		var p wire.PsetInfo
+		if err := c.Call(ctx, wire.KindPsetGet, &wire.PsetGetReq{Name: args[1], Members: true}, &p); err != nil {
+			fmt.Println(`{"err":` + strconv.Quote(err.Error()) + `}`)
+			return 1
+		}
+		b, _ := json.Marshal(p)
 		fmt.Println(string(b))
 		return 0
 	case "abort":

@@ -7,7 +7,6 @@ import (
 	"path"
 	"slices"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
 
@@ -211,7 +210,6 @@ func (m *Master) handleLaunch(ctx context.Context, req *wire.Request, b *wire.Jo
 // nodeCall is one call of a launch round.
 type nodeCall struct {
 	node  int
-	conn  *wire.Conn
 	kind  string
 	body  any
 	ranks wire.RankRanges
@@ -326,7 +324,7 @@ func (s *state) launch(c *wire.Conn, b *wire.JobLaunchReq, reply func(*wire.JobL
 		if !n.up {
 			continue
 		}
-		call := &nodeCall{node: n.idx, conn: n.conn}
+		call := &nodeCall{node: n.idx}
 		if rr, ok := j.nodes[n.idx]; ok {
 			call.kind, call.ranks = wire.KindNodeLaunch, rr
 			call.body = &wire.LaunchReq{
@@ -342,34 +340,7 @@ func (s *state) launch(c *wire.Conn, b *wire.JobLaunchReq, reply func(*wire.JobL
 		}
 		calls = append(calls, call)
 	}
-	go s.m.launchRound(j, calls, reply)
-}
-
-// launchRound makes the calls of a launch concurrently (outside the loop)
-// and posts the outcome back.
-func (m *Master) launchRound(j *job, calls []*nodeCall, reply func(*wire.JobLaunchReply, error)) {
-	ctx, cancel := context.WithTimeout(context.Background(), m.callTimeout)
-	defer cancel()
-	var wg sync.WaitGroup
-	for _, c := range calls[min(1, len(calls)):] {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c.err = m.callNode(ctx, c)
-		}()
-	}
-	if len(calls) > 0 {
-		calls[0].err = m.callNode(ctx, calls[0])
-	}
-	wg.Wait()
-	m.post(func(s *state) { s.launchDone(j, calls, reply) })
-}
-
-func (m *Master) callNode(ctx context.Context, c *nodeCall) error {
-	if c.kind == wire.KindNodeLaunch {
-		return c.conn.Call(ctx, c.kind, c.body, &c.rep)
-	}
-	return c.conn.Call(ctx, c.kind, c.body, nil)
+	s.callRound(calls, func(s *state) { s.launchDone(j, calls, reply) })
 }
 
 // startCode maps a failed launch call to an exit code like a shell's.
@@ -645,21 +616,9 @@ func (s *state) sendKill(j *job, k *killOrder) {
 	}
 	req := &wire.KillReq{Job: j.ns, Signal: int(k.sig), GraceMS: k.grace.Milliseconds()}
 	for idx := range j.nodes {
-		n := s.nodes[idx]
-		if !n.up {
-			continue
+		if n := s.nodes[idx]; n.up {
+			s.sendNode(n, outMsg{kind: wire.KindNodeKill, body: req})
 		}
-		go s.m.notifyCall(n.conn, wire.KindNodeKill, req)
-	}
-}
-
-// notifyCall makes a call whose answer nobody waits for; failures are
-// logged (the node-lost path handles dead daemons).
-func (m *Master) notifyCall(c *wire.Conn, kind string, body any) {
-	ctx, cancel := context.WithTimeout(context.Background(), m.callTimeout)
-	defer cancel()
-	if err := c.Call(ctx, kind, body, nil); err != nil && c.Err() == nil {
-		m.log.Warn("master: call to daemon failed", "kind", kind, "daemon", c.Peer().Name, "err", err)
 	}
 }
 
@@ -727,8 +686,10 @@ func (s *state) endJob(j *job) {
 	delete(s.apps, j.app)
 	s.live--
 	gone := &wire.JobData{Gen: j.gen + 1, ID: j.id, Job: j.ns, Gone: true}
-	for _, c := range s.upConns() {
-		go s.m.notifyCall(c, wire.KindNodeJobData, gone)
+	for _, n := range s.nodes {
+		if n.up {
+			s.sendNode(n, outMsg{kind: wire.KindNodeJobData, body: gone})
+		}
 	}
 	s.publish(wire.Event{Kind: wire.EvJobState, Job: j.ns, State: j.state, Code: j.end.Code, Msg: j.end.Msg})
 	s.settleWaits(j) // pmi.go: waits for what the job spawned
@@ -862,7 +823,7 @@ func (m *Master) handleAbort(ctx context.Context, _ *wire.Request, b *wire.Abort
 			req := &wire.KillReq{Job: t.ns, Ranks: pr.Ranks, Signal: int(syscall.SIGTERM), GraceMS: s.m.grace.Milliseconds()}
 			for idx := range t.nodes {
 				if n := s.nodes[idx]; n.up {
-					go s.m.notifyCall(n.conn, wire.KindNodeKill, req)
+					s.sendNode(n, outMsg{kind: wire.KindNodeKill, body: req})
 				}
 			}
 		}

@@ -2,7 +2,6 @@ package master
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -21,6 +20,7 @@ type node struct {
 	pid     int
 	addr    string // the daemon's client socket
 	conn    *wire.Conn
+	out     *nodeOut         // ordered requests to the daemon on conn (nodeout.go)
 	up      bool             // a daemon is registered and connected
 	suspect bool             // up, but its last heartbeat is unanswered (heartbeat.go)
 	joined  bool             // a daemon has registered at least once
@@ -71,10 +71,12 @@ func (s *state) register(c *wire.Conn, b *wire.NodeRegister) (*wire.NodeRegister
 		s.log.Warn("master: daemon reports a different slot count; keeping the DVM's", "node", n.name, "daemon", b.Slots, "dvm", n.slots)
 	}
 	n.conn, n.up, n.suspect = c, true, false
+	n.out = newNodeOut(s.m, c)
 	n.host, n.pid, n.addr = b.Host, b.PID, b.Addr
 	msg := ""
 	if n.joined {
 		msg = "rejoined"
+		s.resync(n)
 	}
 	s.publish(wire.Event{Kind: wire.EvNodeUp, Node: n.name, Msg: msg})
 	if !n.joined {
@@ -97,13 +99,28 @@ func (s *state) register(c *wire.Conn, b *wire.NodeRegister) (*wire.NodeRegister
 // nodeLost marks a node down when its daemon's connection closes. Its
 // processes count as killed; jobs that did not expect it fail.
 func (s *state) nodeLost(n *node, why error) {
+	s.nodeDown(n, why, false)
+}
+
+// declareDown takes node n down although its connection is open (missed
+// heartbeats, a failed push), for the reason why, and closes the
+// connection: the daemon, if it runs at all, then kills its processes and
+// exits, and the node may rejoin with a new daemon.
+func (s *state) declareDown(n *node, why error) {
+	c := n.conn
+	s.nodeDown(n, why, true)
+	c.Close() // its close notification finds no node with c: the loss is booked
+}
+
+func (s *state) nodeDown(n *node, why error, declared bool) {
 	n.conn, n.up, n.suspect = nil, false, false
+	s.dropPushes(n)
 	msg := fmt.Sprintf("daemon of node %s lost", n.name)
-	if s.stopping {
+	switch {
+	case declared:
+		msg = fmt.Sprintf("daemon of node %s declared down: %v", n.name, why)
+	case s.stopping:
 		msg = fmt.Sprintf("daemon of node %s stopped", n.name)
-	}
-	if errors.Is(why, wire.ErrTimeout) {
-		msg = fmt.Sprintf("daemon of node %s %v", n.name, why)
 	}
 	if !s.stopping && why != nil {
 		s.log.Warn("master: node down", "node", n.name, "err", why)

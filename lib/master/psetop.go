@@ -2,7 +2,6 @@ package master
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/dynrt/dynrt/lib/pset"
@@ -110,50 +109,25 @@ func (m *Master) handlePsetDelete(ctx context.Context, _ *wire.Request, b *wire.
 	return nil, err
 }
 
-// Ordered pushes. Requests on one connection are served concurrently by
-// the daemon, so two pushes in flight to the same daemon could be applied
-// in either order. Each node therefore has a FIFO: one call at a time, and
-// set pushes of the same job waiting behind a call go out merged into one.
-// A push round completes once every daemon that was up has answered (or
-// failed); its done callback then runs on the loop.
+// Ordered pushes. Each node has a FIFO in front of its ordered sender
+// (nodeout.go): one push in flight at a time, and set pushes of the same
+// job waiting behind it go out merged into one. A push round completes
+// once every daemon that was up has answered (or failed); its done
+// callback then runs on the loop. A daemon that fails a push (while its
+// connection lives) no longer holds what the master thinks it holds: its
+// node is declared down, and it must rejoin.
 
 type pushq struct {
 	busy  bool
 	items []*pushItem
-	calls chan pushCall // to the queue's sender goroutine (started on first use)
-}
-
-// pushCall is one call the sender makes; done runs on the loop after it.
-type pushCall struct {
-	conn *wire.Conn
-	kind string
-	body any
-	done func(s *state, err error)
-}
-
-// sender makes the calls of one queue, one at a time. A long-lived
-// goroutine instead of one per call: its stack has grown once for all.
-func (m *Master) sender(calls <-chan pushCall) {
-	for {
-		select {
-		case c := <-calls:
-			ctx, cancel := context.WithTimeout(context.Background(), m.callTimeout)
-			err := c.conn.Call(ctx, c.kind, c.body, nil)
-			cancel()
-			if !m.post(func(s *state) { c.done(s, err) }) {
-				return
-			}
-		case <-m.loopDone:
-			return
-		}
-	}
 }
 
 type pushItem struct {
-	j     *job
-	kind  string
-	body  any
-	round *pushRound
+	j      *job
+	kind   string
+	body   any
+	round  *pushRound
+	direct *outMsg // a request sent in order behind the pushes queued before it (sendNode); j and round are nil
 }
 
 type pushRound struct {
@@ -177,21 +151,14 @@ func (s *state) pushSets(j *job, defined []wire.PsetInfo, deleted []string, done
 
 // pushAll queues one call of kind with body to every daemon that is up.
 func (s *state) pushAll(j *job, kind string, body any, done func()) {
-	st := s.rcs()
 	round := &pushRound{done: done}
 	var touched []int
 	for _, n := range s.nodes {
-		if !n.up {
-			continue
+		if n.up {
+			round.left++
+			s.queuePush(n, &pushItem{j: j, kind: kind, body: body, round: round})
+			touched = append(touched, n.idx)
 		}
-		q := st.queues[n.idx]
-		if q == nil {
-			q = &pushq{}
-			st.queues[n.idx] = q
-		}
-		round.left++
-		q.items = append(q.items, &pushItem{j: j, kind: kind, body: body, round: round})
-		touched = append(touched, n.idx)
 	}
 	if round.left == 0 {
 		if done != nil {
@@ -204,14 +171,55 @@ func (s *state) pushAll(j *job, kind string, body any, done func()) {
 	}
 }
 
+func (s *state) queuePush(n *node, it *pushItem) {
+	st := s.rcs()
+	q := st.queues[n.idx]
+	if q == nil {
+		q = &pushq{}
+		st.queues[n.idx] = q
+	}
+	q.items = append(q.items, it)
+}
+
+// resync tells the daemon of a node that has rejoined about every job not
+// ended: its data and the latest version of each of its sets, ahead of
+// anything else the master sends it.
+func (s *state) resync(n *node) {
+	now := time.Now().UnixNano()
+	for _, j := range s.order {
+		if j.done {
+			continue
+		}
+		data := s.rcJobData(j)
+		push := &wire.PsetPush{Job: j.ns}
+		for _, in := range j.reg.List() {
+			def, err := setInfo(j.reg, j.ns, in.Name, now)
+			if err != nil {
+				s.log.Error("master: cannot describe a set for a rejoined node", "job", j.ns, "set", in.Name, "err", err)
+				continue
+			}
+			push.Defined = append(push.Defined, def)
+		}
+		data.Psets = push
+		s.queuePush(n, &pushItem{j: j, kind: wire.KindNodeJobData, body: &data, round: &pushRound{left: 1}})
+	}
+	if s.rc != nil && s.rc.queues[n.idx] != nil {
+		s.pump(n.idx)
+	}
+}
+
 // pump sends the next push of node idx if none is in flight.
 func (s *state) pump(idx int) {
 	q := s.rc.queues[idx]
 	n := s.nodes[idx]
 	for !q.busy && len(q.items) > 0 {
 		first := q.items[0]
-		batch := []*pushItem{first}
 		q.items = q.items[1:]
+		if first.direct != nil {
+			s.sendNode(n, *first.direct) // the queue is drained up to it: straight to the sender
+			continue
+		}
+		batch := []*pushItem{first}
 		body := first.body
 		if pp, ok := body.(*wire.PsetPush); ok {
 			merged := *pp
@@ -234,22 +242,36 @@ func (s *state) pump(idx int) {
 			continue
 		}
 		q.busy = true
-		if q.calls == nil {
-			// Buffered: the loop never waits for the sender, which holds at
-			// most one call at a time anyway.
-			q.calls = make(chan pushCall, 1)
-			go s.m.sender(q.calls)
+		conn, kind, j, m := n.conn, first.kind, first.j, s.m
+		n.out.send(outMsg{kind: kind, body: body, done: func(err error) {
+			m.post(func(s *state) {
+				q.busy = false
+				if err != nil && n.conn == conn && !j.done {
+					s.declareDown(n, wire.Errorf(wire.ErrInternal, "its daemon failed a %s of job %s: %v", kind, j.ns, err))
+				}
+				for _, it := range batch {
+					it.round.ack()
+				}
+				s.pump(idx)
+			})
+		}})
+	}
+}
+
+// dropPushes empties the push queue of a node that went down: its pushes
+// count as answered, the requests queued behind them fail.
+func (s *state) dropPushes(n *node) {
+	if s.rc == nil || s.rc.queues[n.idx] == nil {
+		return
+	}
+	q := s.rc.queues[n.idx]
+	items := q.items
+	q.items = nil
+	for _, it := range items {
+		if it.direct != nil {
+			s.sendNode(n, *it.direct) // fails it: the node is down
+			continue
 		}
-		conn, kind := n.conn, first.kind
-		q.calls <- pushCall{conn: conn, kind: kind, body: body, done: func(s *state, err error) {
-			q.busy = false
-			if err != nil && conn.Err() == nil && !errors.Is(err, wire.ErrNotFound) {
-				s.log.Warn("master: push to daemon failed", "kind", kind, "daemon", conn.Peer().Name, "err", err)
-			}
-			for _, it := range batch {
-				it.round.ack()
-			}
-			s.pump(idx)
-		}}
+		it.round.ack()
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -892,28 +891,14 @@ func (s *state) rcLaunch(run *rcRun) {
 			continue
 		}
 		calls = append(calls, &nodeCall{
-			node: n.idx, conn: n.conn, kind: wire.KindNodeLaunch, ranks: rr,
+			node: n.idx, kind: wire.KindNodeLaunch, ranks: rr,
 			body: &wire.LaunchReq{
 				Job: j.ns, App: j.app, ID: j.id, Ranks: rr, Argv: j.req.Argv, Env: j.req.Env, Wdir: j.req.Wdir,
 				Output: j.req.Output, Delta: run.r.Delta(),
 			},
 		})
 	}
-	m := s.m
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), m.callTimeout)
-		defer cancel()
-		var wg sync.WaitGroup
-		for _, c := range calls {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				c.err = m.callNode(ctx, c)
-			}()
-		}
-		wg.Wait()
-		m.post(func(s *state) { s.rcLaunchDone(run, calls) })
-	}()
+	s.callRound(calls, func(s *state) { s.rcLaunchDone(run, calls) })
 	for _, r := range lost {
 		s.recordExit(j, wire.ProcExited{Job: j.ns, Rank: r, Code: 1, Err: "its node is down"}, "")
 	}
@@ -1085,7 +1070,7 @@ func (s *state) rcKillDelta(run *rcRun, sig syscall.Signal) {
 	}
 	for idx, rr := range per {
 		if n := s.nodes[idx]; n.up {
-			go s.m.notifyCall(n.conn, wire.KindNodeKill, &wire.KillReq{Job: j.ns, Ranks: rr, Signal: int(sig), GraceMS: s.m.grace.Milliseconds()})
+			s.sendNode(n, outMsg{kind: wire.KindNodeKill, body: &wire.KillReq{Job: j.ns, Ranks: rr, Signal: int(sig), GraceMS: s.m.grace.Milliseconds()}})
 		}
 	}
 }
