@@ -191,3 +191,58 @@ func TestDVMListWithoutStartTime(t *testing.T) {
 		}
 	}
 }
+
+// orphanScript is a rank that is a shell with children of its own: when
+// the rank is killed, the two sleeps are its orphans.
+const orphanScript = "sleep 300 & sleep 300 & wait"
+
+// Nothing a job started outlives a daemon or a master killed with -9: the
+// rank (a shell) dies by its parent-death signal, and its children, which
+// that signal does not reach, are killed by the daemon's guard process.
+func TestNoOrphansAfterCrash(t *testing.T) {
+	tests := []struct {
+		name   string
+		victim func(st statusJSON) int
+	}{
+		{"daemon", func(st statusJSON) int { return st.Nodes[1].PID }},
+		{"master", func(st statusJSON) int { return st.PID }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := dynDir(t)
+			id := startDVM(t, "--nodes", "2", "--slots", "2")
+			job := exec.Command(bin, "--dvm", id, "-n", "2", "--map-by", "node", "sh", "-c", orphanScript)
+			if err := job.Start(); err != nil {
+				t.Fatal(err)
+			}
+			jobDone := make(chan error, 1)
+			go func() { jobDone <- job.Wait() }()
+			t.Cleanup(func() {
+				_ = job.Process.Kill()
+				<-jobDone
+			})
+			waitFor(t, "4 sleep processes", func() bool { return countMarked("sleep") == 4 })
+			code, out, errOut := runBin(t, "dvm", "status", "--dvm", id, "--json")
+			if code != 0 {
+				t.Fatalf("status: exit %d, %q", code, errOut)
+			}
+			var st statusJSON
+			if err := json.Unmarshal([]byte(out), &st); err != nil || len(st.Nodes) != 2 {
+				t.Fatalf("status: %v %q", err, out)
+			}
+			victim := tc.victim(st)
+			if victim <= 0 || victim == os.Getpid() {
+				t.Fatalf("no %s pid in %+v", tc.name, st)
+			}
+			if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "every sleep to be gone", func() bool { return countMarked("sleep") == 0 && countMarked("sh") == 0 })
+			if tc.name == "master" {
+				// The next tool call clears the dead DVM's files.
+				t.Cleanup(func() { os.Remove(dvmdir.CrashLog(dir, id)) })
+				runBin(t, "dvm", "list")
+			}
+		})
+	}
+}

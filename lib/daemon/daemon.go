@@ -89,6 +89,8 @@ type Daemon struct {
 	registered chan struct{}
 	lastPing   atomic.Int64 // unix ns of the master's last heartbeat (watchdog.go)
 
+	guard *proc.Guard // kills leftovers if the daemon dies; nil if it could not start
+
 	sess *sessionState // session services (session.go)
 	pmi  *pmiService   // PMI service for MPI programs (pmi.go)
 
@@ -221,6 +223,18 @@ func (d *Daemon) run(ctx context.Context) error {
 	ln, tmp, err := d.listen()
 	if err != nil {
 		return err
+	}
+	// The guard kills what our processes leave behind if we die without
+	// cleaning up (kill -9); it is closed after the final shutdown below.
+	if g, err := proc.StartGuard(); err != nil {
+		d.log.Warn("daemon: no guard process: descendants of processes may outlive a crash of this daemon", "err", err)
+	} else {
+		d.guard = g
+		defer func() {
+			if err := g.Close(); err != nil {
+				d.log.Warn("daemon: guard", "err", err)
+			}
+		}()
 	}
 	srvCtx, stopServe := context.WithCancel(context.Background())
 	served := make(chan struct{})

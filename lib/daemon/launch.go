@@ -183,7 +183,7 @@ func (d *Daemon) startRank(b *wire.LaunchReq, base []string, rank uint32, e *pro
 		return wire.ProcStarted{}, false
 	}
 
-	spec := proc.Spec{Path: b.Argv[0], Args: b.Argv, Env: env, Dir: b.Wdir}
+	spec := proc.Spec{Path: b.Argv[0], Args: b.Argv, Env: env, Dir: b.Wdir, Guard: d.guard}
 	if e.out != nil {
 		spec.Output = e.out.write
 	}

@@ -20,7 +20,10 @@
 // where the daemon dies between fork and prctl (the child compares getppid
 // and kills itself). Pdeathsig reaches only the direct child; grandchildren
 // are not signalled when the daemon dies, and a set-user-ID program clears
-// it.
+// it. For them a daemon starts a Guard (guard.go): a watcher process that,
+// once the daemon is gone however it ended, kills the process groups of
+// the processes still registered and every process carrying the guard's
+// secret mark in its environment.
 //
 // # Signals and pid reuse
 //

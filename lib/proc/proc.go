@@ -64,12 +64,17 @@ type Spec struct {
 	// WaitDelay bounds how long output is awaited after the exit (pipes held
 	// open by a descendant that left the group); 0 means DefaultWaitDelay.
 	WaitDelay time.Duration
+	// Guard, if set, kills what the process leaves behind should the
+	// caller die (see Guard): the process gets the guard's mark in its
+	// environment and its group is registered with the guard until reaped.
+	Guard *Guard
 }
 
 // Proc is a started process. All methods are safe for concurrent use.
 type Proc struct {
 	pid       int
 	keepGroup bool
+	guard     *Guard
 
 	mu     sync.Mutex // guards reaped against Signal: see the package doc
 	reaped bool
@@ -204,7 +209,11 @@ func start(ctx context.Context, spec Spec, opts startOpts) (p *Proc, err error) 
 	if !opts.noPidfd {
 		sys.PidFD = &pidfd
 	}
-	attr := &syscall.ProcAttr{Dir: spec.Dir, Env: spec.Env, Files: files, Sys: sys}
+	env := spec.Env
+	if spec.Guard != nil {
+		env = withGuardEnv(env, spec.Guard)
+	}
+	attr := &syscall.ProcAttr{Dir: spec.Dir, Env: env, Files: files, Sys: sys}
 	var pid int
 	if opts.direct {
 		pid, _, err = syscall.StartProcess(argv0, args, attr)
@@ -217,9 +226,15 @@ func start(ctx context.Context, spec Spec, opts startOpts) (p *Proc, err error) 
 		return nil, execError(spec.Path, err)
 	}
 
+	if spec.Guard != nil {
+		// A daemon dying before this line leaves the fresh process to
+		// Pdeathsig and its children, if any yet, to the mark sweep.
+		spec.Guard.send('+', pid)
+	}
 	p = &Proc{
 		pid:         pid,
 		keepGroup:   spec.KeepGroup,
+		guard:       spec.Guard,
 		exited:      make(chan struct{}),
 		done:        make(chan struct{}),
 		readersDone: make(chan struct{}),
@@ -328,6 +343,11 @@ func (p *Proc) monitor(pidf *os.File, pipes [2]*os.File, stdinW *os.File, delay 
 		p.status = reap(p.pid)
 	} else {
 		p.status = ExitStatus{ExitCode: -1} // someone else reaped it
+	}
+	if p.guard != nil {
+		// Unless KeepGroup, the group was just killed; either way the
+		// pgid is no longer ours to have signalled.
+		p.guard.send('-', p.pid)
 	}
 	p.reaped = true
 	p.mu.Unlock()

@@ -66,6 +66,8 @@ func TestMain(m *testing.M) {
 		wg.Wait()
 		fmt.Println(strings.Join(pids, " "))
 		select {}
+	case "guarded": // guarded: start a guard and a shell with two children under it, print the children's pids, hang
+		os.Exit(guardedHelper())
 	default:
 		fmt.Fprintln(os.Stderr, "unknown helper", os.Getenv(helperEnv))
 		os.Exit(2)
@@ -80,6 +82,27 @@ func helperSpec(t testing.TB, mode string, args ...string) Spec {
 	}
 	// No exit pause when the test binary was built with -race.
 	return Spec{Path: exe, Args: append([]string{exe}, args...), Env: []string{helperEnv + "=" + mode, "GORACE=atexit_sleep_ms=0"}}
+}
+
+// startHelper starts the test binary as a helper that outlives the call
+// and returns its first line of output.
+func startHelper(t *testing.T, mode string, args ...string) (*exec.Cmd, string, error) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), helperEnv+"="+mode, "GORACE=atexit_sleep_ms=0")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	return cmd, line, err
 }
 
 // dead reports whether pid no longer runs: gone, or a zombie nobody reaped
@@ -585,20 +608,7 @@ func TestParentDeathKillsChild(t *testing.T) {
 }
 
 func parentDeath(t *testing.T, n int) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, strconv.Itoa(n))
-	cmd.Env = append(os.Environ(), helperEnv+"=minidaemon")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(stdout).ReadString('\n')
+	cmd, line, err := startHelper(t, "minidaemon", strconv.Itoa(n))
 	if err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()

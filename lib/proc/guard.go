@@ -1,0 +1,241 @@
+package proc
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dynrt/dynrt/wire"
+)
+
+// EnvGuard is set in the environment of every process started with
+// Spec.Guard, to a secret of that guard; descendants inherit it.
+const EnvGuard = "DYNRT_GUARD"
+
+// envGuardWatch, in the environment of a re-executed binary, makes it run
+// as a guard (see init below) watching for the mark it holds.
+const envGuardWatch = "DYNRT_GUARD_WATCH"
+
+// A Guard is a small watcher process that kills what the processes
+// started under it left behind once the process that started them (the
+// daemon) is gone, however it ended: after a kill -9 of the daemon,
+// Pdeathsig kills only its direct children, and their own children would
+// live on under pid 1.
+//
+// The guard is the running binary re-executed (package init diverts it
+// before main), in its own process group so that signals meant for the
+// daemon's group do not reach it. The daemon holds the write end of a
+// pipe whose read end is the guard's stdin; it tells the guard the process
+// group of every process it starts and reaps. The guard sees EOF when the
+// daemon has exited, for whatever reason, and then sweeps: it kills every
+// registered process group and every process of the system whose
+// environment carries the guard's secret mark (EnvGuard), which catches
+// descendants that left their process group (setsid, double fork), round
+// after round until none is left. Each marked process is opened as a pidfd
+// and its environment checked again before it is signalled, so a reused
+// pid is never hit. A descendant that both leaves its process group and
+// clears its environment escapes the sweep (a cgroup would catch it).
+type Guard struct {
+	mark string
+	cmd  *exec.Cmd
+
+	mu  sync.Mutex // serialises writes to w
+	w   *os.File
+	err error // first failed write: the guard is gone
+}
+
+func init() {
+	if mark := os.Getenv(envGuardWatch); mark != "" {
+		os.Exit(guardMain(mark, os.Stdin, os.Stderr))
+	}
+}
+
+// StartGuard starts a guard for the processes the caller will start with
+// Spec.Guard set to it. Close it when those processes have all been reaped.
+func StartGuard() (*Guard, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, wire.Errorf(wire.ErrInternal, "proc: guard secret: %w", err)
+	}
+	mark := hex.EncodeToString(b[:])
+	r, w, err := os.Pipe() // close-on-exec: no other child inherits w
+	if err != nil {
+		return nil, resourceError("guard pipe", err)
+	}
+	defer r.Close()
+	cmd := exec.Command("/proc/self/exe")
+	cmd.Args = []string{"dynrt-guard"}
+	// Nothing of the caller's environment: the guard must not carry marks
+	// of any kind (a test's leak mark, another guard's secret).
+	cmd.Env = []string{envGuardWatch + "=" + mark, "GORACE=atexit_sleep_ms=0"}
+	cmd.Stdin, cmd.Stderr = r, os.Stderr
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		w.Close()
+		return nil, execError("guard", err)
+	}
+	return &Guard{mark: mark, cmd: cmd, w: w}, nil
+}
+
+// env is the entry that marks a process as the guard's.
+func (g *Guard) env() string { return EnvGuard + "=" + g.mark }
+
+// Pid is the guard's process id.
+func (g *Guard) Pid() int { return g.cmd.Process.Pid }
+
+func (g *Guard) send(op byte, pgid int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.w == nil || g.err != nil {
+		return
+	}
+	// One short line is written atomically into the pipe.
+	_, g.err = g.w.Write([]byte(string(op) + strconv.Itoa(pgid) + "\n"))
+}
+
+// Close tells the guard that the caller is done; the guard sweeps what is
+// left (nothing, if every process was reaped and kept its descendants in
+// its group) and exits. Close waits for it.
+func (g *Guard) Close() error {
+	g.mu.Lock()
+	w := g.w
+	g.w = nil
+	g.mu.Unlock()
+	if w == nil {
+		return nil
+	}
+	w.Close()
+	if err := g.cmd.Wait(); err != nil {
+		return wire.Errorf(wire.ErrInternal, "proc: guard: %w", err)
+	}
+	return nil
+}
+
+// withGuardEnv returns env with the guard's mark in place of any other
+// (a process started under a nested DVM belongs to the innermost guard).
+func withGuardEnv(env []string, g *Guard) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, EnvGuard+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, g.env())
+}
+
+// guardMain is the guard process: it follows the registrations on in
+// until EOF, then sweeps. It returns the exit status.
+func guardMain(mark string, in io.Reader, log io.Writer) int {
+	// Only the daemon's exit (EOF) ends the guard: a terminal's ^C or a
+	// kill of the daemon's process group must not take it away first.
+	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
+	groups := make(map[int]bool)
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		line := sc.Text()
+		if len(line) < 2 {
+			continue
+		}
+		pgid, err := strconv.Atoi(line[1:])
+		if err != nil || pgid <= 1 {
+			continue
+		}
+		switch line[0] {
+		case '+':
+			groups[pgid] = true
+		case '-':
+			delete(groups, pgid)
+		}
+	}
+	if ng, np := sweep(mark, groups); ng+np > 0 {
+		fmt.Fprintf(log, "dynrt-guard: the daemon (pid %d) is gone; killed %d process groups and %d processes it had started or their descendants\n", os.Getppid(), ng, np)
+	}
+	return 0
+}
+
+// sweep kills the registered process groups, then the marked processes
+// round after round until a round finds none; it returns how many groups
+// and processes it signalled. One SIGKILL per group is enough: the kernel
+// lets no fork complete in a group with a group signal pending. A marked
+// process forking while it is killed may add a child after the scan: the
+// child carries the mark and the next round gets it.
+func sweep(mark string, groups map[int]bool) (ng, np int) {
+	for pgid := range groups {
+		if syscall.Kill(-pgid, syscall.SIGKILL) == nil {
+			ng++
+		}
+	}
+	needle := []byte(EnvGuard + "=" + mark + "\x00")
+	seen := make(map[int]bool)
+	for round := 0; round < 1000; round++ {
+		found := false
+		for _, pid := range marked(needle) {
+			if killMarked(pid, needle) {
+				found = true
+				seen[pid] = true // a dying process may be seen again
+			}
+		}
+		if !found {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return ng, len(seen)
+}
+
+// marked lists the processes whose environment holds needle (an entry
+// with its terminating NUL).
+func marked(needle []byte) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	self := os.Getpid()
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		if hasEnv(pid, needle) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func hasEnv(pid int, needle []byte) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return false // gone, a zombie, or not ours to read
+	}
+	return bytes.HasPrefix(b, needle) || bytes.Contains(b, append([]byte{0}, needle...))
+}
+
+// killMarked sends SIGKILL to pid through a pidfd, after checking that the
+// process the pidfd names still carries the mark.
+func killMarked(pid int, needle []byte) bool {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	if !hasEnv(pid, needle) {
+		return false // exited, or the pid now names another process
+	}
+	return unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0) == nil
+}
