@@ -206,9 +206,8 @@ func Start(ctx context.Context, cfg Config) (*Master, error) {
 		m.st.nodeByName[n.Name] = nd
 	}
 	m.routes()
-	check := func(kind string, body any) error { return cfg.Limits.Check(kind, body) }
-	m.toolMux.SetCheck(check)
-	m.daemonMux.SetCheck(check)
+	m.toolMux.SetCheck(cfg.Limits.Check)
+	m.daemonMux.SetCheck(cfg.Limits.Check)
 	go m.run()
 
 	if err := m.start(ctx); err != nil {
