@@ -527,3 +527,56 @@ func TestInlineLater(t *testing.T) {
 		t.Errorf("order %q, want %q", log, want)
 	}
 }
+
+// The in-flight bounds of a connection: requests over the count or the
+// bytes of those being served get ErrLimit at once; once the served ones
+// finish, requests are served again.
+func TestInflightBounds(t *testing.T) {
+	tests := []struct {
+		name      string
+		opts      Options
+		pad       int // body bytes of each blocked request
+		admitted  int
+		limitText string
+	}{
+		{"count", Options{MaxInflight: 3}, 10, 3, "3 requests of this connection are being served"},
+		{"bytes", Options{MaxInflight: 100, MaxInflightBytes: 2500}, 1000, 2, "hold 2"},
+		{"one always admitted", Options{MaxInflight: 100, MaxInflightBytes: 10}, 1000, 1, "the limit is 10"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			release := make(chan struct{})
+			var started atomic.Int64
+			srvOpts := tc.opts
+			srvOpts.Handler = func(ctx context.Context, req *Request) (any, error) {
+				started.Add(1)
+				<-release
+				return nil, nil
+			}
+			cli, _ := unixPair(t, Options{}, srvOpts)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			errs := make(chan error, tc.admitted+1)
+			body := map[string]any{"pad": make([]byte, tc.pad)}
+			for range tc.admitted {
+				go func() { errs <- cli.Call(ctx, "block", body, nil) }()
+			}
+			for started.Load() < int64(tc.admitted) {
+				time.Sleep(time.Millisecond)
+			}
+			err := cli.Call(ctx, "block", body, nil)
+			if !errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), tc.limitText) || !strings.Contains(err.Error(), "read their replies") {
+				t.Fatalf("request over the bound: %v, want ErrLimit with %q", err, tc.limitText)
+			}
+			close(release)
+			for range tc.admitted {
+				if err := <-errs; err != nil {
+					t.Errorf("admitted request: %v", err)
+				}
+			}
+			if err := cli.Call(ctx, "block", body, nil); err != nil {
+				t.Errorf("request after the others finished: %v", err)
+			}
+		})
+	}
+}
