@@ -262,6 +262,10 @@ func clientHandshake(ctx context.Context, nc net.Conn, h Hello, opts Options) (*
 		_ = hs.disarm()
 		return nil, err
 	}
+	if n := len(AppendEnvelope(nil, &Envelope{V: h.Max, ID: 1, Kind: KindHello, Body: body})); n > helloMaxFrame {
+		_ = hs.disarm()
+		return nil, Errorf(ErrTooLarge, "wire: %s: hello of %d bytes exceeds the %d bytes allowed before authentication (a shorter name?)", what, n, helloMaxFrame)
+	}
 	if err := writeEnvelope(nc, &Envelope{V: h.Max, ID: 1, Kind: KindHello, Body: body}); err != nil {
 		return fail(err)
 	}
@@ -314,14 +318,6 @@ func serverHandshake(ctx context.Context, nc net.Conn, pol *AcceptPolicy, opts O
 	hs := armHandshake(ctx, nc, opts.HelloTimeout, what)
 	br := bufio.NewReaderSize(nc, helloBufSize)
 	fr := NewReader(br, helloMaxFrame)
-	frame, err := fr.ReadFrame()
-	if err != nil {
-		_ = hs.disarm()
-		if errors.Is(err, ErrTooLarge) {
-			return nil, Errorf(ErrTooLarge, "wire: %s: %w", what, err)
-		}
-		return nil, hs.fail(err)
-	}
 	// reject answers the dialer (still under the handshake deadline).
 	reject := func(id uint64, err error) (*Conn, error) {
 		if id != 0 {
@@ -329,6 +325,16 @@ func serverHandshake(ctx context.Context, nc net.Conn, pol *AcceptPolicy, opts O
 		}
 		_ = hs.disarm()
 		return nil, fmt.Errorf("wire: %s: %w", what, err)
+	}
+	frame, err := fr.ReadFrame()
+	if tl := (*FrameTooLargeError)(nil); errors.As(err, &tl) {
+		// Tell the dialer why, at the id its hello carries.
+		env, _ := DecodeEnvelope(tl.Head)
+		return reject(max(env.ID, 1), Errorf(ErrTooLarge, "wire: hello of %d bytes exceeds the %d bytes allowed before authentication", tl.Size, tl.Limit))
+	}
+	if err != nil {
+		_ = hs.disarm()
+		return nil, hs.fail(err)
 	}
 	env, err := DecodeEnvelope(frame)
 	if err != nil {

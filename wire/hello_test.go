@@ -278,6 +278,13 @@ func TestHandshakeOversizeHello(t *testing.T) {
 	}()
 	// claims 1 MiB: over the pre-authentication limit
 	go func() { _, _ = cn.Write(AppendFrame(nil, make([]byte, 1<<20))) }()
+	f, err := NewReader(cn, 0).ReadFrame()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env, err := DecodeEnvelope(f); err != nil || env.Err == nil || env.Err.Code != CodeTooLarge {
+		t.Fatalf("reply %+v, %v", env, err)
+	}
 	if err := <-errCh; !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("Accept = %v", err)
 	}
@@ -288,5 +295,41 @@ func TestDialErrors(t *testing.T) {
 	_, err := Dial(context.Background(), "unix", t.TempDir()+"/none", Hello{Role: RoleTool}, Options{})
 	if !errors.Is(err, ErrClosed) {
 		t.Fatalf("Dial to nothing = %v", err)
+	}
+}
+
+// A hello over the pre-authentication limit fails with a message saying
+// so: locally on the dialing side, and in the acceptor's reply for a
+// dialer that sends one anyway.
+func TestOversizeHelloIsExplained(t *testing.T) {
+	leakCheck(t)
+	long := strings.Repeat("n", helloMaxFrame)
+	cn, sn := net.Pipe()
+	defer cn.Close()
+	_, err := Client(context.Background(), cn, Hello{Role: RoleTool, Name: long}, Options{})
+	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "allowed before authentication") {
+		t.Fatalf("Client with a long name = %v", err)
+	}
+	sn.Close()
+
+	cn, sn = net.Pipe()
+	defer cn.Close()
+	errCh := make(chan error, 1)
+	go func() {
+		_, err := Accept(context.Background(), sn, AcceptPolicy{Open: true}, Options{})
+		errCh <- err
+	}()
+	body, _ := Marshal(&Hello{Min: 1, Max: 1, Role: RoleTool, Name: long})
+	go func() { _, _ = cn.Write(AppendFrame(nil, AppendEnvelope(nil, &Envelope{V: 1, ID: 1, Kind: KindHello, Body: body}))) }()
+	f, err := NewReader(cn, 0).ReadFrame()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := DecodeEnvelope(f)
+	if err != nil || env.Err == nil || env.Err.Code != CodeTooLarge || env.ID != 1 || !strings.Contains(env.Err.Msg, "before authentication") {
+		t.Fatalf("reply %+v %+v, %v", env, env.Err, err)
+	}
+	if err := <-errCh; !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("Accept = %v", err)
 	}
 }
