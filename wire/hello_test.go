@@ -320,7 +320,9 @@ func TestOversizeHelloIsExplained(t *testing.T) {
 		errCh <- err
 	}()
 	body, _ := Marshal(&Hello{Min: 1, Max: 1, Role: RoleTool, Name: long})
-	go func() { _, _ = cn.Write(AppendFrame(nil, AppendEnvelope(nil, &Envelope{V: 1, ID: 1, Kind: KindHello, Body: body}))) }()
+	go func() {
+		_, _ = cn.Write(AppendFrame(nil, AppendEnvelope(nil, &Envelope{V: 1, ID: 1, Kind: KindHello, Body: body})))
+	}()
 	f, err := NewReader(cn, 0).ReadFrame()
 	if err != nil {
 		t.Fatal(err)
