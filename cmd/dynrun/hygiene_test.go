@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -244,5 +245,66 @@ func TestNoOrphansAfterCrash(t *testing.T) {
 				runBin(t, "dvm", "list")
 			}
 		})
+	}
+}
+
+// pmiInitack connects to a PMI_PORT as uid (or as ourselves when uid < 0)
+// with bash's /dev/tcp, sends the PMI-1 initack for id and returns what
+// the daemon answered before it closed or 3 s passed.
+func pmiInitack(t *testing.T, uid int, port, id string) string {
+	t.Helper()
+	host, p, _ := strings.Cut(port, ":")
+	script := `exec 3<>/dev/tcp/` + host + `/` + p + ` || exit 1
+printf 'cmd=initack pmiid=%s\n' "$1" >&3
+timeout 3 cat <&3`
+	cmd := exec.Command("bash", "-c", script, "bash", id)
+	cmd.Dir = "/"
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	if uid >= 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+	}
+	out, _ := cmd.Output()
+	return string(out)
+}
+
+// With --pmi port, only the DVM owner's processes may speak PMI: a
+// connection from another uid is refused even with the right PMI_ID, and
+// the refusal is logged.
+func TestPMIPortRefusesOtherUsers(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root, to connect as another user (uid 65534)")
+	}
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("needs bash for its /dev/tcp")
+	}
+	dir := dynDir(t)
+	id := startDVM(t, "--nodes", "1", "--slots", "1")
+	job := exec.Command(bin, "--dvm", id, "--pmi", "port", "-n", "1", "sh", "-c", `echo "$PMI_PORT $PMI_ID"; exec sleep 300`)
+	stdout, err := job.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := job.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = job.Process.Kill()
+		_ = job.Wait()
+		runBin(t, "dvm", "stop", "--dvm", id) // the job may run on
+	})
+	var port, pmiID string
+	if _, err := fmt.Fscanln(stdout, &port, &pmiID); err != nil || port == "" || pmiID == "" {
+		t.Fatalf("rank printed %q %q: %v", port, pmiID, err)
+	}
+	if got := pmiInitack(t, 65534, port, pmiID); got != "" {
+		t.Errorf("uid 65534 with the right PMI_ID got an answer: %q", got)
+	}
+	// The id was right: the owner gets the handshake.
+	if got := pmiInitack(t, -1, port, pmiID); !strings.Contains(got, "cmd=initack") || !strings.Contains(got, "rank=0") {
+		t.Errorf("the owner with the right PMI_ID got %q", got)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, id, dvmdir.LogName))
+	if !strings.Contains(string(b), "PMI_PORT connection refused") || !strings.Contains(string(b), "uid 65534") {
+		t.Errorf("no refusal in the DVM log:\n%s", b)
 	}
 }

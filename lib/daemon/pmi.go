@@ -2,9 +2,11 @@ package daemon
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"os"
 	"strconv"
@@ -317,9 +319,12 @@ func (svc *pmiService) tracer(who string) func(bool, []byte) {
 // ---- PMI_PORT mode ---------------------------------------------------------
 
 // listen registers pp under a fresh PMI_ID and returns the address of
-// the daemon's PMI listener, opening it if needed. Ids are random 31-bit
-// numbers: the client reads PMI_ID with atoi, and an unguessable id is
-// what keeps another local user from speaking for the process.
+// the daemon's PMI listener, opening it if needed. MPICH's client reads
+// PMI_ID with atoi and sends it back as an int, so an id has at most 31
+// bits: too few to be a secret against a patient local user. The id only
+// tells which process a connection is; who may connect at all is decided
+// by the uid owning the client's socket (servePort). Ids are random
+// (crypto/rand) and bind a single connection.
 func (svc *pmiService) listen(pp *pmiProc) (string, int, error) {
 	svc.mu.Lock()
 	defer svc.mu.Unlock()
@@ -333,7 +338,11 @@ func (svc *pmiService) listen(pp *pmiProc) (string, int, error) {
 	}
 	id := 0
 	for id == 0 || svc.byID[id] != nil {
-		id = 1 + rand.IntN(1<<31-2)
+		var b [4]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return "", 0, wire.Errorf(wire.ErrInternal, "daemon %s: PMI_ID: %v", svc.d.node, err)
+		}
+		id = int(binary.BigEndian.Uint32(b[:]) & (1<<31 - 1))
 	}
 	svc.byID[id] = pp
 	return svc.ln.Addr().String(), id, nil
@@ -351,7 +360,19 @@ func (svc *pmiService) accept(ln net.Listener) {
 
 // servePort runs a connection that names its process by PMI_ID (PMI-1
 // initack, PMI-2 fullinit); from then on the session is that process's.
+// Only connections from sockets owned by the daemon's own uid are served:
+// another local user could otherwise try ids until one binds and then
+// spawn processes as the DVM's owner.
 func (svc *pmiService) servePort(c net.Conn) {
+	if uid, err := loopbackPeerUID(c); err != nil || uid != os.Getuid() {
+		why := fmt.Sprintf("its socket belongs to uid %d, not to the DVM's owner (uid %d)", uid, os.Getuid())
+		if err != nil {
+			why = "cannot tell who owns its socket: " + err.Error()
+		}
+		svc.d.log.Warn("daemon: PMI_PORT connection refused: "+why, "node", svc.d.node, "peer", c.RemoteAddr().String())
+		c.Close()
+		return
+	}
 	ctx, stop := sessionContext(c)
 	var pp *pmiProc
 	bind := func(id int) (pmi.Handler, error) {
