@@ -308,3 +308,16 @@ func TestPMIPortRefusesOtherUsers(t *testing.T) {
 		t.Errorf("no refusal in the DVM log:\n%s", b)
 	}
 }
+
+// A descendant that left its rank's process group dies when its job ends,
+// not only when the DVM stops.
+func TestNoOrphansAfterJobEnd(t *testing.T) {
+	dynDir(t)
+	id := startDVM(t, "--nodes", "2", "--slots", "1")
+	// The rank waits until setsid has run sleep (out of the group), then exits.
+	script := `setsid sleep 300 >/dev/null 2>&1 & while [ "$(cat /proc/$!/comm 2>/dev/null)" != sleep ]; do :; done`
+	if code, _, errOut := runBin(t, "--dvm", id, "-n", "2", "sh", "-c", script); code != 0 {
+		t.Fatalf("job: exit %d, %q", code, errOut)
+	}
+	waitFor(t, "the sleeps of the ended job to be gone", func() bool { return countMarked("sleep") == 0 })
+}

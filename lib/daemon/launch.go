@@ -360,6 +360,16 @@ func (d *Daemon) handleJobData(_ context.Context, _ *wire.Request, b *wire.JobDa
 	d.mu.Unlock()
 	// Outside d.mu: the session state has its own lock, never nested.
 	d.dropSessionJob(b.Job)
+	if d.guard != nil {
+		// The job is over: what its processes started outside their
+		// process groups (setsid, daemons) goes with it. Off the reader
+		// goroutine: the sweep reads /proc.
+		go func() {
+			if n := d.guard.Sweep(EnvJob, b.Job); n > 0 {
+				d.log.Info("daemon: killed processes left behind by an ended job", "job", b.Job, "n", n)
+			}
+		}()
+	}
 	return nil, nil
 }
 

@@ -179,12 +179,30 @@ func sweep(mark string, groups map[int]bool) (ng, np int) {
 			ng++
 		}
 	}
-	needle := []byte(EnvGuard + "=" + mark + "\x00")
+	return ng, killAllMarked(envEntry(EnvGuard, mark))
+}
+
+// Sweep kills every process that carries the guard's mark and also the
+// environment entry key=value, and returns how many it killed. A daemon
+// calls it when a job has ended (key DYNRT_JOB): descendants of the job's
+// processes that left their process groups die with the job rather than
+// with the daemon.
+func (g *Guard) Sweep(key, value string) int {
+	return killAllMarked(envEntry(EnvGuard, g.mark), envEntry(key, value))
+}
+
+// envEntry is the form in which an environment entry appears in
+// /proc/<pid>/environ, with its terminating NUL.
+func envEntry(key, value string) []byte { return []byte(key + "=" + value + "\x00") }
+
+// killAllMarked kills the processes that carry every one of needles,
+// round after round until a round finds none, and returns how many.
+func killAllMarked(needles ...[]byte) int {
 	seen := make(map[int]bool)
 	for round := 0; round < 1000; round++ {
 		found := false
-		for _, pid := range marked(needle) {
-			if killMarked(pid, needle) {
+		for _, pid := range marked(needles) {
+			if killMarked(pid, needles) {
 				found = true
 				seen[pid] = true // a dying process may be seen again
 			}
@@ -194,12 +212,12 @@ func sweep(mark string, groups map[int]bool) (ng, np int) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	return ng, len(seen)
+	return len(seen)
 }
 
-// marked lists the processes whose environment holds needle (an entry
-// with its terminating NUL).
-func marked(needle []byte) []int {
+// marked lists the processes whose environment holds every one of
+// needles (entries with their terminating NUL).
+func marked(needles [][]byte) []int {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -211,30 +229,35 @@ func marked(needle []byte) []int {
 		if err != nil || pid == self {
 			continue
 		}
-		if hasEnv(pid, needle) {
+		if hasEnv(pid, needles) {
 			out = append(out, pid)
 		}
 	}
 	return out
 }
 
-func hasEnv(pid int, needle []byte) bool {
+func hasEnv(pid int, needles [][]byte) bool {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
 	if err != nil {
 		return false // gone, a zombie, or not ours to read
 	}
-	return bytes.HasPrefix(b, needle) || bytes.Contains(b, append([]byte{0}, needle...))
+	for _, n := range needles {
+		if !bytes.HasPrefix(b, n) && !bytes.Contains(b, append([]byte{0}, n...)) {
+			return false
+		}
+	}
+	return true
 }
 
 // killMarked sends SIGKILL to pid through a pidfd, after checking that the
-// process the pidfd names still carries the mark.
-func killMarked(pid int, needle []byte) bool {
+// process the pidfd names still carries the marks.
+func killMarked(pid int, needles [][]byte) bool {
 	fd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
 		return false
 	}
 	defer unix.Close(fd)
-	if !hasEnv(pid, needle) {
+	if !hasEnv(pid, needles) {
 		return false // exited, or the pid now names another process
 	}
 	return unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0) == nil
