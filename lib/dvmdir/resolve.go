@@ -39,11 +39,20 @@ func Resolve(dir, sel string, env func(string) string) (Info, error) {
 	case strings.HasPrefix(sel, "uri:"):
 		return resolveURI(strings.TrimPrefix(sel, "uri:"), origin, env(EnvToken))
 	}
-	live, _, err := List(dir)
+	live, stale, err := List(dir)
 	if err != nil {
 		return Info{}, err
 	}
-	return choose(live, sel, origin, dir, time.Now())
+	info, err := choose(live, sel, origin, dir, time.Now())
+	if err != nil {
+		// The DVM the user wanted may be the one that just crashed.
+		for _, s := range stale {
+			if s.Log != "" {
+				err = fmt.Errorf("%w\n(DVM %s is gone: %s; its log is kept in %s)", err, s.Info.ID, s.Reason, s.Log)
+			}
+		}
+	}
+	return info, err
 }
 
 func resolveFile(path, origin string) (Info, error) {

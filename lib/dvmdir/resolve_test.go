@@ -53,7 +53,7 @@ func TestResolve(t *testing.T) {
 		{"none", nil, "", nil, want{err: wire.ErrNotFound, msgs: []string{"no running DVM", "dynrun dvm start"}}},
 		{"none but stale", []Info{dead}, "", nil, want{err: wire.ErrNotFound, msgs: []string{"dynrun dvm start"}}},
 		{"several", []Info{alpha, beta}, "", nil, want{err: wire.ErrInvalid,
-			msgs: []string{"2 DVMs are running", "--dvm", "aaaaaaaa", "alpha", "up 2h0m0s", "bbbbbbbb", "beta"}}},
+			msgs: []string{"2 DVMs are running", "--dvm", "aaaaaaaa", "alpha", "up 2h0m", "bbbbbbbb", "beta"}}},
 		{"unknown", []Info{alpha, beta}, "gamma", nil, want{err: wire.ErrNotFound,
 			msgs: []string{`--dvm "gamma" names no running DVM`, "aaaaaaaa", "bbbbbbbb", "--dvm ID|NAME"}}},
 		{"unknown from env", []Info{alpha}, "", map[string]string{EnvDVM: "gamma"}, want{err: wire.ErrNotFound,
@@ -116,5 +116,29 @@ func TestResolve(t *testing.T) {
 	// outside the rendezvous directory.
 	if _, err := os.Stat(deadPath); err != nil {
 		t.Fatalf("file: selection removed %s: %v", deadPath, err)
+	}
+}
+
+// A tool that finds no DVM because the one it wanted has just crashed says
+// where that DVM's log was kept.
+func TestResolveNamesCrashLog(t *testing.T) {
+	dir := privateDir(t)
+	info := Info{ID: "aaaaaaaa", PID: exitedPid(t), Nodes: 1, StartTime: time.Now()}
+	if _, err := Write(dir, info); err != nil {
+		t.Fatal(err)
+	}
+	sd, err := SocketDir(dir, info.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(sd+"/"+LogName, []byte("panic: the master crashed\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Resolve(dir, "", func(string) string { return "" })
+	if !errors.Is(err, wire.ErrNotFound) || !strings.Contains(err.Error(), "its log is kept in "+CrashLog(dir, info.ID)) {
+		t.Fatalf("Resolve: %v", err)
+	}
+	if b, err := os.ReadFile(CrashLog(dir, info.ID)); err != nil || string(b) != "panic: the master crashed\n" {
+		t.Errorf("crash log: %q %v", b, err)
 	}
 }
