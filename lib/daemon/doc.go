@@ -26,6 +26,9 @@
 // Processes are forked directly (lib/proc: no shell, own process group,
 // Pdeathsig) and are terminated before Run returns, whether the master
 // stopped the daemon, the context was canceled or the master was lost.
+// A guard process (proc.Guard) kills what they leave behind: when the
+// daemon is gone however it ended (kill -9 included), and for a job's
+// processes when the master says the job is gone.
 //
 // # Adding a session service
 //
