@@ -113,17 +113,22 @@ func (o *nodeOut) finish(msg outMsg, err error) {
 // sendNode sends msg to the daemon of n after everything the loop sent it
 // before, pushes still queued included. A node that is not up fails msg.
 func (s *state) sendNode(n *node, msg outMsg) {
+	if s.rc != nil && n.up {
+		if q := s.rc.queues[n.idx]; q != nil && len(q.items) > 0 {
+			q.items = append(q.items, &pushItem{kind: msg.kind, direct: &msg})
+			return
+		}
+	}
+	sendNow(n, msg)
+}
+
+// sendNow hands msg to the node's sender, or fails it if the node is down.
+func sendNow(n *node, msg outMsg) {
 	if !n.up {
 		if msg.done != nil {
 			go msg.done(wire.Errorf(wire.ErrClosed, "master: node %s is down", n.name))
 		}
 		return
-	}
-	if s.rc != nil {
-		if q := s.rc.queues[n.idx]; q != nil && len(q.items) > 0 {
-			q.items = append(q.items, &pushItem{kind: msg.kind, direct: &msg})
-			return
-		}
 	}
 	n.out.send(msg)
 }

@@ -216,7 +216,7 @@ func (s *state) pump(idx int) {
 		first := q.items[0]
 		q.items = q.items[1:]
 		if first.direct != nil {
-			s.sendNode(n, *first.direct) // the queue is drained up to it: straight to the sender
+			sendNow(n, *first.direct) // the queue is drained up to it: straight to the sender (sendNode would queue it again)
 			continue
 		}
 		batch := []*pushItem{first}
@@ -269,7 +269,7 @@ func (s *state) dropPushes(n *node) {
 	q.items = nil
 	for _, it := range items {
 		if it.direct != nil {
-			s.sendNode(n, *it.direct) // fails it: the node is down
+			sendNow(n, *it.direct) // fails it: the node is down
 			continue
 		}
 		it.round.ack()
