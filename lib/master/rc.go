@@ -725,7 +725,9 @@ func (s *state) rcPlanSub(j *job, b *wire.RCRequest) ([]uint32, []string, error)
 		return nil, nil, wire.Errorf(wire.ErrInvalid, "master: SUB of %d would remove every process of job %s (it has %d); end the job instead", len(victims), j.app, live)
 	}
 	slices.Sort(victims)
-	// X_c(U) must not be empty, or nobody could accept the change.
+	// X_c(U) must not be empty, or nobody could accept the change; and no
+	// set of it may lose every live member: its new version X \ U would be
+	// empty, which no set can be, and nobody would stay to accept.
 	vr := wire.RangesOf(victims)
 	found := false
 	for _, name := range j.reg.Malleable() {
@@ -733,15 +735,18 @@ func (s *state) rcPlanSub(j *job, b *wire.RCRequest) ([]uint32, []string, error)
 		if err != nil {
 			continue
 		}
+		hit, stays := false, false
 		for _, r := range ms {
 			if vr.Contains(r) {
-				found = true
-				break
+				hit = true
+			} else if s.procLive(procRef{j.ns, r}) {
+				stays = true
 			}
 		}
-		if found {
-			break
+		if hit && !stays {
+			return nil, nil, wire.Errorf(wire.ErrInvalid, "master: SUB of ranks %s would remove every live member of %s; remove fewer, or end the job", vr, name)
 		}
+		found = found || hit
 	}
 	if !found {
 		return nil, nil, wire.Errorf(wire.ErrInvalid, "master: no active process set holds ranks %s, so nobody could accept their removal", vr)

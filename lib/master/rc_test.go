@@ -327,3 +327,60 @@ func BenchmarkPsetOpTool112(b *testing.B) {
 	b.ReportMetric(float64(times[len(times)/2].Nanoseconds())/1e3, "µs-median")
 	d.kill(job.Job)
 }
+
+// TestRCSubWouldEmptySet: a SUB that would take every live member of a
+// malleable set (here /a of a job split in two active sets) is refused
+// before anything changes: the set's new version would be empty and none
+// of its members would stay to accept. Found by the chaos harness
+// (internal/chaos, a split job shrunk by its one-member set): the SUB was
+// announced, the leaving root could not build the empty set, and the
+// change never settled.
+func TestRCSubWouldEmptySet(t *testing.T) {
+	d := startDVM(t, 2, 2)
+	job := d.sleeper(2)
+	ctx := context.Background()
+	app := pset.AppName(job.App)
+	// A delta set {1} to build /a = {0} and /b = {1} from: a SUB canceled
+	// at once.
+	rc, err := d.rc(wire.RCRequest{Job: job.Job, Type: wire.RCSub, Ranks: wire.Span(1, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.c.CancelRC(ctx, rc.Delta, "test"); err != nil {
+		t.Fatal(err)
+	}
+	d.settled(rc.Delta)
+	no := false
+	for _, req := range []wire.PsetOpReq{
+		{Op: wire.OpDifference, P1: app, P2: rc.Delta, Target: app + "/a"},
+		{Op: wire.OpIntersection, P1: app, P2: rc.Delta, Target: app + "/b"},
+		{Op: wire.OpNull, Target: app, Active: &no},
+	} {
+		req.Job = job.Job
+		if _, err := d.c.PsetOp(ctx, req); err != nil {
+			t.Fatalf("%s: %v", req.Op, err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		req  wire.RCRequest
+	}{
+		{"count bound to the set", wire.RCRequest{Type: wire.RCSub, N: 1, Bound: []string{app + "/a"}}},
+		{"its rank bound to the set", wire.RCRequest{Type: wire.RCSub, Ranks: wire.Span(0, 0), Bound: []string{app + "/a"}}},
+		{"its rank unbound", wire.RCRequest{Type: wire.RCSub, Ranks: wire.Span(1, 1)}},
+	} {
+		tc.req.Job = job.Job
+		_, err := d.rc(tc.req)
+		if !errors.Is(err, wire.ErrInvalid) || !strings.Contains(err.Error(), "would remove every live member of "+app+"/") {
+			t.Errorf("%s: %v, want invalid: would remove every live member", tc.name, err)
+		}
+	}
+	rcs, err := d.c.RCs(ctx, job.Job)
+	if err != nil || len(rcs) != 1 || rcs[0].Delta != rc.Delta {
+		t.Errorf("refused SUBs made changes: %v, %v", rcs, err)
+	}
+	if n := d.used(); n != 2 {
+		t.Errorf("%d slots used, want 2", n)
+	}
+	d.kill(job.Job)
+}
