@@ -16,9 +16,13 @@ FUZZTIME ?= 10s
 # make test ends with every fuzz target for this long (CI's short run;
 # the targets are meant to pass `make fuzz FUZZTIME=10m`).
 FUZZTIME_TEST ?= 5s
+# make chaos: steps, seed and fault kinds of the long chaos run.
+STEPS ?= 2000
+SEED ?= 1
+FAULTS ?= all
 TEST_TIMEOUT ?= 12m
 
-.PHONY: help build install test deps-tmux deps-mpi bench fuzz verify demo clean
+.PHONY: help build install test deps-tmux deps-mpi bench fuzz chaos verify demo clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -58,6 +62,10 @@ fuzz: ## run every fuzz target for FUZZTIME (default 10s; 10m for a long run) ea
 	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
 	  done; \
 	done
+
+chaos: build ## long chaos run (STEPS=2000 SEED=1 FAULTS=all): faults and changes on a live DVM, invariants checked, summary
+	$(GO) build -o $(BIN)/malleable ./internal/malleable
+	$(GO) run ./scripts/chaos -seed $(SEED) -steps $(STEPS) -faults $(FAULTS) -dynrun $(BIN)/dynrun -malleable $(BIN)/malleable $(CHAOSFLAGS)
 
 verify: ## gofmt, go vet, staticcheck, go.mod tidiness, wire/ import rule
 	@out=$$(gofmt -l $$(git ls-files '*.go') $$(git ls-files --others --exclude-standard '*.go')); \

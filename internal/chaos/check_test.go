@@ -1,0 +1,178 @@
+package chaos
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dynrt/dynrt/wire"
+)
+
+var t0 = time.Unix(1_700_000_000, 0)
+
+// good is a settled DVM: node0 (the master's own) and node1, job j1 with
+// rank 0 on node0 and rank 1 on node1, both in mpi://app/j1, its dynrun
+// running, one finalized change.
+func good() *Snapshot {
+	return &Snapshot{
+		Nodes: []Node{{Name: "node0", Slots: 2, Used: 1, State: wire.NodeUp, PID: 100}, {Name: "node1", Slots: 2, Used: 1, State: wire.NodeUp, PID: 101}},
+		Jobs: []Job{{
+			Job: "d.1", App: "j1", State: wire.JobStateRunning, NextRank: 2,
+			Procs: []Proc{{Rank: 0, Node: "node0", PID: 200, State: wire.ProcStateRunning}, {Rank: 1, Node: "node1", PID: 201, State: wire.ProcStateRunning}},
+			Sets:  []Set{{Name: "mpi://app/j1", Version: 2, Active: true, Members: []uint32{0, 1}}, {Name: "mpi://app/j1/other", Version: 0, Members: []uint32{0, 1, 7}}},
+		}},
+		Changes:       []Change{{Delta: "mpi://rte/j1/rc/1", Job: "d.1", Type: wire.RCAdd, Status: wire.RCFinalized, Settled: true, Requested: t0, Limit: 20 * time.Second}},
+		OS:            map[int]OSProc{100: {PID: 100}, 101: {PID: 101}, 200: {PID: 200}, 201: {PID: 201}, 300: {PID: 300}},
+		MasterPID:     100,
+		Launchers:     map[int]bool{300: true},
+		StatusLatency: 5 * time.Millisecond,
+	}
+}
+
+// aborted adds to s an ABORTED change of j1 of type typ.
+func aborted(s *Snapshot, typ string) *Snapshot {
+	s.Changes = append(s.Changes, Change{Delta: "mpi://rte/j1/rc/2", Job: "d.1", Type: typ, Status: wire.RCAborted, Settled: true, Requested: t0, Limit: 20 * time.Second})
+	return s
+}
+
+func TestCheckCatchesEachInvariant(t *testing.T) {
+	rolled := []string{"mpi://rte/j1/rc/2"}
+	for _, tt := range []struct {
+		name  string
+		prev  *Snapshot
+		cur   func(s *Snapshot)
+		facts Facts
+		want  []Invariant
+		frag  string // in the first violation
+	}{
+		{name: "settled DVM", cur: func(*Snapshot) {}},
+		{name: "a: live rank outside the active sets", cur: func(s *Snapshot) { s.Jobs[0].Sets[0].Members = []uint32{0} },
+			want: []Invariant{InvSets}, frag: "live rank 1 (pid 201 on node1) is in no latest active set"},
+		{name: "a: dead rank in the active set", cur: func(s *Snapshot) {
+			s.Jobs[0].Procs[1].State = wire.ProcStateExited
+			s.Nodes[1].Used = 0
+			delete(s.OS, 201)
+		}, want: []Invariant{InvSets}, frag: "dead rank 1 (state exited, pid 201) is in mpi://app/j1@2"},
+		{name: "a: member without a process", cur: func(s *Snapshot) { s.Jobs[0].Sets[0].Members = []uint32{0, 1, 5} },
+			want: []Invariant{InvSets}, frag: "rank 5 in mpi://app/j1@2 has no process"},
+		{name: "a: inactive set of the application does not count", cur: func(s *Snapshot) {
+			s.Jobs[0].Sets[0].Active = false
+			s.Jobs[0].Sets = append(s.Jobs[0].Sets, Set{Name: "mpi://app/j1/a", Active: true, Members: []uint32{0}}, Set{Name: "mpi://app/j1/b", Active: true, Members: []uint32{1}})
+		}},
+		{name: "a: another job's active set does not count", cur: func(s *Snapshot) {
+			s.Jobs[0].Sets[0] = Set{Name: "mpi://app/j10", Active: true, Members: []uint32{0, 1}}
+		}, want: []Invariant{InvSets, InvSets}},
+		{name: "b: slots leaked", cur: func(s *Snapshot) { s.Nodes[1].Used = 2 },
+			want: []Invariant{InvSlots}, frag: "node node1: 2 slots used, 1 live processes placed there"},
+		{name: "b: the master counts a process the OS has lost", cur: func(s *Snapshot) { delete(s.OS, 201) },
+			want: []Invariant{InvSets, InvSlots}},
+		{name: "c: a process nobody owns", cur: func(s *Snapshot) { s.OS[400] = OSProc{PID: 400, PPID: 1, Cmd: "malleable"} },
+			want: []Invariant{InvOrphans}, frag: "pid 400 (malleable, parent 1) belongs to no running job, daemon or DVM"},
+		{name: "c: a rank outlives its daemon", cur: func(s *Snapshot) {
+			s.Nodes[1].State = wire.NodeDown
+			delete(s.OS, 101)
+		}, want: []Invariant{InvOrphans, InvOrphans}, frag: "job j1: rank 1 (pid 201) outlives the daemon of node1"},
+		{name: "c: a process of an ended job", cur: func(s *Snapshot) {
+			s.Jobs = append(s.Jobs, Job{Job: "d.2", App: "j2", State: wire.JobStateKilled, Procs: []Proc{{Rank: 0, Node: "node0", PID: 500, State: wire.ProcStateRunning}}})
+			s.OS[500] = OSProc{PID: 500}
+		}, want: []Invariant{InvOrphans}},
+		{name: "c: anything left after the DVM", cur: func(s *Snapshot) {
+			*s = Snapshot{Stopped: true, OS: map[int]OSProc{201: {PID: 201, PPID: 1, Cmd: "malleable"}}}
+		}, want: []Invariant{InvOrphans}, frag: "outlives the DVM"},
+		{name: "c: the harness's launchers may run", cur: func(s *Snapshot) {
+			*s = Snapshot{Stopped: true, OS: map[int]OSProc{300: {PID: 300}}, Launchers: map[int]bool{300: true}}
+		}},
+		{name: "d: a change past its limit", cur: func(s *Snapshot) { s.Changes[0].Status = wire.RCAnnounced },
+			facts: Facts{Now: t0.Add(21 * time.Second)}, want: []Invariant{InvChanges}, frag: "mpi://rte/j1/rc/1 (ADD) still ANNOUNCED 21s after its request (limit 20s)"},
+		{name: "d: a change within its limit", cur: func(s *Snapshot) { s.Changes[0].Status = wire.RCPending },
+			facts: Facts{Now: t0.Add(19 * time.Second)}},
+		{name: "d: aborted ADD restored", prev: good(), cur: func(s *Snapshot) { aborted(s, wire.RCAdd) }, facts: Facts{Rolled: rolled}},
+		{name: "d: aborted ADD kept its ranks counted", prev: good(), cur: func(s *Snapshot) { aborted(s, wire.RCAdd).Jobs[0].NextRank = 4 },
+			facts: Facts{Rolled: rolled}, want: []Invariant{InvChanges}, frag: "next rank is 4, was 2 before it"},
+		{name: "d: aborted ADD left a new process in the set", prev: good(), cur: func(s *Snapshot) {
+			aborted(s, wire.RCAdd)
+			s.Jobs[0].Sets[0].Members = []uint32{0, 1, 2}
+			s.Jobs[0].Procs = append(s.Jobs[0].Procs, Proc{Rank: 2, Node: "node1", PID: 202, State: wire.ProcStateRunning})
+			s.OS[202] = OSProc{PID: 202}
+			s.Nodes[1].Used = 2
+		}, facts: Facts{Rolled: rolled}, want: []Invariant{InvChanges, InvChanges}, frag: "are [0 1 2], were [0 1] before it"},
+		{name: "d: aborted SUB removed a member anyway", prev: good(), cur: func(s *Snapshot) {
+			aborted(s, wire.RCSub)
+			s.Jobs[0].Sets[0].Members = []uint32{0}
+		}, facts: Facts{Rolled: rolled}, want: []Invariant{InvSets, InvChanges}},
+		{name: "d: aborted SUB, a member died meanwhile", prev: good(), cur: func(s *Snapshot) {
+			aborted(s, wire.RCSub)
+			s.Jobs[0].Sets[0].Members = []uint32{0}
+			s.Jobs[0].Procs[1].State = wire.ProcStateExited
+			delete(s.OS, 201)
+			s.Nodes[1].Used = 0
+		}, facts: Facts{Rolled: rolled}},
+		{name: "d: a change not of this step is not compared", prev: good(), cur: func(s *Snapshot) { aborted(s, wire.RCAdd).Jobs[0].NextRank = 4 }},
+		{name: "e: wrong exit status", cur: func(*Snapshot) {}, facts: Facts{Ended: []Ended{{App: "j1", Code: 0, Allowed: []int{137}, Why: "kill -9"}}},
+			want: []Invariant{InvExit}, frag: "dynrun of job j1 exited 0, the rule allows [137] (kill -9)"},
+		{name: "e: right exit status", cur: func(*Snapshot) {}, facts: Facts{Ended: []Ended{{App: "j1", Code: 137, Allowed: []int{137}}}}},
+		{name: "f: slow dvm status", cur: func(s *Snapshot) { s.StatusLatency = 1500 * time.Millisecond },
+			want: []Invariant{InvStatus}, frag: "dvm status answered after 1.5s (limit 1s)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cur := good()
+			tt.cur(cur)
+			if tt.facts.Now.IsZero() {
+				tt.facts.Now = t0.Add(time.Second)
+			}
+			vs := Check(tt.prev, cur, tt.facts)
+			var got []Invariant
+			for _, v := range vs {
+				got = append(got, v.Inv)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("violations %v, want %v:\n%v", got, tt.want, vs)
+			}
+			if tt.frag != "" && !strings.Contains(vs[0].What, tt.frag) && !strings.Contains(vs[len(vs)-1].What, tt.frag) {
+				t.Errorf("violation %q lacks %q", vs, tt.frag)
+			}
+			for _, v := range vs {
+				if !strings.HasPrefix(v.Key, string(v.Inv)+" ") {
+					t.Errorf("violation %v: key %q does not name its invariant", v, v.Key)
+				}
+			}
+		})
+	}
+}
+
+// A violation that persists has the same key whatever figures change.
+func TestViolationKeyIgnoresFigures(t *testing.T) {
+	a, b := good(), good()
+	a.Nodes[1].Used, b.Nodes[1].Used = 3, 4
+	va, vb := Check(nil, a, Facts{}), Check(nil, b, Facts{})
+	if len(va) != 1 || len(vb) != 1 || va[0].Key != vb[0].Key || va[0].What == vb[0].What {
+		t.Errorf("keys of the same leak: %v / %v", va, vb)
+	}
+}
+
+func TestExitRule(t *testing.T) {
+	kill := func(sure bool) JobFailure { return JobFailure{Code: SigKilled, Sure: sure, What: "kill -9"} }
+	for _, tt := range []struct {
+		name string
+		f    ExitFacts
+		want []int
+	}{
+		{"ended by dynrun's SIGTERM", ExitFacts{EndedBy: EndTerm}, []int{143}},
+		{"ended by dvm stop", ExitFacts{EndedBy: EndDVMStop}, []int{143}},
+		{"ended by itself without a fault", ExitFacts{}, nil},
+		{"a member killed", ExitFacts{Failures: []JobFailure{kill(true)}, EndedBy: EndTerm}, []int{137}},
+		{"the first failure counts", ExitFacts{Failures: []JobFailure{{Code: 3, Sure: true, What: "exit 3"}, kill(true)}}, []int{3}},
+		{"a new process killed: the ADD may abort", ExitFacts{Failures: []JobFailure{kill(false)}, EndedBy: EndTerm}, []int{137, 143}},
+		{"keep-going, killed later", ExitFacts{Failures: []JobFailure{kill(true)}, EndedBy: EndTerm, KeepGoing: true}, []int{137, 143}},
+		{"keep-going, ended by its failure", ExitFacts{Failures: []JobFailure{kill(true)}, KeepGoing: true}, []int{137}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, why := ExitRule(tt.f)
+			if !slices.Equal(got, tt.want) || why == "" {
+				t.Errorf("ExitRule = %v (%q), want %v", got, why, tt.want)
+			}
+		})
+	}
+}

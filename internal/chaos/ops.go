@@ -1,0 +1,307 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/dynrt/dynrt/wire"
+)
+
+// maxJobs bounds the jobs running at once: a launch beyond it ends the
+// oldest first.
+const maxJobs = 3
+
+// step runs one step: its operation, with its fault injected at the
+// moment that fault is about.
+func (h *harness) step(ctx context.Context, s Step) error {
+	f := h.startFault(ctx, s)
+	defer f.end()
+	j := h.pickJob(s.JobPick, nil)
+	op := s.Op
+	if j == nil && op != OpLaunch && op != OpIdle {
+		h.note("no job: launch instead of %s", op)
+		op, s.Count = OpLaunch, 2
+	}
+	switch op {
+	case OpLaunch:
+		if h.running() >= maxJobs {
+			h.endJob(h.pickJob(0, nil))
+		}
+		return h.launch(ctx, s)
+	case OpAdd:
+		bound := h.bound(j, s)
+		confirm := h.cfg.ConfirmTimeout
+		if s.Fault == FaultConfirmTimeout {
+			confirm = time.Second
+		}
+		rc, ok := h.request(ctx, j, wire.RCRequest{Type: wire.RCAdd, N: uint32(s.Count), Bound: bound}, confirm)
+		if ok {
+			f.change(ctx, j, rc)
+		}
+	case OpSub, OpSubRanks:
+		req := wire.RCRequest{Type: wire.RCSub, N: uint32(s.Count), Bound: h.bound(j, s)}
+		if op == OpSubRanks {
+			ranks := h.pickRanks(ctx, j, req.Bound, s)
+			if len(ranks) == 0 {
+				h.note("job %s: no ranks to remove", j.app)
+				f.change(ctx, j, wire.RC{})
+				return nil
+			}
+			req.N, req.Ranks = 0, wire.RangesOf(ranks)
+		}
+		rc, ok := h.request(ctx, j, req, h.cfg.ConfirmTimeout)
+		if ok {
+			f.change(ctx, j, rc)
+		}
+	case OpCancel:
+		typ := wire.RCAdd
+		if s.CancelSub {
+			typ = wire.RCSub
+		}
+		rc, ok := h.request(ctx, j, wire.RCRequest{Type: typ, N: 1, Bound: h.bound(j, s)}, h.cfg.ConfirmTimeout)
+		if ok {
+			f.change(ctx, j, rc)
+			time.Sleep(s.Delay)
+			var out wire.RC
+			err := h.d.cl.Conn().Call(ctx, wire.KindRCCancel, &wire.RCCancelReq{Delta: rc.Delta, Reason: "chaos cancel"}, &out)
+			h.note("cancel %s after %s: %s", rc.Delta, s.Delay, errOr(err, out.Status))
+		}
+	case OpConcurrent:
+		h.concurrent(ctx, j, s, f)
+	case OpEnd:
+		h.endJob(j)
+	case OpIdle:
+		f.change(ctx, j, wire.RC{})
+	}
+	return nil
+}
+
+func errOr(err error, ok string) string {
+	if err != nil {
+		return err.Error()
+	}
+	return ok
+}
+
+func (h *harness) running() int {
+	n := 0
+	for _, j := range h.jobs {
+		if !j.exited() {
+			n++
+		}
+	}
+	return n
+}
+
+// launch starts a malleable job with dynrun and waits until it runs.
+func (h *harness) launch(ctx context.Context, s Step) error {
+	h.nextID++
+	app := "j" + itoa(h.nextID)
+	args := []string{"--dvm", h.d.id, "-n", itoa(s.Count), "--name", app}
+	if s.KeepGoing {
+		args = append(args, "--keep-going")
+	}
+	if s.Split {
+		// The job splits by node (rank 0's and the others): spread it.
+		args = append(args, "--map-by", "node")
+	}
+	args = append(args, h.cfg.Malleable, "-timeout", "1000h")
+	if s.Split {
+		args = append(args, "-split")
+	}
+	if s.Request != "" {
+		args = append(args, "-requests", s.Request)
+	}
+	cmd := exec.Command(h.cfg.Dynrun, args...)
+	cmd.Env = h.env()
+	j := &jobRun{app: app, split: s.Split, keepGoing: s.KeepGoing, cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
+	j.facts.KeepGoing = s.KeepGoing
+	cmd.Stdout, cmd.Stderr = j.out, j.out
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("chaos: start dynrun: %w", err)
+	}
+	h.jobs = append(h.jobs, j)
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			j.code = ee.ExitCode()
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				j.code = 128 + int(ws.Signal())
+			}
+		}
+		close(j.done)
+	}()
+	// The job runs once the master lists it running (its namespace is
+	// then known) and, split, once its sets are made.
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(30 * time.Millisecond) {
+		if j.exited() {
+			h.note("launch %s: dynrun exited %d: %s", app, j.code, lastLines(j.out.String(), 3))
+			return nil
+		}
+		jobs, err := h.d.cl.Jobs(ctx, false)
+		if err != nil {
+			return err
+		}
+		for _, ji := range jobs {
+			if ji.App == app && ji.State == wire.JobStateRunning && (!s.Split || strings.Count(j.out.String(), "SPLIT") >= s.Count) {
+				j.ns = ji.Job
+				h.note("launch %s (%s) n=%d", app, ji.Job, s.Count)
+				return nil
+			}
+		}
+	}
+	h.note("launch %s: not running after 30s", app)
+	return nil
+}
+
+// endJob ends j the way a user does: SIGTERM to its dynrun.
+func (h *harness) endJob(j *jobRun) {
+	if j == nil {
+		return
+	}
+	j.facts.EndedBy = EndTerm
+	signal(j.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-j.done:
+	case <-time.After(30 * time.Second):
+	}
+	h.note("end %s", j.app)
+}
+
+// bound is the set a change on j binds to: a split job's sets (a or b),
+// else the runtime's choice (the application set).
+func (h *harness) bound(j *jobRun, s Step) []string {
+	if !j.split {
+		return nil
+	}
+	part := "/a"
+	if s.ProcPick%2 == 1 {
+		part = "/b"
+	}
+	return []string{"mpi://app/" + j.app + part}
+}
+
+// request asks for a change; ok is false if the DVM refused it.
+func (h *harness) request(ctx context.Context, j *jobRun, req wire.RCRequest, confirm time.Duration) (wire.RC, bool) {
+	req.Job, req.Requester, req.RequesterID = j.ns, wire.ByTool, "chaos"
+	req.ConfirmMS, req.GraceMS = confirm.Milliseconds(), 1000
+	var rc wire.RC
+	err := h.d.cl.Conn().Call(ctx, wire.KindRCRequest, &req, &rc)
+	what := fmt.Sprintf("%s %s n=%d ranks=%s bound=%v", j.app, req.Type, req.N, req.Ranks, req.Bound)
+	if err != nil {
+		h.sum.Refused++
+		h.note("%s refused: %v", what, err)
+		return rc, false
+	}
+	h.limits[rc.Delta] = confirm + changeSlack
+	h.rolled = append(h.rolled, rc.Delta)
+	h.note("%s -> %s", what, rc.Delta)
+	return rc, true
+}
+
+// pickRanks chooses s.Count ranks of j's bound set to remove (never all).
+func (h *harness) pickRanks(ctx context.Context, j *jobRun, bound []string, s Step) []uint32 {
+	jb, err := h.observeJob(ctx, j.ns)
+	if err != nil {
+		return nil
+	}
+	name := "mpi://app/" + j.app
+	if len(bound) > 0 {
+		name = bound[0]
+	}
+	var members []uint32
+	for _, ps := range jb.Sets {
+		if ps.Name == name {
+			members = ps.Members
+		}
+	}
+	n := min(s.Count, len(members)-1)
+	var out []uint32
+	for i := range max(n, 0) {
+		k := int((s.ProcPick + uint32(i)*7919) % uint32(len(members)))
+		for slices.Contains(out, members[k]) {
+			k = (k + 1) % len(members)
+		}
+		out = append(out, members[k])
+	}
+	slices.Sort(out)
+	return out
+}
+
+// concurrent asks for an ADD on j and a SUB on another job at once, and a
+// second change of j while its first is in flight (the DVM must refuse
+// it as busy or run it after).
+func (h *harness) concurrent(ctx context.Context, j *jobRun, s Step, f *fault) {
+	k := h.pickJob(s.PeerPick, j)
+	var wg sync.WaitGroup
+	var rcA wire.RC
+	var okA bool
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		rcA, okA = h.requestQuiet(ctx, j, wire.RCRequest{Type: wire.RCAdd, N: 1, Bound: h.bound(j, s)})
+	}()
+	if k != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h.requestQuiet(ctx, k, wire.RCRequest{Type: wire.RCSub, N: 1, Bound: h.bound(k, s)})
+		}()
+	}
+	wg.Wait()
+	h.flushQuiet()
+	if okA {
+		h.request(ctx, j, wire.RCRequest{Type: wire.RCSub, N: 1, Bound: h.bound(j, s)}, h.cfg.ConfirmTimeout)
+		f.change(ctx, j, rcA)
+	}
+}
+
+// requestQuiet is request for concurrent use: the notes wait in a queue
+// flushed by flushQuiet.
+func (h *harness) requestQuiet(ctx context.Context, j *jobRun, req wire.RCRequest) (wire.RC, bool) {
+	req.Job, req.Requester, req.RequesterID = j.ns, wire.ByTool, "chaos"
+	req.ConfirmMS, req.GraceMS = h.cfg.ConfirmTimeout.Milliseconds(), 1000
+	var rc wire.RC
+	err := h.d.cl.Conn().Call(ctx, wire.KindRCRequest, &req, &rc)
+	h.qmu.Lock()
+	defer h.qmu.Unlock()
+	what := fmt.Sprintf("%s %s n=%d bound=%v (concurrent)", j.app, req.Type, req.N, req.Bound)
+	if err != nil {
+		h.queued = append(h.queued, queuedNote{what: what + " refused: " + err.Error(), refused: true})
+		return rc, false
+	}
+	h.queued = append(h.queued, queuedNote{what: what + " -> " + rc.Delta, delta: rc.Delta})
+	return rc, true
+}
+
+type queuedNote struct {
+	what    string
+	delta   string
+	refused bool
+}
+
+func (h *harness) flushQuiet() {
+	h.qmu.Lock()
+	defer h.qmu.Unlock()
+	for _, q := range h.queued {
+		h.note("%s", q.what)
+		if q.refused {
+			h.sum.Refused++
+		}
+		if q.delta != "" {
+			h.limits[q.delta] = h.cfg.ConfirmTimeout + changeSlack
+			h.rolled = append(h.rolled, q.delta)
+		}
+	}
+	h.queued = nil
+}
