@@ -321,3 +321,26 @@ func TestNoOrphansAfterJobEnd(t *testing.T) {
 	}
 	waitFor(t, "the sleeps of the ended job to be gone", func() bool { return countMarked("sleep") == 0 })
 }
+
+// dvm stop leaves nothing of a running job, not even a descendant that
+// left its rank's process group.
+func TestNoOrphansAfterDVMStop(t *testing.T) {
+	dynDir(t)
+	id := startDVM(t, "--nodes", "2", "--slots", "1")
+	script := `setsid sleep 300 >/dev/null 2>&1 & while [ "$(cat /proc/$!/comm 2>/dev/null)" != sleep ]; do :; done; exec sleep 300`
+	job := exec.Command(bin, "--dvm", id, "-n", "2", "sh", "-c", script)
+	if err := job.Start(); err != nil {
+		t.Fatal(err)
+	}
+	jobDone := make(chan error, 1)
+	go func() { jobDone <- job.Wait() }()
+	t.Cleanup(func() {
+		_ = job.Process.Kill()
+		<-jobDone
+	})
+	waitFor(t, "4 sleep processes", func() bool { return countMarked("sleep") == 4 })
+	if code, _, errOut := runBin(t, "dvm", "stop", "--dvm", id); code != 0 {
+		t.Fatalf("dvm stop: exit %d, %q", code, errOut)
+	}
+	waitFor(t, "every sleep to be gone", func() bool { return countMarked("sleep") == 0 })
+}
