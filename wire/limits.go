@@ -18,17 +18,23 @@ type Limits struct {
 	ArgvEnvBytes   int // bytes of a program's argv plus environment, each string with its NUL
 	ListItems      int // entries of a list in a request: ranges, keys, bound sets, hints, spawn apps
 	ValueBytes     int // bytes of one value put or published (KV, publish, hint values)
+	// Retained history of a running job (not request sizes, but bounds on
+	// what the master keeps as changes go by).
+	HistoryChanges  int // settled resource-change records kept per job (their delta sets and keys go with them)
+	HistoryVersions int // versions kept per process set (master and daemons)
 }
 
 // Default limits (docs/limits.md).
 const (
-	DefaultProcsPerJob    = 1 << 16
-	DefaultProcsPerChange = 1 << 16
-	DefaultNodes          = 4096
-	DefaultNameBytes      = 1024
-	DefaultArgvEnvBytes   = 2 << 20 // Linux's ARG_MAX with the usual 8 MiB stack
-	DefaultListItems      = 1 << 16
-	DefaultValueBytes     = 1 << 20
+	DefaultProcsPerJob     = 1 << 16
+	DefaultProcsPerChange  = 1 << 16
+	DefaultNodes           = 4096
+	DefaultNameBytes       = 1024
+	DefaultArgvEnvBytes    = 2 << 20 // Linux's ARG_MAX with the usual 8 MiB stack
+	DefaultListItems       = 1 << 16
+	DefaultValueBytes      = 1 << 20
+	DefaultHistoryChanges  = 64
+	DefaultHistoryVersions = 16
 )
 
 // DefaultLimits returns the limits used when none are configured.
@@ -36,7 +42,7 @@ func DefaultLimits() Limits {
 	return Limits{
 		ProcsPerJob: DefaultProcsPerJob, ProcsPerChange: DefaultProcsPerChange, Nodes: DefaultNodes,
 		NameBytes: DefaultNameBytes, ArgvEnvBytes: DefaultArgvEnvBytes, ListItems: DefaultListItems,
-		ValueBytes: DefaultValueBytes,
+		ValueBytes: DefaultValueBytes, HistoryChanges: DefaultHistoryChanges, HistoryVersions: DefaultHistoryVersions,
 	}
 }
 
@@ -55,6 +61,8 @@ var limitFields = []limitField{
 	{"argv-env-bytes", "DYNRT_LIMIT_ARGV_ENV_BYTES", func(l *Limits) *int { return &l.ArgvEnvBytes }},
 	{"list-items", "DYNRT_LIMIT_LIST_ITEMS", func(l *Limits) *int { return &l.ListItems }},
 	{"value-bytes", "DYNRT_LIMIT_VALUE_BYTES", func(l *Limits) *int { return &l.ValueBytes }},
+	{"history-changes", "DYNRT_LIMIT_HISTORY_CHANGES", func(l *Limits) *int { return &l.HistoryChanges }},
+	{"history-versions", "DYNRT_LIMIT_HISTORY_VERSIONS", func(l *Limits) *int { return &l.HistoryVersions }},
 }
 
 // maxProcs is what a process count can be on the wire (ranks are uint32).

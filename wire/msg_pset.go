@@ -103,8 +103,9 @@ type PsetDeleteReq struct {
 
 // PsetPush carries set changes from the master to a daemon.
 type PsetPush struct {
-	Seq     uint64     `msgpack:"seq,omitempty"` // master's change counter, increasing
-	Job     string     `msgpack:"j,omitempty"`   // job namespace
-	Defined []PsetInfo `msgpack:"def,omitempty"` // new sets and new versions, with members
-	Deleted []string   `msgpack:"del,omitempty"` // names of deleted sets
+	Seq     uint64     `msgpack:"seq,omitempty"`  // master's change counter, increasing
+	Job     string     `msgpack:"j,omitempty"`    // job namespace
+	Defined []PsetInfo `msgpack:"def,omitempty"`  // new sets and new versions, with members
+	Deleted []string   `msgpack:"del,omitempty"`  // names of deleted sets (a delta set: its change record goes too)
+	Keep    uint32     `msgpack:"keep,omitempty"` // versions of each set of the job to keep, older ones are dropped (0 = all)
 }

@@ -41,7 +41,7 @@ func samples() map[string]any {
 	pkv := []ProcKV{{Job: "dvm1.1", Rank: 3, Data: kv}}
 	outFlags := OutputFlags{Forward: true, Tag: true, Timestamp: true, Merge: true, Dir: "/tmp/out"}
 	started := ProcStarted{Job: "dvm1.1", Rank: 4, PID: 999, Node: "n1", Time: 5}
-	push := PsetPush{Seq: 17, Job: "dvm1.1", Defined: []PsetInfo{pset}, Deleted: []string{"mpi://app/lu/old"}}
+	push := PsetPush{Seq: 17, Job: "dvm1.1", Defined: []PsetInfo{pset}, Deleted: []string{"mpi://app/lu/old"}, Keep: 16}
 	jobData := JobData{Gen: 5, ID: 7, Job: "dvm1.7", App: "lu", Size: 8, NextRank: 12, Placement: pl, Gone: true, Psets: &push}
 	block := PMIBlock{Ranks: RankRanges{{0, 1}}, Argv: []string{"./master", "-v"}, Wdir: "/w/m"}
 	pmiJob := PMIJob{Mode: PMIPort, KVS: "kvs_dvm1.7", Universe: 16, Parent: "kvs_dvm1.6", Preput: kv,

@@ -35,6 +35,7 @@ import (
 	"github.com/dynrt/dynrt/lib/launcher"
 	"github.com/dynrt/dynrt/lib/master"
 	"github.com/dynrt/dynrt/lib/tool"
+	"github.com/dynrt/dynrt/wire"
 )
 
 // Environment of the processes a DVM of this package starts.
@@ -103,6 +104,9 @@ type Options struct {
 	// $DYNRT_DVM for the test, so that tools find the DVM as the only
 	// live one. It uses t.Setenv, so the test must not be parallel.
 	SetEnv bool
+	// Limits are the master's (master.Config.Limits); zero fields take
+	// the defaults.
+	Limits wire.Limits
 }
 
 // DVM is a running test DVM.
@@ -161,7 +165,7 @@ func Start(t testing.TB, o Options) *DVM {
 	defer cancel()
 	m, err := master.Start(ctx, master.Config{
 		Dir: dir, Name: o.Name, Nodes: nodes, Starter: starter, KillGrace: o.KillGrace, Logger: Logger(),
-		Env: func(string) string { return "" },
+		Env: func(string) string { return "" }, Limits: o.Limits,
 	})
 	if err != nil {
 		t.Fatalf("start DVM: %v", err)

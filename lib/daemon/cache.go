@@ -109,8 +109,22 @@ func (d *Daemon) cacheJob(data *wire.JobData, push *wire.PsetPush) *jobCache {
 			p.Job = jc.data.Job
 		}
 		h.add(p)
+		if k := int(push.Keep); k > 0 && len(h.versions) > k {
+			// The master keeps as many (its retention rule); older
+			// versions are gone there too.
+			drop := len(h.versions) - k
+			clear(h.versions[:drop])
+			h.versions = slices.Clone(h.versions[drop:])
+		}
 	}
 	for _, name := range push.Deleted {
+		if strings.HasPrefix(name, "mpi://rte/") {
+			// A delta set is deleted only when the master forgets its
+			// settled change: the record goes with it.
+			delete(jc.sets, name)
+			jc.rcs.forget(name)
+			continue
+		}
 		if h := jc.sets[name]; h != nil {
 			h.deleted = true
 		}

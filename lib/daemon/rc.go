@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"slices"
 	"strconv"
 
 	"github.com/dynrt/dynrt/lib/pset"
@@ -80,6 +81,18 @@ func DecodeRCDecision(v []byte) (*wire.RCAcceptReply, error) {
 type rcCache struct {
 	order   []*wire.RC
 	byDelta map[string]*wire.RC
+}
+
+// forget drops the record of delta (the master forgot the change).
+func (c *rcCache) forget(delta string) {
+	if c == nil || c.byDelta[delta] == nil {
+		return
+	}
+	rec := c.byDelta[delta]
+	delete(c.byDelta, delta)
+	if i := slices.Index(c.order, rec); i >= 0 {
+		c.order = slices.Delete(c.order, i, i+1)
+	}
 }
 
 // rcRoutes registers the resource change requests: called once from

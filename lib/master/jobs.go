@@ -39,7 +39,7 @@ type job struct {
 	owner *peer // launching tool connection (output goes there); nil once the job has ended
 
 	state    string
-	procs    []jproc                 // by rank
+	procs    procTable               // by rank
 	nodes    map[int]wire.RankRanges // ranks per node index
 	reg      *pset.Registry
 	gen      uint64
@@ -118,7 +118,7 @@ type waitResult struct {
 func (s *state) jobInfo(j *job, withProcs bool) wire.JobInfo {
 	in := wire.JobInfo{
 		ID: j.id, Job: j.ns, App: j.app, State: j.state, Argv: j.req.Argv, Size: uint32(j.live),
-		NextRank: uint32(len(j.procs)), Started: j.started.UnixNano(), Placement: s.placement(j),
+		NextRank: uint32(j.procs.len()), Started: j.started.UnixNano(), Placement: s.placement(j),
 		Delta: s.rcDelta(j),
 	}
 	if j.done {
@@ -126,13 +126,13 @@ func (s *state) jobInfo(j *job, withProcs bool) wire.JobInfo {
 		in.Ended = j.ended.UnixNano()
 	}
 	if withProcs {
-		in.Procs = make([]wire.ProcInfo, len(j.procs))
-		for r, p := range j.procs {
-			in.Procs[r] = wire.ProcInfo{
-				Rank: uint32(r), Node: s.nodes[p.node].name, PID: p.pid, State: p.state, Code: p.code,
+		in.Procs = make([]wire.ProcInfo, 0, j.procs.len())
+		j.procs.each(func(r uint32, p *jproc) {
+			in.Procs = append(in.Procs, wire.ProcInfo{
+				Rank: r, Node: s.nodes[p.node].name, PID: p.pid, State: p.state, Code: p.code,
 				Signal: p.sig, Started: p.started, Ended: p.ended,
-			}
-		}
+			})
+		})
 	}
 	return in
 }
@@ -149,8 +149,8 @@ func (s *state) placement(j *job) []wire.Placement {
 
 func (s *state) jobData(j *job) *wire.JobData {
 	return &wire.JobData{
-		Gen: j.gen, ID: j.id, Job: j.ns, App: j.app, Size: uint32(len(j.procs)),
-		NextRank: uint32(len(j.procs)), Placement: s.placement(j),
+		Gen: j.gen, ID: j.id, Job: j.ns, App: j.app, Size: uint32(j.procs.len()),
+		NextRank: uint32(j.procs.len()), Placement: s.placement(j),
 	}
 }
 
@@ -283,11 +283,11 @@ func (s *state) launch(c *wire.Conn, b *wire.JobLaunchReq, reply func(*wire.JobL
 	now := time.Now()
 	j := &job{
 		id: id, ns: ns, app: app, req: *b, owner: p, state: wire.JobStateLaunching,
-		procs: make([]jproc, len(placed)), nodes: make(map[int]wire.RankRanges), reg: reg,
+		nodes: make(map[int]wire.RankRanges), reg: reg,
 		gen: 1, started: now, live: len(placed),
 	}
 	for _, pr := range placed {
-		j.procs[pr.Rank] = jproc{node: pr.Node, state: wire.ProcStateLaunching}
+		j.procs.add(jproc{node: pr.Node, state: wire.ProcStateLaunching}) // placed is in rank order from 0
 		j.nodes[pr.Node] = j.nodes[pr.Node].Add(pr.Rank)
 	}
 	s.jobs[ns] = j
@@ -371,8 +371,7 @@ func (s *state) launchDone(j *job, calls []*nodeCall, reply func(*wire.JobLaunch
 		}
 		var running wire.RankRanges
 		for _, st := range c.rep.Started {
-			if int(st.Rank) < len(j.procs) {
-				p := &j.procs[st.Rank]
+			if p := j.procs.at(st.Rank); p != nil {
 				p.pid, p.started = st.PID, st.Time
 				if p.state == wire.ProcStateLaunching {
 					p.state = wire.ProcStateRunning
@@ -425,10 +424,10 @@ func (s *state) recordExit(j *job, ev wire.ProcExited, note string) {
 		j.early = append(j.early, earlyExit{ev, note})
 		return
 	}
-	if j.done || int(ev.Rank) >= len(j.procs) {
+	p := j.procs.at(ev.Rank)
+	if j.done || p == nil {
 		return
 	}
-	p := &j.procs[ev.Rank]
 	switch p.state {
 	case wire.ProcStateExited, wire.ProcStateFailed, wire.ProcStateKilled:
 		return // reported twice (e.g. lost with its node, then the exit)

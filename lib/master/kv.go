@@ -77,10 +77,11 @@ func (s *state) fetchTargets(procs []wire.ProcRanges) ([]*fetchTarget, error) {
 			return nil, err
 		}
 		for r := range pr.Ranks.All() {
-			if int(r) >= len(j.procs) {
+			p := j.procs.at(r)
+			if p == nil {
 				return nil, wire.Errorf(wire.ErrNotFound, "master: job %s has no rank %d", j.ns, r)
 			}
-			n := s.nodes[j.procs[r].node]
+			n := s.nodes[p.node]
 			if !n.up {
 				return nil, wire.Errorf(wire.ErrNotFound, "master: the data of rank %d of job %s was on node %s, which is down", r, j.ns, n.name)
 			}

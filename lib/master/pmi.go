@@ -126,8 +126,8 @@ func (m *Master) handlePMIReport(ctx context.Context, _ *wire.Request, b *wire.P
 		case wire.PMIReportUnfinished:
 			if j.failure == nil {
 				node := "?"
-				if int(b.Rank) < len(j.procs) {
-					node = s.nodes[j.procs[b.Rank].node].name
+				if p := j.procs.at(b.Rank); p != nil {
+					node = s.nodes[p.node].name
 				}
 				j.failure = &failure{rank: b.Rank, code: 1, msg: fmt.Sprintf("rank %d on %s %s", b.Rank, node, b.Msg)}
 			}
@@ -157,14 +157,14 @@ func (m *Master) handlePMISpawn(ctx context.Context, _ *wire.Request, b *wire.PM
 		if j == nil {
 			return nil
 		}
-		rep.Codes = make([]int, len(j.procs))
+		rep.Codes = make([]int, j.procs.len())
 		failed := false
-		for r, p := range j.procs {
+		j.procs.each(func(r uint32, p *jproc) {
 			if p.state == wire.ProcStateFailed {
 				rep.Codes[r] = p.code
 				failed = true
 			}
-		}
+		})
 		if !failed {
 			rep.Codes = nil
 		}
@@ -405,7 +405,7 @@ func failedSpawn(j *job) *job {
 		return nil
 	}
 	for _, c := range j.pmi.children {
-		startFailed := c.failure != nil && int(c.failure.rank) < len(c.procs) && c.procs[c.failure.rank].state == wire.ProcStateFailed
+		startFailed := c.failure != nil && c.procs.at(c.failure.rank) != nil && c.procs.at(c.failure.rank).state == wire.ProcStateFailed
 		if c.done && (c.end.State != wire.JobStateDone || c.end.Code != 0) && !startFailed {
 			return c
 		}

@@ -56,8 +56,8 @@ func (s *state) psetOp(b *wire.PsetOpReq, app bool, reply func(*wire.PsetOpReply
 		sched[pset.SchedPrefix+k] = v
 	}
 	req := pset.OpRequest{Op: op, P1: b.P1, P2: b.P2, Target: b.Target, Active: b.Active, Sched: sched}
-	if app && int(b.Rank) < len(j.procs) {
-		req.Caller = &pset.Caller{Rank: b.Rank, NodePeers: j.nodes[j.procs[b.Rank].node].Ranks()}
+	if p := j.procs.at(b.Rank); app && p != nil {
+		req.Caller = &pset.Caller{Rank: b.Rank, NodePeers: j.nodes[p.node].Ranks()}
 	}
 	res, err := j.reg.ApplyOp(req)
 	if err != nil {
@@ -146,7 +146,8 @@ func (r *pushRound) ack() {
 func (s *state) pushSets(j *job, defined []wire.PsetInfo, deleted []string, done func()) {
 	st := s.rcs()
 	st.psetSeq++
-	s.pushAll(j, wire.KindPsetPush, &wire.PsetPush{Seq: st.psetSeq, Job: j.ns, Defined: defined, Deleted: deleted}, done)
+	keep := uint32(s.m.cfg.Limits.Normalize().HistoryVersions) // the daemons prune as the master does (rcRetain)
+	s.pushAll(j, wire.KindPsetPush, &wire.PsetPush{Seq: st.psetSeq, Job: j.ns, Defined: defined, Deleted: deleted, Keep: keep}, done)
 }
 
 // pushAll queues one call of kind with body to every daemon that is up.

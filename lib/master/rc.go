@@ -551,7 +551,7 @@ func (s *state) rcStart(jr *jobRC, b *wire.RCRequest, at time.Time, reply func(*
 		// The new processes join the job table now, so that every later
 		// step (job data, kills, exits) sees them.
 		for _, p := range placed {
-			j.procs = append(j.procs, jproc{node: p.Node, state: wire.ProcStateLaunching})
+			j.procs.add(jproc{node: p.Node, state: wire.ProcStateLaunching}) // placed is in rank order from the next rank
 			j.nodes[p.Node] = j.nodes[p.Node].Add(p.Rank)
 		}
 		j.live += len(placed)
@@ -616,9 +616,9 @@ func (s *state) rcPlanAdd(j *job, b *wire.RCRequest) ([]alloc.Proc, []string, er
 	// ever ran with them, and the job table must keep numbering in step
 	// with the rank counter (DESIGN §9).
 	for i, p := range placed {
-		if int(p.Rank) != len(j.procs)+i {
+		if int(p.Rank) != j.procs.len()+i {
 			s.rcRetract(j, placed)
-			return nil, nil, wire.Errorf(wire.ErrInternal, "master: job %s: rank %d handed out, expected %d", j.ns, p.Rank, len(j.procs)+i)
+			return nil, nil, wire.Errorf(wire.ErrInternal, "master: job %s: rank %d handed out, expected %d", j.ns, p.Rank, j.procs.len()+i)
 		}
 		if n := s.nodes[p.Node]; !n.up {
 			s.rcRetract(j, placed)
@@ -640,8 +640,8 @@ func (s *state) rcRetract(j *job, placed []alloc.Proc) {
 func (s *state) deltaPlacement(j *job, ranks []uint32) []wire.Placement {
 	per := map[int]wire.RankRanges{}
 	for _, r := range ranks {
-		if int(r) < len(j.procs) {
-			per[j.procs[r].node] = per[j.procs[r].node].Add(r)
+		if p := j.procs.at(r); p != nil {
+			per[p.node] = per[p.node].Add(r)
 		}
 	}
 	var out []wire.Placement
@@ -675,12 +675,7 @@ func (s *state) rcPlanSub(j *job, b *wire.RCRequest) ([]uint32, []string, error)
 		}
 		within = wire.RangesOf(ms)
 	}
-	live := 0
-	for r := range j.procs {
-		if s.procLive(procRef{j.ns, uint32(r)}) {
-			live++
-		}
-	}
+	live := j.live
 	var victims []uint32
 	if len(named) > 0 {
 		for _, r := range named {
@@ -793,7 +788,7 @@ func (s *state) rcJobData(j *job) wire.JobData {
 			excl = cur.delta
 		}
 	}
-	data := wire.JobData{Gen: j.gen, ID: j.id, Job: j.ns, App: j.app, NextRank: uint32(len(j.procs))}
+	data := wire.JobData{Gen: j.gen, ID: j.id, Job: j.ns, App: j.app, NextRank: uint32(j.procs.len())}
 	size := 0
 	for _, n := range s.nodes {
 		rr, ok := j.nodes[n.idx]
@@ -920,10 +915,10 @@ func (s *state) rcLaunchDone(run *rcRun, calls []*nodeCall) {
 	for _, c := range calls {
 		var running wire.RankRanges
 		for _, st := range c.rep.Started {
-			if int(st.Rank) >= len(j.procs) || !run.delta.Contains(st.Rank) {
+			p := j.procs.at(st.Rank)
+			if p == nil || !run.delta.Contains(st.Rank) {
 				continue
 			}
-			p := &j.procs[st.Rank]
 			p.pid, p.started = st.PID, st.Time
 			if p.state == wire.ProcStateLaunching {
 				p.state = wire.ProcStateRunning
@@ -936,7 +931,7 @@ func (s *state) rcLaunchDone(run *rcRun, calls []*nodeCall) {
 		}
 		if c.err != nil {
 			for r := range c.ranks.All() {
-				if p := j.procs[r]; p.state == wire.ProcStateLaunching {
+				if p := j.procs.at(r); p != nil && p.state == wire.ProcStateLaunching {
 					s.recordExit(j, wire.ProcExited{Job: j.ns, Rank: r, Node: s.nodes[c.node].name, Code: startCode(c.err), Err: c.err.Error()}, "")
 				}
 			}
@@ -1048,7 +1043,32 @@ func (s *state) rcTimeout(run *rcRun, d time.Duration) {
 		_ = s.rcAbort(run, fmt.Sprintf("not confirmed within %v", d), true)
 	case run.typ == wire.RCSub && st == rc.StatusAnnounced:
 		_ = s.rcAbort(run, fmt.Sprintf("not accepted within %v", d), true)
+	case run.typ == wire.RCSub && st == rc.StatusPending:
+		s.rcExpire(run, d)
 	}
+}
+
+// rcExpire completes a SUB that some bound sets accepted but not all in
+// time: members of the sets that accepted may have left already, so the
+// change goes through instead of aborting (invariant d: it ends within its
+// timeout). The runtime takes the delta out of every set (what the late
+// sets' phase 2 would have done) and the removed processes get the usual
+// grace period before they are killed.
+func (s *state) rcExpire(run *rcRun, d time.Duration) {
+	var late []string
+	for _, b := range run.bound {
+		if !slices.ContainsFunc(run.r.Accepted(), func(a rc.Accept) bool { return a.From == b }) {
+			late = append(late, b)
+		}
+	}
+	why := fmt.Sprintf("completed by the runtime: %s did not accept within %v", strings.Join(late, ", "), d)
+	if err := run.r.Expire(time.Now(), why); err != nil {
+		s.log.Warn("master: cannot complete a resource change", "delta", run.r.Delta(), "err", err)
+		return
+	}
+	j := run.jr.j
+	s.rcPushSets(j, j.reg.DropRanks(run.ranks), nil)
+	s.rcFinalized(run)
 }
 
 // rcGraceOver kills the removed processes of a SUB that are still there.
@@ -1069,8 +1089,9 @@ func (s *state) rcKillDelta(run *rcRun, sig syscall.Signal) {
 	j := run.jr.j
 	per := map[int]wire.RankRanges{}
 	for _, r := range run.ranks {
-		if int(r) < len(j.procs) && !run.gone[r] && s.procLive(procRef{j.ns, r}) {
-			per[j.procs[r].node] = per[j.procs[r].node].Add(r)
+		if !run.gone[r] && s.procLive(procRef{j.ns, r}) {
+			n := j.procs.at(r).node
+			per[n] = per[n].Add(r)
 		}
 	}
 	for idx, rr := range per {
@@ -1108,7 +1129,7 @@ func (s *state) rcAbort(run *rcRun, why string, force bool) error {
 		if run.typ == wire.RCAdd {
 			if run.launched.IsZero() {
 				for _, r := range run.ranks {
-					if p := j.procs[r]; p.state == wire.ProcStateLaunching {
+					if p := j.procs.at(r); p != nil && p.state == wire.ProcStateLaunching {
 						run.gone[r] = true
 						s.recordExit(j, wire.ProcExited{Job: j.ns, Rank: r, Node: s.nodes[p.node].name, Forced: true},
 							"was not started: the resource change was aborted")
@@ -1250,8 +1271,73 @@ func (s *state) rcSettle(run *rcRun) {
 		finish(&rec)
 	} else {
 		s.rcUpdate(run, finish)
+		s.rcRetain(jr)
 	}
 	s.rcNext(jr)
+}
+
+// rcRetain applies the retention rule (docs/limits.md "Retained
+// history") once a change has settled: a job keeps the records of its
+// latest history-changes settled changes, and every set its latest
+// history-versions versions. A forgotten change takes its delta set (on
+// the master and the daemons: deleting a delta set drops the daemon's
+// record too), its published keys and the job-table entries of its ended
+// processes with it. Sets pinned by a change in
+// flight keep all their versions until it ends.
+func (s *state) rcRetain(jr *jobRC) {
+	j := jr.j
+	lim := s.m.cfg.Limits.Normalize()
+	settled := 0
+	for _, run := range jr.order {
+		if run.settled {
+			settled++
+		}
+	}
+	var forgot []string
+	keep := jr.order[:0]
+	for _, run := range jr.order {
+		if run.settled && settled > lim.HistoryChanges {
+			settled--
+			delta := run.r.Delta()
+			if err := j.reg.ForgetDelta(delta); err != nil {
+				s.log.Warn("master: cannot forget the delta set of a change", "delta", delta, "err", err)
+			}
+			_ = jr.tr.Forget(delta)
+			delete(jr.runs, delta)
+			for _, r := range run.ranks {
+				// Processes the change removed, or started and lost:
+				// ended, they go from the job table with the record.
+				if p := j.procs.at(r); p != nil && !s.procLive(procRef{j.ns, r}) {
+					j.procs.forget(r)
+				}
+			}
+			s.rcDropKeys(j, delta)
+			forgot = append(forgot, delta)
+			continue
+		}
+		keep = append(keep, run)
+	}
+	clear(jr.order[len(keep):])
+	jr.order = keep
+	j.reg.PruneAll(lim.HistoryVersions)
+	if len(forgot) > 0 {
+		s.pushSets(j, nil, forgot, func() {})
+	}
+}
+
+// rcDropKeys unpublishes the keys of a forgotten change (its accept,
+// confirm and decision keys, all named "<delta>:...").
+func (s *state) rcDropKeys(j *job, delta string) {
+	ss := s.m.sess
+	if ss == nil {
+		return
+	}
+	m := ss.pub.ranges["job:"+j.ns]
+	for k := range m {
+		if strings.HasPrefix(k, delta+":") {
+			delete(m, k)
+		}
+	}
 }
 
 // rcInactive removes the delta's ranks from the inactive sets (a finished
@@ -1394,10 +1480,11 @@ func (run *rcRun) ended() []wire.ProcInfo {
 	j := run.jr.j
 	var out []wire.ProcInfo
 	for _, r := range run.ranks {
-		if int(r) >= len(j.procs) {
+		p := j.procs.at(r)
+		if p == nil {
 			continue
 		}
-		switch p := j.procs[r]; p.state {
+		switch p.state {
 		case wire.ProcStateExited, wire.ProcStateFailed, wire.ProcStateKilled:
 			out = append(out, wire.ProcInfo{Rank: r, Node: run.jr.s.nodes[p.node].name, State: p.state, Code: p.code, Signal: p.sig, Ended: p.ended})
 		}
@@ -1418,5 +1505,40 @@ func (s *state) rcUpdate(run *rcRun, then func(*wire.RC)) {
 		if then != nil {
 			then(&rec)
 		}
+	})
+}
+
+// History counts what the master keeps about the past of its jobs that
+// have not ended (docs/limits.md "Retained history"). For tests and
+// diagnostics: with the retention rule, these stay flat however many
+// changes a job goes through.
+type History struct {
+	Changes  int // change records
+	Sets     int // process sets, delta sets included
+	Versions int // set versions over all sets
+	Keys     int // published keys in the jobs' ranges
+	Procs    int // job-table entries, ended processes included
+}
+
+// History returns the counts over the live jobs.
+func (m *Master) History(ctx context.Context) (History, error) {
+	return ask(ctx, m, func(s *state, reply func(History, error)) {
+		var h History
+		for _, j := range s.order {
+			if j.done {
+				continue
+			}
+			if jr := s.rcs().jobs[j.ns]; jr != nil {
+				h.Changes += len(jr.order)
+			}
+			h.Procs += j.procs.known()
+			v, n := j.reg.Versions()
+			h.Versions += v
+			h.Sets += n
+			if ss := s.m.sess; ss != nil {
+				h.Keys += len(ss.pub.ranges["job:"+j.ns])
+			}
+		}
+		reply(h, nil)
 	})
 }

@@ -140,10 +140,10 @@ func (p procRef) String() string { return fmt.Sprintf("rank %d of job %s", p.ran
 // procLive reports whether p has been launched and has not ended.
 func (s *state) procLive(p procRef) bool {
 	j := s.jobs[p.job]
-	if j == nil || j.done || int(p.rank) >= len(j.procs) {
+	if j == nil || j.done || j.procs.at(p.rank) == nil {
 		return false
 	}
-	switch j.procs[p.rank].state {
+	switch j.procs.at(p.rank).state {
 	case wire.ProcStateLaunching, wire.ProcStateRunning:
 		return true
 	}
@@ -187,7 +187,7 @@ func (s *state) participants(callerJob string, procs []wire.ProcRanges) (*partSp
 			}
 			continue
 		}
-		if last := pr.Ranks[len(pr.Ranks)-1].Hi; int(last) >= len(j.procs) {
+		if last := pr.Ranks[len(pr.Ranks)-1].Hi; int(last) >= j.procs.len() {
 			return nil, wire.Errorf(wire.ErrNotFound, "master: job %s has no rank %d", job, last)
 		}
 		for r := range pr.Ranks.All() {
@@ -211,11 +211,11 @@ func (s *state) participants(callerJob string, procs []wire.ProcRanges) (*partSp
 func (s *state) members(ps *partSpec) map[procRef]bool {
 	members := map[procRef]bool{}
 	for _, job := range ps.wild {
-		for r := range s.jobs[job].procs {
-			if p := (procRef{job, uint32(r)}); s.procLive(p) {
+		s.jobs[job].procs.each(func(r uint32, _ *jproc) {
+			if p := (procRef{job, r}); s.procLive(p) {
 				members[p] = false
 			}
-		}
+		})
 	}
 	for job, rs := range ps.ranks {
 		for _, r := range rs {

@@ -16,9 +16,9 @@ import (
 func sessTestState(jobs map[string]int) (*state, *sessState) {
 	s := &state{jobs: map[string]*job{}}
 	for ns, n := range jobs {
-		j := &job{ns: ns, procs: make([]jproc, n)}
-		for r := range j.procs {
-			j.procs[r].state = wire.ProcStateRunning
+		j := &job{ns: ns}
+		for range n {
+			j.procs.add(jproc{state: wire.ProcStateRunning})
 		}
 		s.jobs[ns] = j
 	}
@@ -53,7 +53,7 @@ func fence(ss *sessState, s *state, job string, rank uint32, procs []wire.ProcRa
 }
 
 func endProc(s *state, ss *sessState, job string, rank uint32) {
-	s.jobs[job].procs[rank].state = wire.ProcStateExited
+	s.jobs[job].procs.at(rank).state = wire.ProcStateExited
 	ss.onEvent(s, &wire.Event{Kind: wire.EvProcState, Job: job, Ranks: wire.Span(rank, rank), State: wire.ProcStateExited})
 }
 
@@ -134,7 +134,7 @@ func TestFenceLeave(t *testing.T) {
 
 func TestParticipantsKey(t *testing.T) {
 	s, _ := sessTestState(map[string]int{"j": 4, "k": 2})
-	s.jobs["j"].procs[3].state = wire.ProcStateExited // not among "every live process"
+	s.jobs["j"].procs.at(3).state = wire.ProcStateExited // not among "every live process"
 	for _, tc := range []struct {
 		procs []wire.ProcRanges
 		want  string

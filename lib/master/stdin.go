@@ -40,10 +40,10 @@ func (s *state) stdinTarget(from *wire.Conn, b *wire.JobStdin) (*wire.Conn, erro
 		return nil, wire.Errorf(wire.ErrPermission, "master: only the launcher of job %s may send it stdin", j.ns)
 	case j.done:
 		return nil, wire.Errorf(wire.ErrState, "master: job %s has already ended (%s)", j.ns, j.state)
-	case int(b.Rank) >= len(j.procs):
+	case j.procs.at(b.Rank) == nil:
 		return nil, wire.Errorf(wire.ErrNotFound, "master: job %s has no rank %d", j.ns, b.Rank)
 	}
-	idx := j.procs[b.Rank].node
+	idx := j.procs.at(b.Rank).node
 	if idx < 0 || idx >= len(s.nodes) || !s.nodes[idx].up {
 		return nil, wire.Errorf(wire.ErrState, "master: the node of rank %d of job %s is down", b.Rank, j.ns)
 	}

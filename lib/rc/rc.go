@@ -408,3 +408,24 @@ func (rc *RC) Abort(at time.Time, reason string) error {
 
 // AbortReason returns the reason given to Abort ("" otherwise).
 func (rc *RC) AbortReason() string { return rc.reason }
+
+// Expire finalizes a PENDING SUB whose other bound sets did not accept in
+// time: PENDING → FINALIZED. Some delta members may have left already
+// (their set accepted), so the change cannot be aborted; the runtime
+// completes it instead, and why is kept (AbortReason) for the tools.
+func (rc *RC) Expire(at time.Time, why string) error {
+	const step = StepFinalized
+	switch {
+	case rc.typ != TypeSub:
+		return rc.stateErr(step, "only a SUB is completed by the runtime")
+	case rc.status != StatusPending:
+		return rc.stateErr(step, "only while PENDING")
+	case why == "":
+		return wire.Errorf(wire.ErrInvalid, "resource change %s: expire needs a reason", rc.delta)
+	}
+	if err := rc.stamp(step, at); err != nil {
+		return err
+	}
+	rc.reason = why
+	return rc.to(StatusFinalized)
+}

@@ -573,3 +573,24 @@ func TestTimestampsMustNotGoBack(t *testing.T) {
 		t.Fatalf("accept in the past: %v, %s", err, rc.Status())
 	}
 }
+
+// TestExpire: only a PENDING SUB can be completed by the runtime.
+func TestExpire(t *testing.T) {
+	for _, typ := range []Type{TypeAdd, TypeSub} {
+		for _, s := range states {
+			rc := build(t, typ, s)
+			err := rc.Expire(at(20), "setB did not accept within 1s")
+			ok := typ == TypeSub && s == sPend
+			if (err == nil) != ok {
+				t.Errorf("%s %s: Expire: %v", typ, s, err)
+				continue
+			}
+			if ok && (rc.Status() != StatusFinalized || rc.Times().Finalized != at(20) || rc.AbortReason() == "") {
+				t.Errorf("%s %s: after Expire %s, %v, %q", typ, s, rc.Status(), rc.Times().Finalized, rc.AbortReason())
+			}
+		}
+	}
+	if err := build(t, TypeSub, sPend).Expire(at(20), ""); !errors.Is(err, wire.ErrInvalid) {
+		t.Errorf("Expire without a reason: %v", err)
+	}
+}

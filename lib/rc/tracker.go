@@ -1,6 +1,7 @@
 package rc
 
 import (
+	"slices"
 	"time"
 
 	"github.com/dynrt/dynrt/wire"
@@ -130,3 +131,24 @@ func (t *Tracker) Get(delta string) (*RC, error) {
 
 // All returns every RC of the job in numbering order.
 func (t *Tracker) All() []*RC { return append([]*RC(nil), t.all...) }
+
+// Forget drops a final RC from the tracker (retention: the master keeps
+// the latest records only). Its number is never handed out again. An RC
+// in flight or waiting cannot be forgotten.
+func (t *Tracker) Forget(delta string) error {
+	rc, ok := t.byName[delta]
+	if !ok {
+		return wire.Errorf(wire.ErrNotFound, "job %s: no resource change %s", t.job, delta)
+	}
+	if !rc.Status().Terminal() {
+		return wire.Errorf(wire.ErrState, "job %s: resource change %s is %s; only a final one can be forgotten", t.job, delta, rc.Status())
+	}
+	delete(t.byName, delta)
+	if i := slices.Index(t.all, rc); i >= 0 {
+		t.all = slices.Delete(t.all, i, i+1)
+	}
+	if t.active == rc {
+		t.active = nil
+	}
+	return nil
+}

@@ -150,3 +150,29 @@ func TestTrackerQueue(t *testing.T) {
 		t.Errorf("leftovers: queued %v active %v", tr.Queued(), tr.Active())
 	}
 }
+
+// TestTrackerForget: only final changes are forgotten; numbering goes on.
+func TestTrackerForget(t *testing.T) {
+	tr := NewTracker(app, TrackerOptions{})
+	rc0, _, err := tr.Submit(at(0), addReq())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Forget(rc0.Delta()); !errors.Is(err, wire.ErrState) {
+		t.Errorf("forget in flight: %v", err)
+	}
+	finish(t, rc0, 1)
+	if err := tr.Forget(rc0.Delta()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Get(rc0.Delta()); !errors.Is(err, wire.ErrNotFound) {
+		t.Errorf("get after forget: %v", err)
+	}
+	if err := tr.Forget(rc0.Delta()); !errors.Is(err, wire.ErrNotFound) {
+		t.Errorf("second forget: %v", err)
+	}
+	rc1, _, err := tr.Submit(at(2), addReq())
+	if err != nil || rc1.Seq() != 1 || len(tr.All()) != 1 || tr.Last() != rc1 {
+		t.Errorf("after forget: seq %d, %d kept, %v", rc1.Seq(), len(tr.All()), err)
+	}
+}

@@ -3,11 +3,16 @@ package session_test
 import (
 	"context"
 	"errors"
+	"os"
+	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/dynrt/dynrt/internal/dvmtest"
+	"github.com/dynrt/dynrt/lib/master"
 	"github.com/dynrt/dynrt/lib/pset"
 	"github.com/dynrt/dynrt/wire"
 )
@@ -346,4 +351,117 @@ func TestRCKeepGoingDeadRank(t *testing.T) {
 		d.mustRequest(wire.RCRequest{Job: job.Job, Type: wire.RCSub, N: 1, ConfirmMS: 15000}) // change 2 ends the program
 		d.wait(job.Job)
 	})
+}
+
+// TestRCHistoryFlat: a job that grows and shrinks over and over keeps a
+// bounded history (docs/limits.md "Retained history"): the change records,
+// sets, set versions and published keys the master holds stay the same
+// from a warm point on. $DYNRT_RC_CYCLES sets the number of grow/shrink
+// cycles (default 24); from 1000 on, the test also measures the heap of
+// the test process (the master and node 0's daemon run in it) once warm
+// and at the end, logs both, and fails if it grew by more than 10%:
+//
+//	DYNRT_RC_CYCLES=2000 go test -run TestRCHistoryFlat -v -timeout 1h ./lib/session
+func TestRCHistoryFlat(t *testing.T) {
+	cycles := 24
+	if s := os.Getenv("DYNRT_RC_CYCLES"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 10 {
+			t.Fatalf("DYNRT_RC_CYCLES=%q: want a number of cycles, at least 10", s)
+		}
+		cycles = n
+	}
+	long := cycles >= 1000
+	lim := wire.Limits{HistoryChanges: 6, HistoryVersions: 4}
+	if long {
+		lim = wire.Limits{} // the defaults
+	}
+	dvm := dvmtest.Start(t, dvmtest.Options{Nodes: 2, Slots: 4, KillGrace: testGrace, Limits: lim})
+	d := &rcDVM{testDVM: &testDVM{t: t, m: dvm.M, dir: dvm.Dir, env: dvm.Env}, mall: malleableApp(t)}
+	d.c = dvm.Attach(t)
+	ctx := context.Background()
+	// Output not forwarded: the test would keep it.
+	job, err := d.c.Launch(ctx, wire.JobLaunchReq{
+		Argv: []string{d.mall, "-quiet", "-timeout", "2h"}, N: 2, Env: d.env,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cycle := func() {
+		for _, typ := range []string{wire.RCAdd, wire.RCSub} {
+			if _, err := d.request(wire.RCRequest{Job: job.Job, Type: typ, N: 1}); err != nil {
+				t.Fatalf("%s: %v", typ, err)
+			}
+		}
+	}
+	measure := func() (master.History, uint64) {
+		h, err := d.m.History(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		return h, ms.HeapAlloc
+	}
+	warm := max(cycles/10, 2*lim.Normalize().HistoryChanges)
+	for range warm {
+		cycle()
+	}
+	h0, heap0 := measure()
+	for range cycles - warm {
+		cycle()
+	}
+	h1, heap1 := measure()
+	t.Logf("after %d cycles (warm): %+v, heap %d KiB; after %d: %+v, heap %d KiB (%+.1f%%)",
+		warm, h0, heap0>>10, cycles, h1, heap1>>10, 100*(float64(heap1)-float64(heap0))/float64(heap0))
+	// Keys vary with how often members polled their accept; the rest is
+	// exact.
+	if h0.Changes != h1.Changes || h0.Sets != h1.Sets || h0.Versions != h1.Versions || h0.Procs != h1.Procs || h1.Keys > 2*h0.Keys {
+		t.Errorf("history grew: %+v after %d cycles, %+v after %d", h0, warm, h1, cycles)
+	}
+	if want := lim.Normalize().HistoryChanges; h1.Changes != want {
+		t.Errorf("%d change records kept, want %d", h1.Changes, want)
+	}
+	if long && float64(heap1) > 1.1*float64(heap0) {
+		t.Errorf("heap grew from %d to %d KiB over %d cycles", heap0>>10, heap1>>10, cycles-warm)
+	}
+	if err := d.c.KillJob(ctx, job.Job, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	d.wait(job.Job)
+}
+
+// TestRCSubExpires: a SUB bound to two sets that only one of them accepts
+// in time cannot be aborted (the processes of the set that accepted may be
+// gone), so at its timeout the runtime completes it: FINALIZED, naming the
+// set that did not accept, the delta out of every set, the removed
+// processes killed after the grace period and their slots freed.
+func TestRCSubExpires(t *testing.T) {
+	d := startRCDVM(t, 2, 2)
+	ctx := context.Background()
+	job := d.start(4, "-split") // a = {0,1} (node0), b = {2,3} (node1)
+	d.waitFor(job.Job, "SPLIT lines", func(ls []mline) bool { return count(ls, "SPLIT") == 4 })
+	d.signalRank(job.Job, 2, syscall.SIGSTOP) // b's root: b never accepts
+	rc, err := d.request(wire.RCRequest{Job: job.Job, Type: wire.RCSub, Ranks: wire.RankRanges{{Lo: 1, Hi: 1}, {Lo: 3, Hi: 3}}, ConfirmMS: 1500, GraceMS: 100})
+	if err != nil {
+		t.Fatalf("SUB of ranks 1,3: %v", err)
+	}
+	b := pset.AppName(job.App) + "/b"
+	if rc.Status != wire.RCFinalized || !rc.Settled || !strings.Contains(rc.Reason, b+" did not accept") {
+		t.Errorf("SUB: %s settled=%v (%s), want FINALIZED by the runtime naming %s", rc.Status, rc.Settled, rc.Reason, b)
+	}
+	for set, want := range map[string]string{pset.AppName(job.App) + "/a": "0", b: "2"} {
+		if p := d.pset(job.Job, set); p.Members.String() != want {
+			t.Errorf("%s: %s, want %s", set, p.Members, want)
+		}
+	}
+	if n := d.usedSlots(); n != 2 {
+		t.Errorf("%d slots used, want 2", n)
+	}
+	if err := d.c.KillJob(ctx, job.Job, int(syscall.SIGKILL), 0); err != nil {
+		t.Fatal(err)
+	}
+	d.wait(job.Job)
 }
