@@ -145,6 +145,7 @@ type Conn struct {
 	handlers sync.WaitGroup
 	serving  atomic.Int64 // requests of the peer being served (Quiet, MaxInflight)
 	inBytes  atomic.Int64 // bytes of their bodies (MaxInflightBytes)
+	freed    chan struct{} // capacity 1: signalled when a served request ends (admit)
 	done     chan struct{}
 }
 
@@ -174,6 +175,7 @@ func newConn(nc net.Conn, fr *Reader, peer PeerInfo, dialer bool, lastID uint64,
 		max:     normMax(opts.MaxFrame),
 		pending: make(map[uint64]*call),
 		done:    make(chan struct{}),
+		freed:   make(chan struct{}, 1),
 	}
 	if c.log == nil {
 		c.log = discardLogger()
@@ -499,9 +501,38 @@ func (c *Conn) onRequest(env *Envelope) {
 	go c.serve(req)
 }
 
+// admitWait is how long a request over an in-flight bound waits for
+// served ones to end before it is refused: the peer may have its replies
+// already, the counts drop a moment after they are written.
+const admitWait = 100 * time.Millisecond
+
 // admit applies the in-flight bounds to a request of the peer. One request
-// is always admitted, whatever its size (the frame limit bounds it).
+// is always admitted, whatever its size (the frame limit bounds it). It
+// runs on the reader goroutine, so while it waits nothing else is read.
 func (c *Conn) admit(env *Envelope) error {
+	var timeout <-chan time.Time
+	for {
+		err := c.overBound(env)
+		if err == nil {
+			return nil
+		}
+		if timeout == nil {
+			t := time.NewTimer(admitWait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-c.freed:
+		case <-timeout:
+			return err
+		case <-c.ctx.Done():
+			return err
+		}
+	}
+}
+
+// overBound says which in-flight bound the request env would break.
+func (c *Conn) overBound(env *Envelope) error {
 	maxN, maxB := c.opts.MaxInflight, c.opts.MaxInflightBytes
 	if maxN <= 0 {
 		maxN = DefaultMaxInflight
@@ -517,6 +548,18 @@ func (c *Conn) admit(env *Envelope) error {
 		return Errorf(ErrLimit, "wire: %s: the requests being served on this connection hold %d bytes, the limit is %d (docs/limits.md): read their replies before sending more", env.Kind, b, maxB)
 	}
 	return nil
+}
+
+// served ends the service of req: its counts drop and a request waiting
+// in admit looks again.
+func (c *Conn) served(req *Request) {
+	c.inBytes.Add(-int64(len(req.Body)))
+	c.serving.Add(-1)
+	select {
+	case c.freed <- struct{}{}:
+	default:
+	}
+	c.handlers.Done()
 }
 
 func (c *Conn) side() string {
@@ -553,9 +596,7 @@ func (c *Conn) serve(req *Request) {
 
 // finish sends the reply of a request and ends its service.
 func (c *Conn) finish(req *Request, reply any, err error) {
-	defer c.handlers.Done()
-	defer c.serving.Add(-1)
-	defer c.inBytes.Add(-int64(len(req.Body)))
+	defer c.served(req)
 	if err != nil {
 		c.replyErr(req.ID, req.Kind, err)
 		return
