@@ -143,8 +143,8 @@ type Conn struct {
 	ctx      context.Context // handler context, canceled on close
 	cancel   context.CancelFunc
 	handlers sync.WaitGroup
-	serving  atomic.Int64 // requests of the peer being served (Quiet, MaxInflight)
-	inBytes  atomic.Int64 // bytes of their bodies (MaxInflightBytes)
+	serving  atomic.Int64  // requests of the peer being served (Quiet, MaxInflight)
+	inBytes  atomic.Int64  // bytes of their bodies (MaxInflightBytes)
 	freed    chan struct{} // capacity 1: signalled when a served request ends (admit)
 	done     chan struct{}
 }
