@@ -509,10 +509,10 @@ func (s *state) releaseSlots(j *job, ranks []uint32) {
 // 0 stays a member: it finished its part, as a finalized process stays in
 // MPI_COMM_WORLD, and its peers may still read the set as it was. Exits come in bursts (a job ending, a node lost):
 // one flush, posted from a goroutine since the loop never posts, takes out
-// every rank queued by then. A job being killed is left alone: all its
-// processes are going.
+// every rank queued by then (a job being killed too: it runs until its
+// last process is gone, and its sets must not list the dead meanwhile).
 func (s *state) dropDead(j *job, rank uint32) {
-	if j.done || j.kill != nil {
+	if j.done {
 		return
 	}
 	j.dead = append(j.dead, rank)
@@ -530,7 +530,7 @@ func (s *state) flushDead(j *job) {
 	}
 	dead := j.dead
 	j.dead = nil
-	if j.done || j.kill != nil {
+	if j.done {
 		return
 	}
 	s.rcPushSets(j, j.reg.DropRanks(dead), nil)
