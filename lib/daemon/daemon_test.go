@@ -63,6 +63,33 @@ func TestSetHist(t *testing.T) {
 	}
 }
 
+// TestCacheRetention: the daemon keeps the versions a push says the
+// master keeps, and forgets a delta set and its change record with it.
+func TestCacheRetention(t *testing.T) {
+	d := &Daemon{node: "n1", jobs: map[string]*jobCache{}}
+	d.cacheJob(&wire.JobData{Gen: 1, Job: "j", App: "a"}, nil)
+	const app, delta = "mpi://app/a", "mpi://rte/a/rc/1"
+	for v := range uint32(6) {
+		d.cacheJob(nil, &wire.PsetPush{Job: "j", Keep: 4, Defined: []wire.PsetInfo{{Name: app, Version: v}}})
+	}
+	d.cacheJob(nil, &wire.PsetPush{Job: "j", Keep: 4, Defined: []wire.PsetInfo{{Name: delta}}})
+	jc := d.jobs["j"]
+	jc.rcs = &rcCache{byDelta: map[string]*wire.RC{}}
+	rec := &wire.RC{Delta: delta, Job: "j"}
+	jc.rcs.byDelta[delta], jc.rcs.order = rec, []*wire.RC{rec}
+	h := jc.sets[app]
+	if _, ok := h.at(1); ok || len(h.versions) != 4 || h.latest().Version != 5 {
+		t.Errorf("kept %d versions (latest %d), version 1 present: want 4 (2-5)", len(h.versions), h.latest().Version)
+	}
+	d.cacheJob(nil, &wire.PsetPush{Job: "j", Deleted: []string{delta, app}})
+	if jc.sets[delta] != nil || jc.rcs.byDelta[delta] != nil || len(jc.rcs.order) != 0 {
+		t.Errorf("forgotten delta: set %v, record %v, %d records", jc.sets[delta], jc.rcs.byDelta[delta], len(jc.rcs.order))
+	}
+	if h := jc.sets[app]; h == nil || !h.deleted {
+		t.Errorf("a deleted application set is kept as deleted: %+v", h)
+	}
+}
+
 func TestBaseEnv(t *testing.T) {
 	d := &Daemon{node: "n1", dvm: "dvm1", sock: "/s/n1.sock", cfg: Config{Token: "tok"}}
 	env := d.baseEnv(&wire.LaunchReq{Job: "dvm1.2", App: "a", Env: []string{

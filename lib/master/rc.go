@@ -218,6 +218,12 @@ func (s *state) rcFind(jobName, delta string) (*rcRun, error) {
 			}
 		}
 	}
+	for _, j := range cands {
+		if _, err := j.reg.Get(key, pset.Latest); err != nil && strings.Contains(err.Error(), "forgotten") {
+			return nil, wire.Errorf(wire.ErrNotFound, "master: resource change %s of job %s settled and was forgotten: a job keeps its latest %d (history-changes, docs/limits.md)",
+				key, j.app, s.m.cfg.Limits.Normalize().HistoryChanges)
+		}
+	}
 	return nil, wire.Errorf(wire.ErrNotFound, "master: no resource change %s", key)
 }
 

@@ -424,6 +424,9 @@ func TestRCHistoryFlat(t *testing.T) {
 	if want := lim.Normalize().HistoryChanges; h1.Changes != want {
 		t.Errorf("%d change records kept, want %d", h1.Changes, want)
 	}
+	if _, err := d.c.RC(ctx, pset.DeltaName(job.App, 1)); !errors.Is(err, wire.ErrNotFound) || !strings.Contains(err.Error(), "forgotten") {
+		t.Errorf("the first change, long forgotten: %v", err)
+	}
 	if long && float64(heap1) > 1.1*float64(heap0) {
 		t.Errorf("heap grew from %d to %d KiB over %d cycles", heap0>>10, heap1>>10, cycles-warm)
 	}
