@@ -15,6 +15,7 @@
 package dvmtest
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -100,6 +101,10 @@ type Options struct {
 	// KillGrace is the SIGTERM→SIGKILL grace of the master and the
 	// daemons; 0 = DefaultGrace.
 	KillGrace time.Duration
+	// HeartbeatInterval and HeartbeatMisses tune failure detection (see
+	// master.Config); 0 = 1 s and 10 misses, lenient for a loaded machine.
+	HeartbeatInterval time.Duration
+	HeartbeatMisses   int
 	// SetEnv points $DYNRT_DIR at the DVM's directory and clears
 	// $DYNRT_DVM for the test, so that tools find the DVM as the only
 	// live one. It uses t.Setenv, so the test must not be parallel.
@@ -166,6 +171,7 @@ func Start(t testing.TB, o Options) *DVM {
 	m, err := master.Start(ctx, master.Config{
 		Dir: dir, Name: o.Name, Nodes: nodes, Starter: starter, KillGrace: o.KillGrace, Logger: Logger(),
 		Env: func(string) string { return "" }, Limits: o.Limits,
+		HeartbeatInterval: cmp.Or(o.HeartbeatInterval, time.Second), HeartbeatMisses: cmp.Or(o.HeartbeatMisses, 10),
 	})
 	if err != nil {
 		t.Fatalf("start DVM: %v", err)

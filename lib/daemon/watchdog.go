@@ -27,11 +27,18 @@ func (d *Daemon) watchMaster(ctx context.Context, interval, dead time.Duration, 
 	step := min(max(interval, time.Millisecond), dead/4)
 	t := time.NewTicker(step)
 	defer t.Stop()
+	last := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
+			// A tick handled late means this process did not run: the
+			// silence is ours, not the master's; start counting afresh.
+			if now.Sub(last) > 2*step || time.Since(now) > step {
+				d.lastPing.Store(max(d.lastPing.Load(), time.Now().Add(-step).UnixNano()))
+			}
+			last = now
 			if quiet := now.Sub(time.Unix(0, d.lastPing.Load())); quiet > dead {
 				lost <- wire.Errorf(wire.ErrTimeout, "daemon %s: lost the master: no heartbeat for %v (limit %v)", d.node, quiet.Round(time.Millisecond), dead)
 				return

@@ -62,6 +62,7 @@ func (m *Master) pingNode(idx int, c *wire.Conn) {
 	var seq uint64
 	tick := time.NewTicker(iv)
 	defer tick.Stop()
+	lastTick := time.Now()
 	report := func(st, why string) bool {
 		return m.post(func(s *state) { s.nodeHeartbeat(idx, c, st, why) })
 	}
@@ -80,7 +81,12 @@ func (m *Master) pingNode(idx int, c *wire.Conn) {
 				return
 			}
 			misses = 0
-		case <-tick.C:
+		case now := <-tick.C:
+			// A tick handled late means this process did not run (an
+			// overloaded or suspended host): it cannot blame the daemon
+			// for that time, so the tick counts no miss.
+			starved := now.Sub(lastTick) > 2*iv || time.Since(now) > iv
+			lastTick = now
 			if !outstanding {
 				outstanding = true
 				seq++
@@ -88,6 +94,9 @@ func (m *Master) pingNode(idx int, c *wire.Conn) {
 				// Its own goroutine: a write to a hung daemon can block until
 				// the connection is closed, and the ticks must go on.
 				go func() { answered <- c.Call(ctx, wire.KindPing, ping, nil) }()
+				continue
+			}
+			if starved {
 				continue
 			}
 			misses++
@@ -119,6 +128,7 @@ func (s *state) nodeHeartbeat(idx int, c *wire.Conn, st, why string) {
 		n.suspect = true
 		s.log.Warn("master: node suspect", "node", n.name, "why", why)
 		s.publish(wire.Event{Kind: wire.EvNodeSuspect, Node: n.name, Msg: why})
+		s.release(n) // rounds in flight stop waiting for it
 	case wire.NodeUp:
 		if !n.suspect {
 			return

@@ -401,7 +401,10 @@ func (m *Master) Done() <-chan struct{} { return m.done }
 
 // Stop stops the DVM: every job is killed (SIGTERM, then SIGKILL after the
 // grace period), every daemon stopped, the listeners closed and the
-// rendezvous file and sockets removed. It returns when all that is done or
+// rendezvous file and sockets removed. Whatever the state of the nodes
+// (hung, cut off), this takes at most about 3 × (grace + 1 s) + 1 s: a
+// daemon that does not report is declared down and, if this process
+// started it, killed. It returns when all that is done or
 // ctx ends (the stop then goes on in the background).
 func (m *Master) Stop(ctx context.Context) error {
 	m.stopAsync(m.grace)
@@ -455,9 +458,14 @@ func (m *Master) stopAsync(grace time.Duration) {
 // shutdown runs the ordered stop. It is called once.
 func (m *Master) shutdown(grace time.Duration) {
 	defer close(m.done)
-	slack := grace + 5*time.Second
+	// Every wait below is bounded, whatever the state of the nodes: a
+	// hung or cut-off daemon is declared down or cut loose, not waited for.
+	slack := grace + time.Second
 
-	// 1. Kill the jobs and wait for their ends.
+	// 1. Kill the jobs and wait for their ends. Processes still counted
+	// live after the grace are on daemons that do not report (hung, cut
+	// off): their nodes are declared down, which books the processes as
+	// lost and ends the jobs.
 	drained, err := ask(context.Background(), m, func(s *state, reply func(<-chan struct{}, error)) {
 		reply(s.beginStop(grace), nil)
 	})
@@ -465,54 +473,75 @@ func (m *Master) shutdown(grace time.Duration) {
 		select {
 		case <-drained:
 		case <-time.After(slack):
-			m.log.Warn("master: jobs did not end in time; stopping the daemons anyway")
+			m.log.Warn("master: jobs did not end in time; declaring the nodes that still hold processes down")
+			_ = do(context.Background(), m, func(s *state) error { s.cutStragglers(); return nil })
+			select {
+			case <-drained:
+			case <-time.After(time.Second):
+				m.log.Warn("master: jobs did not end in time; stopping the daemons anyway")
+			}
 		}
 	}
 
-	// 2. Stop the daemons and wait for their connections to close.
-	var conns []*wire.Conn
+	// 2. Stop the daemons (in order behind what was sent to them) and wait
+	// for their connections to close; cut the ones that do not answer.
+	type stopping struct {
+		c      *wire.Conn
+		answer chan error
+	}
+	var stops []stopping
 	var procs []*launcher.Daemon
 	_ = do(context.Background(), m, func(s *state) error {
-		conns = s.upConns()
 		for _, n := range s.nodes {
 			if n.proc != nil {
 				procs = append(procs, n.proc)
 			}
+			if !n.up {
+				continue
+			}
+			st := stopping{c: n.conn, answer: make(chan error, 1)}
+			s.sendNode(n, outMsg{kind: wire.KindNodeStop, body: &wire.NodeStopReq{GraceMS: grace.Milliseconds()}, done: func(err error) { st.answer <- err }})
+			stops = append(stops, st)
 		}
 		return nil
 	})
-	var wg sync.WaitGroup
-	for _, c := range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), slack)
-			defer cancel()
-			if err := c.Call(ctx, wire.KindNodeStop, &wire.NodeStopReq{GraceMS: grace.Milliseconds()}, nil); err != nil && !errors.Is(err, wire.ErrClosed) {
-				m.log.Warn("master: node.stop failed", "daemon", c.Peer().Name, "err", err)
+	deadline := time.After(slack)
+	for _, st := range stops {
+		select {
+		case err := <-st.answer:
+			if err != nil && !errors.Is(err, wire.ErrClosed) {
+				m.log.Warn("master: node.stop failed", "daemon", st.c.Peer().Name, "err", err)
 			}
 			select {
-			case <-c.Done():
-			case <-time.After(2 * time.Second):
-				c.Close()
+			case <-st.c.Done():
+			case <-deadline:
 			}
-		}()
+		case <-deadline:
+			m.log.Warn("master: daemon did not stop in time; closing its connection", "daemon", st.c.Peer().Name)
+		}
+		st.c.Close()
 	}
-	wg.Wait()
 
-	// 3. Wait for the daemon processes; kill stragglers.
+	// 3. Wait for the daemon processes; kill stragglers (a stopped process
+	// too: SIGKILL follows the grace).
+	var wg sync.WaitGroup
 	for _, d := range procs {
 		if d.Done() == nil {
 			continue // a joined daemon is not our child: nothing to wait for
 		}
-		select {
-		case <-d.Done():
-		case <-time.After(2 * time.Second):
-			m.log.Warn("master: daemon did not exit; killing it", "node", d.Node)
-			d.Stop(grace)
-		}
-		d.Wait()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case <-d.Done():
+			case <-time.After(time.Second):
+				m.log.Warn("master: daemon did not exit; killing it", "node", d.Node)
+				d.Stop(grace)
+			}
+			d.Wait()
+		}()
 	}
+	wg.Wait()
 	if m.localCancel != nil {
 		m.localCancel()
 		if err := <-m.localDone; err != nil {

@@ -135,25 +135,67 @@ func sendNow(n *node, msg outMsg) {
 
 // callRound sends each call to its node (in order with everything else
 // sent there) and runs then on the loop once all are answered or failed.
+// A call that starts no processes (node.jobdata) is not waited for once
+// its node is suspect (release): it still reaches the daemon in order.
 func (s *state) callRound(calls []*nodeCall, then func(s *state)) {
 	m := s.m
-	if len(calls) == 0 {
-		go m.post(then) // later, as if answered: callers book other things first
-		return
-	}
 	left := len(calls)
+	finished := func(s *state) {
+		if left--; left == 0 {
+			then(s)
+		}
+	}
 	for _, c := range calls {
+		n := s.nodes[c.node]
+		answered := false
+		var drop func()
+		answer := func(err error) bool {
+			if answered {
+				return false
+			}
+			answered = true
+			if drop != nil {
+				drop()
+			}
+			c.err = err
+			return true
+		}
 		var resp any
 		if c.kind == wire.KindNodeLaunch {
 			resp = &c.rep
 		}
-		s.sendNode(s.nodes[c.node], outMsg{kind: c.kind, body: c.body, resp: resp, done: func(err error) {
+		s.sendNode(n, outMsg{kind: c.kind, body: c.body, resp: resp, done: func(err error) {
 			m.post(func(s *state) {
-				c.err = err
-				if left--; left == 0 {
-					then(s)
+				if answer(err) {
+					finished(s)
 				}
 			})
 		}})
+		switch {
+		case c.kind == wire.KindNodeLaunch || !n.up:
+		case n.suspect:
+			answer(nil)
+			left--
+		default:
+			drop = s.hold(n, func() {
+				if answer(nil) {
+					finished(s)
+				}
+			})
+		}
 	}
+	if left == 0 {
+		go m.post(then) // later, as if answered: callers book other things first
+	}
+}
+
+// hold registers release to run if node n becomes suspect; drop forgets it.
+func (s *state) hold(n *node, release func()) (drop func()) {
+	if n.holds == nil {
+		n.holds = make(map[uint64]func())
+	}
+	n.holdSeq++
+	id, holds := n.holdSeq, n.holds
+	holds[id] = release
+	return func() { delete(holds, id) }
 }

@@ -20,7 +20,9 @@ type node struct {
 	pid     int
 	addr    string // the daemon's client socket
 	conn    *wire.Conn
-	out     *nodeOut         // ordered requests to the daemon on conn (nodeout.go)
+	out     *nodeOut          // ordered requests to the daemon on conn (nodeout.go)
+	holds   map[uint64]func() // answers rounds wait for, released when the node becomes suspect (callRound)
+	holdSeq uint64
 	up      bool             // a daemon is registered and connected
 	suspect bool             // up, but its last heartbeat is unanswered (heartbeat.go)
 	joined  bool             // a daemon has registered at least once
@@ -113,7 +115,7 @@ func (s *state) declareDown(n *node, why error) {
 }
 
 func (s *state) nodeDown(n *node, why error, declared bool) {
-	n.conn, n.up, n.suspect = nil, false, false
+	n.conn, n.up, n.suspect, n.holds = nil, false, false, nil
 	s.dropPushes(n)
 	msg := fmt.Sprintf("daemon of node %s lost", n.name)
 	switch {
@@ -133,13 +135,27 @@ func (s *state) nodeDown(n *node, why error, declared bool) {
 	}
 }
 
-// upConns returns the connections of the nodes that are up.
-func (s *state) upConns() []*wire.Conn {
-	var out []*wire.Conn
-	for _, n := range s.nodes {
-		if n.up {
-			out = append(out, n.conn)
+// cutStragglers declares down, during a stop, every node that is suspect
+// or still holds a live process of a job after the kill's grace: its
+// daemon does not report, and the stop must not wait for it.
+func (s *state) cutStragglers() {
+	held := map[int]bool{}
+	for _, j := range s.order {
+		if j.done {
+			continue
+		}
+		for idx, rr := range j.nodes {
+			for r := range rr.All() {
+				if s.procLive(procRef{j.ns, r}) {
+					held[idx] = true
+					break
+				}
+			}
 		}
 	}
-	return out
+	for _, n := range s.nodes {
+		if n.up && (n.suspect || held[n.idx]) {
+			s.declareDown(n, wire.Errorf(wire.ErrTimeout, "its processes did not end within the stop's grace"))
+		}
+	}
 }

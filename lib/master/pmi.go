@@ -334,13 +334,13 @@ func (s *state) hostNodes(hosts []string) ([]int, error) {
 func (s *state) place(ns string, n int, opts alloc.Options) ([]alloc.Proc, error) {
 	sp := s.pmi.next
 	if sp == nil || !slices.ContainsFunc(sp.nodes, func(x []int) bool { return x != nil }) {
-		return s.alloc.Allocate(ns, n, opts)
+		return s.allocate(ns, n, opts)
 	}
 	var out []alloc.Proc
 	for i, b := range sp.blocks {
 		o := opts
 		o.Nodes = sp.nodes[i]
-		ps, err := s.alloc.Allocate(ns, b.Ranks.Count(), o)
+		ps, err := s.allocate(ns, b.Ranks.Count(), o)
 		if err != nil {
 			if len(out) > 0 {
 				_ = s.alloc.ReleaseJob(ns)

@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/dynrt/dynrt/lib/pset"
@@ -118,8 +119,9 @@ func (m *Master) handlePsetDelete(ctx context.Context, _ *wire.Request, b *wire.
 // node is declared down, and it must rejoin.
 
 type pushq struct {
-	busy  bool
-	items []*pushItem
+	busy   bool
+	items  []*pushItem
+	flight []*pushItem // the batch in flight while busy
 }
 
 type pushItem struct {
@@ -128,6 +130,7 @@ type pushItem struct {
 	body   any
 	round  *pushRound
 	direct *outMsg // a request sent in order behind the pushes queued before it (sendNode); j and round are nil
+	acked  bool    // counted in its round
 }
 
 type pushRound struct {
@@ -135,7 +138,14 @@ type pushRound struct {
 	done func()
 }
 
-func (r *pushRound) ack() {
+// ack counts the item's answer once (a suspect node's items are counted
+// when it becomes suspect, and again when they are answered).
+func (it *pushItem) ack() {
+	if it.acked {
+		return
+	}
+	it.acked = true
+	r := it.round
 	r.left--
 	if r.left == 0 && r.done != nil {
 		r.done()
@@ -151,24 +161,44 @@ func (s *state) pushSets(j *job, defined []wire.PsetInfo, deleted []string, done
 }
 
 // pushAll queues one call of kind with body to every daemon that is up.
+// The round does not wait for suspect nodes (released): the push still
+// reaches them, in order, if they come back.
 func (s *state) pushAll(j *job, kind string, body any, done func()) {
-	round := &pushRound{done: done}
+	round := &pushRound{done: done, left: 1} // held until every item is queued
 	var touched []int
 	for _, n := range s.nodes {
 		if n.up {
-			round.left++
-			s.queuePush(n, &pushItem{j: j, kind: kind, body: body, round: round})
+			it := &pushItem{j: j, kind: kind, body: body, round: round, acked: n.suspect}
+			if !n.suspect {
+				round.left++
+			}
+			s.queuePush(n, it)
 			touched = append(touched, n.idx)
 		}
 	}
-	if round.left == 0 {
-		if done != nil {
-			done()
-		}
-		return
-	}
+	(&pushItem{round: round}).ack()
 	for _, idx := range touched {
 		s.pump(idx)
+	}
+}
+
+// release stops the rounds in flight from waiting for node n, which has
+// become suspect: its queued and in-flight pushes count as answered, and
+// so do the calls of launch rounds that carry no ranks (callRound).
+func (s *state) release(n *node) {
+	if s.rc != nil {
+		if q := s.rc.queues[n.idx]; q != nil {
+			for _, it := range slices.Concat(q.flight, q.items) {
+				if it.direct == nil {
+					it.ack()
+				}
+			}
+		}
+	}
+	holds := n.holds
+	n.holds = nil
+	for _, f := range holds {
+		f()
 	}
 }
 
@@ -238,20 +268,20 @@ func (s *state) pump(idx int) {
 			// Nobody to tell, or the daemons dropped the job already (a
 			// late push would bring it back).
 			for _, it := range batch {
-				it.round.ack()
+				it.ack()
 			}
 			continue
 		}
-		q.busy = true
+		q.busy, q.flight = true, batch
 		conn, kind, j, m := n.conn, first.kind, first.j, s.m
 		n.out.send(outMsg{kind: kind, body: body, done: func(err error) {
 			m.post(func(s *state) {
-				q.busy = false
+				q.busy, q.flight = false, nil
 				if err != nil && n.conn == conn && !j.done {
 					s.declareDown(n, wire.Errorf(wire.ErrInternal, "its daemon failed a %s of job %s: %v", kind, j.ns, err))
 				}
 				for _, it := range batch {
-					it.round.ack()
+					it.ack()
 				}
 				s.pump(idx)
 			})
@@ -273,6 +303,6 @@ func (s *state) dropPushes(n *node) {
 			sendNow(n, *it.direct) // fails it: the node is down
 			continue
 		}
-		it.round.ack()
+		it.ack()
 	}
 }

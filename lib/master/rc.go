@@ -614,7 +614,7 @@ func (s *state) rcPlanAdd(j *job, b *wire.RCRequest) ([]alloc.Proc, []string, er
 	if err := s.m.cfg.Limits.JobProcs(fmt.Sprintf("master: ADD %d to job %s: job of", b.N, j.app), j.live+int(b.N)); err != nil {
 		return nil, nil, err
 	}
-	placed, err := s.alloc.Allocate(j.ns, int(b.N), alloc.Options{MapBy: mapBy, Oversubscribe: j.req.Oversubscribe})
+	placed, err := s.allocate(j.ns, int(b.N), alloc.Options{MapBy: mapBy, Oversubscribe: j.req.Oversubscribe})
 	if err != nil {
 		return nil, nil, fmt.Errorf("master: ADD %d to job %s: %w", b.N, j.app, err)
 	}
