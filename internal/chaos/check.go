@@ -135,6 +135,10 @@ type Facts struct {
 	Now    time.Time
 	Ended  []Ended
 	Rolled []string // changes requested in this step: an ABORTED one among them must have restored its job
+	// Refused are the jobs (namespaces) a request of this step was
+	// refused for: with no other change in the step, they must be as
+	// before it.
+	Refused []string
 }
 
 // Check evaluates every invariant over cur, the snapshot after a step
@@ -322,16 +326,22 @@ func checkChanges(prev, cur *Snapshot, f Facts) []Violation {
 			perJob[c.Job] = append(perJob[c.Job], c)
 		}
 	}
-	for job, cs := range perJob {
-		if len(cs) != 1 || cs[0].Status != wire.RCAborted {
-			continue
-		}
+	compare := func(job, key, what string, add bool) {
 		before, ok1 := prev.job(job)
 		after, ok2 := cur.job(job)
-		if !ok1 || !ok2 || after.State != wire.JobStateRunning {
-			continue // the job ended: nothing to restore
+		if ok1 && ok2 && after.State == wire.JobStateRunning { // an ended job has nothing to restore
+			out = append(out, rollback(key, what, add, prev, before, cur, after)...)
 		}
-		out = append(out, rollback(cs[0], prev, before, cur, after)...)
+	}
+	for job, cs := range perJob {
+		if len(cs) == 1 && cs[0].Status == wire.RCAborted {
+			compare(job, cs[0].Delta, fmt.Sprintf("%s (%s) ABORTED", cs[0].Delta, cs[0].Type), cs[0].Type == wire.RCAdd)
+		}
+	}
+	for _, job := range f.Refused {
+		if len(perJob[job]) == 0 {
+			compare(job, "refused "+job, "a refused request", true)
+		}
 	}
 	return out
 }
@@ -345,10 +355,11 @@ func (s *Snapshot) job(ns string) (Job, bool) {
 	return Job{}, false
 }
 
-// rollback compares a job before and after an ABORTED change: the same
-// active members and slots per node, less the processes that died
-// meanwhile, and (ADD) the same next rank.
-func rollback(c Change, prev *Snapshot, before Job, cur *Snapshot, after Job) []Violation {
+// rollback compares a job before and after an ABORTED change or a
+// refused request (what, key): the same active members and slots per
+// node, less the processes that died meanwhile, and (add) the same next
+// rank.
+func rollback(key, what string, add bool, prev *Snapshot, before Job, cur *Snapshot, after Job) []Violation {
 	died := map[uint32]bool{}
 	slotsBefore := map[string]int{}
 	for _, p := range before.Procs {
@@ -371,13 +382,13 @@ func rollback(c Change, prev *Snapshot, before Job, cur *Snapshot, after Job) []
 	want := rankList(activeRanks(before), died)
 	got := rankList(activeRanks(after), nil)
 	if !slices.Equal(want, got) {
-		out = append(out, viol(InvChanges, c.Delta+" sets", "%s (%s) ABORTED but the active members of job %s are %v, were %v before it (less the dead)", c.Delta, c.Type, after.App, got, want))
+		out = append(out, viol(InvChanges, key+" sets", "%s but the active members of job %s are %v, were %v before it (less the dead)", what, after.App, got, want))
 	}
 	if !maps.Equal(nonZero(slotsBefore), nonZero(slotsAfter)) {
-		out = append(out, viol(InvChanges, c.Delta+" slots", "%s (%s) ABORTED but job %s holds slots %v, held %v before it (less the dead)", c.Delta, c.Type, after.App, nonZero(slotsAfter), nonZero(slotsBefore)))
+		out = append(out, viol(InvChanges, key+" slots", "%s but job %s holds slots %v, held %v before it (less the dead)", what, after.App, nonZero(slotsAfter), nonZero(slotsBefore)))
 	}
-	if c.Type == wire.RCAdd && after.NextRank != before.NextRank {
-		out = append(out, viol(InvChanges, c.Delta+" next", "%s (ADD) ABORTED but job %s's next rank is %d, was %d before it", c.Delta, after.App, after.NextRank, before.NextRank))
+	if add && after.NextRank != before.NextRank {
+		out = append(out, viol(InvChanges, key+" next", "%s but job %s's next rank is %d, was %d before it", what, after.App, after.NextRank, before.NextRank))
 	}
 	return out
 }

@@ -108,6 +108,11 @@ func TestCheckCatchesEachInvariant(t *testing.T) {
 			delete(s.OS, 201)
 			s.Nodes[1].Used = 0
 		}, facts: Facts{Rolled: rolled}},
+		{name: "d: a refused request changed nothing", prev: good(), cur: func(*Snapshot) {}, facts: Facts{Refused: []string{"d.1"}}},
+		{name: "d: a refused request kept a slot", prev: good(), cur: func(s *Snapshot) {
+			s.Nodes[1].Used = 2
+			s.Jobs[0].NextRank = 3
+		}, facts: Facts{Refused: []string{"d.1"}}, want: []Invariant{InvSlots, InvChanges}, frag: "a refused request but job j1's next rank is 3, was 2 before it"},
 		{name: "d: a change not of this step is not compared", prev: good(), cur: func(s *Snapshot) { aborted(s, wire.RCAdd).Jobs[0].NextRank = 4 }},
 		{name: "e: wrong exit status", cur: func(*Snapshot) {}, facts: Facts{Ended: []Ended{{App: "j1", Code: 0, Allowed: []int{137}, Why: "kill -9"}}},
 			want: []Invariant{InvExit}, frag: "dynrun of job j1 exited 0, the rule allows [137] (kill -9)"},
@@ -166,6 +171,7 @@ func TestExitRule(t *testing.T) {
 		{"the first failure counts", ExitFacts{Failures: []JobFailure{{Code: 3, Sure: true, What: "exit 3"}, kill(true)}}, []int{3}},
 		{"a new process killed: the ADD may abort", ExitFacts{Failures: []JobFailure{kill(false)}, EndedBy: EndTerm}, []int{137, 143}},
 		{"keep-going, killed later", ExitFacts{Failures: []JobFailure{kill(true)}, EndedBy: EndTerm, KeepGoing: true}, []int{137, 143}},
+		{"a launch refused", ExitFacts{NotRun: true, EndedBy: EndDVMStop}, []int{1}},
 		{"keep-going, ended by its failure", ExitFacts{Failures: []JobFailure{kill(true)}, KeepGoing: true}, []int{137}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -174,7 +174,7 @@ func (h *harness) observe(ctx context.Context) (*Snapshot, error) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	t0 := time.Now()
-	st, err := cl.StateOf(ctx, wire.DVMStateReq{Ended: true})
+	st, err := cl.StateOf(ctx, wire.DVMStateReq{})
 	s.StatusLatency = time.Since(t0)
 	if err != nil {
 		return nil, fmt.Errorf("chaos: dvm status: %w", err)
@@ -197,7 +197,12 @@ func (h *harness) observe(ctx context.Context) (*Snapshot, error) {
 		}
 		s.Jobs = append(s.Jobs, j)
 	}
-	for _, rc := range st.RCs {
+	// Every change, settled ones too (dvm.state does not list them).
+	var rcs wire.RCList
+	if err := cl.Conn().Call(ctx, wire.KindRCList, &wire.RCListReq{All: true}, &rcs); err != nil {
+		return nil, fmt.Errorf("chaos: rc.list: %w", err)
+	}
+	for _, rc := range rcs.RCs {
 		s.Changes = append(s.Changes, Change{
 			Delta: rc.Delta, Job: rc.Job, Type: rc.Type, Status: rc.Status, Settled: rc.Settled,
 			Requested: time.Unix(0, rc.Times.Requested), Limit: h.limitOf(rc),

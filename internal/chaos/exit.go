@@ -19,6 +19,9 @@ type ExitFacts struct {
 	EndedBy string
 	// KeepGoing: the job was launched with --keep-going.
 	KeepGoing bool
+	// NotRun: dynrun ended before the master had the job running (the
+	// launch was refused: no free slots, a node lost while placing).
+	NotRun bool
 }
 
 // How the harness ended a job (ExitFacts.EndedBy).
@@ -56,6 +59,10 @@ func ExitRule(f ExitFacts) ([]int, string) {
 			allowed = append(allowed, code)
 		}
 		why = append(why, what)
+	}
+	if f.NotRun {
+		// "dynrun could not run the job": 1.
+		return []int{1}, "the launch was refused"
 	}
 	for _, fl := range f.Failures {
 		add(fl.Code, fl.What)

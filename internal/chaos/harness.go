@@ -124,13 +124,15 @@ type harness struct {
 	sum  Summary
 	wg   sync.WaitGroup
 
-	jobs   []*jobRun
-	nextID int
-	limits map[string]time.Duration // change limits by delta
-	did    []string                 // what the current step did
-	rolled []string                 // changes requested in the current step
-	ended  []Ended                  // dynruns that ended, not yet checked
+	jobs    []*jobRun
+	nextID  int
+	limits  map[string]time.Duration // change limits by delta
+	did     []string                 // what the current step did
+	rolled  []string                 // changes requested in the current step
+	refused []string                 // jobs a request of the current step was refused for
+	ended   []Ended                  // dynruns that ended, not yet checked
 
+	t0      time.Time  // start of the run
 	curPick uint32     // the current step's ProcPick
 	hostile []net.Conn // hostile connections of the current step
 	qmu     sync.Mutex // guards queued
@@ -187,6 +189,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		h.log = io.Discard
 	}
 	t0 := time.Now()
+	h.t0 = t0
 	fmt.Fprintf(h.log, "chaos: seed %d, %d steps, faults %s (rate %.2f), %d nodes of %d slots\n",
 		cfg.Seed, cfg.Steps, FaultNames(cfg.Faults), cfg.FaultRate, cfg.Nodes, cfg.Slots)
 	err = h.run(ctx, steps)
@@ -213,7 +216,7 @@ func (h *harness) run(ctx context.Context, steps []Step) error {
 				return err
 			}
 		}
-		h.did, h.rolled, h.curPick = nil, nil, s.ProcPick
+		h.did, h.rolled, h.refused, h.curPick = nil, nil, nil, s.ProcPick
 		t0 := time.Now()
 		err := h.step(ctx, s)
 		if err != nil {
@@ -236,6 +239,10 @@ func (h *harness) run(ctx context.Context, steps []Step) error {
 		}
 		h.closeHostile()
 		prev = cur
+		if h.sum.Steps%100 == 0 {
+			fmt.Fprintf(h.log, "chaos: progress: %d steps in %s, %d faults, %d violations\n",
+				h.sum.Steps, time.Since(h.t0).Round(time.Second), h.sum.InjectedFaults(), len(h.sum.Violations))
+		}
 	}
 	return nil
 }
@@ -277,11 +284,14 @@ func (h *harness) settle(ctx context.Context, prev *Snapshot, seen map[string]bo
 	for {
 		h.collectEnded()
 		cur, err := h.observe(ctx)
+		if err != nil && ctx.Err() != nil {
+			return prev, nil, seen // the run was interrupted
+		}
 		if err != nil {
 			v := viol(InvStatus, "answer", "%v", err)
 			return prev, []Violation{v}, map[string]bool{v.Key: true}
 		}
-		all := Check(prev, cur, Facts{Now: time.Now(), Rolled: h.rolled})
+		all := Check(prev, cur, Facts{Now: time.Now(), Rolled: h.rolled, Refused: h.refused})
 		var fresh []Violation
 		keys := map[string]bool{}
 		for _, v := range all {

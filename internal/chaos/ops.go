@@ -104,6 +104,13 @@ func (h *harness) running() int {
 func (h *harness) launch(ctx context.Context, s Step) error {
 	h.nextID++
 	app := "j" + itoa(h.nextID)
+	if s.Split && h.freeNodes(ctx) < 2 {
+		// The job splits by node (rank 0's, the others'): on one node it
+		// would make an empty set and fail, which is the test program's
+		// limit, not the runtime's.
+		h.note("split %s: fewer than two nodes with a free slot, launched whole", app)
+		s.Split = false
+	}
 	args := []string{"--dvm", h.d.id, "-n", itoa(s.Count), "--name", app}
 	if s.KeepGoing {
 		args = append(args, "--keep-going")
@@ -145,6 +152,8 @@ func (h *harness) launch(ctx context.Context, s Step) error {
 	// then known) and, split, once its sets are made.
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(30 * time.Millisecond) {
 		if j.exited() {
+			// dynrun says "launch: cannot start ..." when the master refused.
+			j.facts.NotRun = strings.Contains(j.out.String(), "launch: ")
 			h.note("launch %s: dynrun exited %d: %s", app, j.code, lastLines(j.out.String(), 3))
 			return nil
 		}
@@ -200,6 +209,7 @@ func (h *harness) request(ctx context.Context, j *jobRun, req wire.RCRequest, co
 	what := fmt.Sprintf("%s %s n=%d ranks=%s bound=%v", j.app, req.Type, req.N, req.Ranks, req.Bound)
 	if err != nil {
 		h.sum.Refused++
+		h.refused = append(h.refused, j.ns)
 		h.note("%s refused: %v", what, err)
 		return rc, false
 	}
@@ -277,7 +287,7 @@ func (h *harness) requestQuiet(ctx context.Context, j *jobRun, req wire.RCReques
 	defer h.qmu.Unlock()
 	what := fmt.Sprintf("%s %s n=%d bound=%v (concurrent)", j.app, req.Type, req.N, req.Bound)
 	if err != nil {
-		h.queued = append(h.queued, queuedNote{what: what + " refused: " + err.Error(), refused: true})
+		h.queued = append(h.queued, queuedNote{what: what + " refused: " + err.Error(), refused: j.ns})
 		return rc, false
 	}
 	h.queued = append(h.queued, queuedNote{what: what + " -> " + rc.Delta, delta: rc.Delta})
@@ -287,7 +297,7 @@ func (h *harness) requestQuiet(ctx context.Context, j *jobRun, req wire.RCReques
 type queuedNote struct {
 	what    string
 	delta   string
-	refused bool
+	refused string // the job's namespace, if refused
 }
 
 func (h *harness) flushQuiet() {
@@ -295,8 +305,9 @@ func (h *harness) flushQuiet() {
 	defer h.qmu.Unlock()
 	for _, q := range h.queued {
 		h.note("%s", q.what)
-		if q.refused {
+		if q.refused != "" {
 			h.sum.Refused++
+			h.refused = append(h.refused, q.refused)
 		}
 		if q.delta != "" {
 			h.limits[q.delta] = h.cfg.ConfirmTimeout + changeSlack
@@ -304,4 +315,19 @@ func (h *harness) flushQuiet() {
 		}
 	}
 	h.queued = nil
+}
+
+// freeNodes counts the nodes up with a free slot.
+func (h *harness) freeNodes(ctx context.Context) int {
+	st, err := h.d.cl.State(ctx)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, nd := range st.Nodes {
+		if nd.State == wire.NodeUp && nd.Used < nd.Slots {
+			n++
+		}
+	}
+	return n
 }

@@ -332,7 +332,15 @@ func (p *proc) request(ctx context.Context) {
 	for _, item := range strings.Split(p.c.requests, ",") {
 		typ, ns, _ := strings.Cut(item, ":")
 		n, _ := strconv.Atoi(ns)
-		if _, err := p.s.RequestRC(ctx, typ, n, session.RequestOptions{Queue: true}); err != nil {
+		_, err := p.s.RequestRC(ctx, typ, n, session.RequestOptions{Queue: true})
+		// Rank 0 may ask before the other ranks are all started (a slow
+		// node): the runtime refuses changes of a job still being
+		// launched, so ask again until it runs.
+		for errors.Is(err, wire.ErrState) && strings.Contains(err.Error(), "still being launched") && ctx.Err() == nil {
+			time.Sleep(50 * time.Millisecond)
+			_, err = p.s.RequestRC(ctx, typ, n, session.RequestOptions{Queue: true})
+		}
+		if err != nil {
 			fmt.Println("ERROR", jsonOf(map[string]any{"rank": p.me, "err": "request " + item + ": " + err.Error()}))
 			os.Exit(1)
 		}
