@@ -8,12 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/dynrt/dynrt/lib/dvmdir"
+	"github.com/dynrt/dynrt/lib/proc"
 )
 
 // A second daemon for a node that is up is refused by the master and must
@@ -343,4 +345,32 @@ func TestNoOrphansAfterDVMStop(t *testing.T) {
 		t.Fatalf("dvm stop: exit %d, %q", code, errOut)
 	}
 	waitFor(t, "every sleep to be gone", func() bool { return countMarked("sleep") == 0 })
+}
+
+// Where cgroup v2 is writable, a descendant that left its rank's process
+// group and cleared its environment still dies with its job.
+func TestNoHiddenOrphansAfterJobEnd(t *testing.T) {
+	if err := proc.CgroupsAvailable(); err != nil {
+		t.Skipf("no writable cgroup v2 here (needs root or a delegated cgroup): %v", err)
+	}
+	dynDir(t)
+	id := startDVM(t, "--nodes", "1", "--slots", "1")
+	script := `setsid env -i sleep 300 >/dev/null 2>&1 & while [ "$(cat /proc/$!/comm 2>/dev/null)" != sleep ]; do :; done; cat /proc/$!/cgroup | grep '^0::'; echo "$!"`
+	code, out, errOut := runBin(t, "--dvm", id, "-n", "1", "sh", "-c", script)
+	f := strings.Fields(out)
+	if code != 0 || len(f) != 2 {
+		t.Fatalf("job: exit %d, %q %q", code, out, errOut)
+	}
+	pid, err := strconv.Atoi(f[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	if !strings.Contains(f[0], "/dynrt-") {
+		t.Errorf("the job ran outside a cgroup of its daemon: %s", f[0])
+	}
+	waitFor(t, "the hidden sleep of the ended job to be gone", func() bool {
+		b, err := os.ReadFile("/proc/" + f[1] + "/stat")
+		return err != nil || strings.Contains(string(b), ") Z ")
+	})
 }

@@ -230,6 +230,11 @@ func (d *Daemon) run(ctx context.Context) error {
 		d.log.Warn("daemon: no guard process: descendants of processes may outlive a crash of this daemon", "err", err)
 	} else {
 		d.guard = g
+		if dir, err := g.Cgroup(); err != nil {
+			d.log.Info("daemon: no cgroup v2 for the jobs' processes; the guard relies on process groups and its environment mark", "why", err)
+		} else {
+			d.log.Debug("daemon: the jobs' processes run in cgroups under " + dir)
+		}
 		defer func() {
 			if err := g.Close(); err != nil {
 				d.log.Warn("daemon: guard", "err", err)

@@ -183,7 +183,7 @@ func (d *Daemon) startRank(b *wire.LaunchReq, base []string, rank uint32, e *pro
 		return wire.ProcStarted{}, false
 	}
 
-	spec := proc.Spec{Path: b.Argv[0], Args: b.Argv, Env: env, Dir: b.Wdir, Guard: d.guard}
+	spec := proc.Spec{Path: b.Argv[0], Args: b.Argv, Env: env, Dir: b.Wdir, Guard: d.guard, GuardGroup: b.Job}
 	if e.out != nil {
 		spec.Output = e.out.write
 	}
@@ -365,7 +365,7 @@ func (d *Daemon) handleJobData(_ context.Context, _ *wire.Request, b *wire.JobDa
 		// process groups (setsid, daemons) goes with it. Off the reader
 		// goroutine: the sweep reads /proc.
 		go func() {
-			if n := d.guard.Sweep(EnvJob, b.Job); n > 0 {
+			if n := d.guard.EndGroup(b.Job, EnvJob); n > 0 {
 				d.log.Info("daemon: killed processes left behind by an ended job", "job", b.Job, "n", n)
 			}
 		}()

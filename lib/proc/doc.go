@@ -23,7 +23,10 @@
 // it. For them a daemon starts a Guard (guard.go): a watcher process that,
 // once the daemon is gone however it ended, kills the process groups of
 // the processes still registered and every process carrying the guard's
-// secret mark in its environment.
+// secret mark in its environment. Where cgroup v2 is writable (root, or a
+// delegated subtree), processes also start in a cgroup per Spec.GuardGroup
+// (a job), which they cannot leave: the guard and Guard.EndGroup kill it
+// with cgroup.kill (cgroup.go).
 //
 // # Signals and pid reuse
 //

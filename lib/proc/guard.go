@@ -10,9 +10,11 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -26,8 +28,12 @@ import (
 const EnvGuard = "DYNRT_GUARD"
 
 // envGuardWatch, in the environment of a re-executed binary, makes it run
-// as a guard (see init below) watching for the mark it holds.
-const envGuardWatch = "DYNRT_GUARD_WATCH"
+// as a guard (see init below) watching for the mark it holds;
+// envGuardCgroup gives it the cgroup subtree to kill, if any.
+const (
+	envGuardWatch  = "DYNRT_GUARD_WATCH"
+	envGuardCgroup = "DYNRT_GUARD_CGROUP"
+)
 
 // A Guard is a small watcher process that kills what the processes
 // started under it left behind once the process that started them (the
@@ -46,11 +52,19 @@ const envGuardWatch = "DYNRT_GUARD_WATCH"
 // descendants that left their process group (setsid, double fork), round
 // after round until none is left. Each marked process is opened as a pidfd
 // and its environment checked again before it is signalled, so a reused
-// pid is never hit. A descendant that both leaves its process group and
-// clears its environment escapes the sweep (a cgroup would catch it).
+// pid is never hit.
+//
+// Where cgroup v2 is available and writable (see cgroups), processes are
+// also started into a cgroup per group (Spec.GuardGroup: a daemon's job),
+// which nothing they do can leave; the guard kills the whole subtree with
+// cgroup.kill first. Without cgroups, a descendant that both leaves its
+// process group and clears its environment escapes the sweep.
 type Guard struct {
-	mark string
-	cmd  *exec.Cmd
+	mark  string
+	cmd   *exec.Cmd
+	cg    *cgroups // nil: no cgroup v2 here
+	cgErr error    // why cg is nil
+	noCg  atomic.Bool
 
 	mu  sync.Mutex // serialises writes to w
 	w   *os.File
@@ -59,7 +73,7 @@ type Guard struct {
 
 func init() {
 	if mark := os.Getenv(envGuardWatch); mark != "" {
-		os.Exit(guardMain(mark, os.Stdin, os.Stderr))
+		os.Exit(guardMain(mark, os.Getenv(envGuardCgroup), os.Stdin, os.Stderr))
 	}
 }
 
@@ -81,14 +95,50 @@ func StartGuard() (*Guard, error) {
 	// Nothing of the caller's environment: the guard must not carry marks
 	// of any kind (a test's leak mark, another guard's secret).
 	cmd.Env = []string{envGuardWatch + "=" + mark, "GORACE=atexit_sleep_ms=0"}
+	cg, cgErr := newCgroups()
+	if cg != nil {
+		cmd.Env = append(cmd.Env, envGuardCgroup+"="+cg.dir)
+	}
 	cmd.Stdin, cmd.Stderr = r, os.Stderr
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		w.Close()
+		if cg != nil {
+			killCgroup(cg.dir)
+		}
 		return nil, execError("guard", err)
 	}
-	return &Guard{mark: mark, cmd: cmd, w: w}, nil
+	return &Guard{mark: mark, cmd: cmd, w: w, cg: cg, cgErr: cgErr}, nil
+}
+
+// Cgroup returns the guard's cgroup v2 subtree, or "" and why there is
+// none.
+func (g *Guard) Cgroup() (string, error) {
+	if g.cg == nil || g.noCg.Load() {
+		return "", g.cgErr
+	}
+	return g.cg.dir, nil
+}
+
+// cgroupFD returns the descriptor to start a process of group into, or -1.
+func (g *Guard) cgroupFD(group string) int {
+	if g == nil || g.cg == nil || group == "" || g.noCg.Load() {
+		return -1
+	}
+	fd, err := g.cg.fd(group)
+	if err != nil {
+		return -1
+	}
+	return fd
+}
+
+// cgroupFailed turns cgroups off after a start into one failed where a
+// start without succeeded.
+func (g *Guard) cgroupFailed(err error) {
+	if !g.noCg.Swap(true) {
+		g.cgErr = fmt.Errorf("starting a process into its cgroup failed: %w", err)
+	}
 }
 
 // env is the entry that marks a process as the guard's.
@@ -119,7 +169,11 @@ func (g *Guard) Close() error {
 		return nil
 	}
 	w.Close()
-	if err := g.cmd.Wait(); err != nil {
+	err := g.cmd.Wait()
+	if g.cg != nil {
+		g.cg.closeAll()
+	}
+	if err != nil {
 		return wire.Errorf(wire.ErrInternal, "proc: guard: %w", err)
 	}
 	return nil
@@ -139,7 +193,7 @@ func withGuardEnv(env []string, g *Guard) []string {
 
 // guardMain is the guard process: it follows the registrations on in
 // until EOF, then sweeps. It returns the exit status.
-func guardMain(mark string, in io.Reader, log io.Writer) int {
+func guardMain(mark, cgroup string, in io.Reader, log io.Writer) int {
 	// Only the daemon's exit (EOF) ends the guard: a terminal's ^C or a
 	// kill of the daemon's process group must not take it away first.
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
@@ -160,6 +214,9 @@ func guardMain(mark string, in io.Reader, log io.Writer) int {
 		case '-':
 			delete(groups, pgid)
 		}
+	}
+	if cgroup != "" && strings.HasPrefix(filepath.Base(cgroup), "dynrt-") {
+		killCgroup(cgroup) // all at once; the sweep below finds the rest
 	}
 	if ng, np := sweep(mark, groups); ng+np > 0 {
 		fmt.Fprintf(log, "dynrt-guard: the daemon (pid %d) is gone; killed %d process groups and %d processes it had started or their descendants\n", os.Getppid(), ng, np)
@@ -182,13 +239,18 @@ func sweep(mark string, groups map[int]bool) (ng, np int) {
 	return ng, killAllMarked(envEntry(EnvGuard, mark))
 }
 
-// Sweep kills every process that carries the guard's mark and also the
-// environment entry key=value, and returns how many it killed. A daemon
-// calls it when a job has ended (key DYNRT_JOB): descendants of the job's
-// processes that left their process groups die with the job rather than
-// with the daemon.
-func (g *Guard) Sweep(key, value string) int {
-	return killAllMarked(envEntry(EnvGuard, g.mark), envEntry(key, value))
+// EndGroup kills every process of group (Spec.GuardGroup), now: its
+// cgroup if it has one, and every process that carries the guard's mark
+// and the environment entry envKey=group. It returns how many processes
+// the environment sweep found. A daemon calls it when a job has ended
+// (group: the job, envKey: DYNRT_JOB): descendants of the job's processes
+// that left their process groups die with the job rather than with the
+// daemon.
+func (g *Guard) EndGroup(group, envKey string) int {
+	if g.cg != nil {
+		g.cg.end(group)
+	}
+	return killAllMarked(envEntry(EnvGuard, g.mark), envEntry(envKey, group))
 }
 
 // envEntry is the form in which an environment entry appears in

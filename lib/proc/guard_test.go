@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,16 +17,26 @@ import (
 // process group and session (setsid), prints their pids and waits.
 const orphanScript = `sleep 300 & a=$!; setsid sleep 300 & echo "$a $!"; wait`
 
-// guardedHelper is a mini daemon: a guard and one orphanScript under it.
+// hiddenScript starts a child that leaves the shell's process group and
+// session and clears its environment: only a cgroup still knows where it
+// came from. It prints the child's pid once the child runs sleep.
+const hiddenScript = `setsid env -i sleep 300 & while [ "$(cat /proc/$!/comm 2>/dev/null)" != sleep ]; do :; done; echo "$!"; wait`
+
+// guardedHelper is a mini daemon: a guard and one script under it
+// (orphanScript; hiddenScript in group "job1" with arg "cgroup").
 func guardedHelper() int {
 	g, err := StartGuard()
 	if err != nil {
 		fmt.Println("error:", err)
 		return 1
 	}
+	script, group := orphanScript, ""
+	if len(os.Args) > 1 && os.Args[1] == "cgroup" {
+		script, group = hiddenScript, "job1"
+	}
 	pids := make(chan string, 1)
 	_, err = Start(context.Background(), Spec{
-		Path: "sh", Args: []string{"sh", "-c", orphanScript}, Env: os.Environ(), Guard: g,
+		Path: "sh", Args: []string{"sh", "-c", script}, Env: os.Environ(), Guard: g, GuardGroup: group,
 		Output: func(_ int, line []byte) { pids <- string(line) },
 	})
 	if err != nil {
@@ -48,6 +59,33 @@ func pidsOf(t *testing.T, line string) []int {
 		pids = append(pids, pid)
 	}
 	return pids
+}
+
+// startScript starts a shell script under g that prints pids on its first
+// line, and returns them; they are killed when the test ends.
+func startScript(t *testing.T, g *Guard, script, group string) (*Proc, []int) {
+	t.Helper()
+	lines := make(chan string, 1)
+	p, err := Start(context.Background(), Spec{
+		Path: "sh", Args: []string{"sh", "-c", script}, Env: os.Environ(), Guard: g, GuardGroup: group,
+		Output: func(_ int, line []byte) { lines <- string(line) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	select {
+	case l := <-lines:
+		pids = pidsOf(t, l)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no pids from the shell")
+	}
+	t.Cleanup(func() {
+		for _, pid := range pids {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	return p, pids
 }
 
 // A kill -9 of the daemon leaves the rank to its parent-death signal and
@@ -94,26 +132,7 @@ func TestGuardCloseSweepsEscapees(t *testing.T) {
 		other.Process.Kill()
 		other.Wait()
 	})
-	lines := make(chan string, 1)
-	p, err := Start(context.Background(), Spec{
-		Path: "sh", Args: []string{"sh", "-c", orphanScript}, Env: os.Environ(), Guard: g,
-		Output: func(_ int, line []byte) { lines <- string(line) },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pids []int
-	select {
-	case l := <-lines:
-		pids = pidsOf(t, l)
-	case <-time.After(10 * time.Second):
-		t.Fatal("no pids from the shell")
-	}
-	t.Cleanup(func() {
-		for _, pid := range pids {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-	})
+	p, pids := startScript(t, g, orphanScript, "")
 	// setsid has left the group once it runs sleep.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
 		if b, _ := os.ReadFile("/proc/" + strconv.Itoa(pids[1]) + "/comm"); string(b) == "sleep\n" {
@@ -134,5 +153,83 @@ func TestGuardCloseSweepsEscapees(t *testing.T) {
 	waitDead(t, pids[1])
 	if dead(other.Process.Pid) {
 		t.Error("the guard killed a process it did not guard")
+	}
+}
+
+// startGuardCg starts a guard and skips the test if it has no cgroup v2.
+func startGuardCg(t *testing.T) (*Guard, string) {
+	t.Helper()
+	g, err := StartGuard()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := g.Cgroup()
+	if err != nil {
+		g.Close()
+		t.Skipf("no writable cgroup v2 here (needs root or a delegated cgroup): %v", err)
+	}
+	return g, dir
+}
+
+// In a cgroup, a process that left its group and cleared its environment
+// still dies with its job, and the job's cgroup goes away.
+func TestGuardCgroupEndGroup(t *testing.T) {
+	g, dir := startGuardCg(t)
+	defer g.Close()
+	p, hidden := startScript(t, g, hiddenScript, "job1")
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(hidden[0]) + "/cgroup")
+	if !strings.Contains(string(b), "/"+filepath.Base(dir)+"/g-job1") {
+		t.Errorf("the hidden child is in cgroup %q, not under %s/g-job1", b, dir)
+	}
+	p.Terminate(time.Second)
+	if dead(hidden[0]) {
+		t.Fatal("the hidden child died with the shell's group; the test proves nothing")
+	}
+	g.EndGroup("job1", "DYNRT_JOB")
+	waitDead(t, hidden[0])
+	if _, err := os.Stat(filepath.Join(dir, "g-job1")); !os.IsNotExist(err) {
+		t.Errorf("the job's cgroup is still there: %v", err)
+	}
+}
+
+// After a kill -9 of the daemon, the guard kills the whole cgroup subtree
+// and removes it.
+func TestGuardCgroupAfterParentKill(t *testing.T) {
+	g, _ := startGuardCg(t) // only to know whether cgroups work here
+	g.Close()
+	cmd, line, err := startHelper(t, "guarded", "cgroup")
+	pids := pidsOf(t, line)
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		for _, pid := range pids {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	if err != nil || len(pids) != 2 {
+		t.Fatalf("helper: %q %v", line, err)
+	}
+	own, err := ownCgroupDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := filepath.Join(own, "dynrt-"+strconv.Itoa(cmd.Process.Pid))
+	if _, err := os.Stat(filepath.Join(tree, "g-job1")); err != nil {
+		t.Fatalf("the helper's job cgroup: %v", err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	for _, pid := range pids {
+		waitDead(t, pid)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(tree); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the guard left its cgroup %s", tree)
+		}
 	}
 }

@@ -68,6 +68,10 @@ type Spec struct {
 	// caller die (see Guard): the process gets the guard's mark in its
 	// environment and its group is registered with the guard until reaped.
 	Guard *Guard
+	// GuardGroup names the group of processes (a daemon's job) this one
+	// belongs to under Guard: Guard.EndGroup kills them together, and
+	// where cgroup v2 is available they share a cgroup.
+	GuardGroup string
 }
 
 // Proc is a started process. All methods are safe for concurrent use.
@@ -214,11 +218,25 @@ func start(ctx context.Context, spec Spec, opts startOpts) (p *Proc, err error) 
 		env = withGuardEnv(env, spec.Guard)
 	}
 	attr := &syscall.ProcAttr{Dir: spec.Dir, Env: env, Files: files, Sys: sys}
-	var pid int
-	if opts.direct {
-		pid, _, err = syscall.StartProcess(argv0, args, attr)
-	} else {
-		pid, err = spawn(ctx, argv0, args, attr)
+	if fd := spec.Guard.cgroupFD(spec.GuardGroup); fd >= 0 {
+		sys.UseCgroupFD, sys.CgroupFD = true, fd
+	}
+	startOnce := func() (int, error) {
+		if opts.direct {
+			pid, _, err := syscall.StartProcess(argv0, args, attr)
+			return pid, err
+		}
+		return spawn(ctx, argv0, args, attr)
+	}
+	pid, err := startOnce()
+	if err != nil && sys.UseCgroupFD && !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.ENOEXEC) {
+		// clone3 into the cgroup may be what failed (a cgroup v2 setup
+		// that refuses it): if a start without it works, stop using it.
+		sys.UseCgroupFD = false
+		first := err
+		if pid, err = startOnce(); err == nil {
+			spec.Guard.cgroupFailed(first)
+		}
 	}
 	runtime.KeepAlive(spec.Stdin)
 	runtime.KeepAlive(spec.ExtraFiles)
