@@ -335,7 +335,10 @@ func checkChanges(prev, cur *Snapshot, f Facts) []Violation {
 	}
 	for job, cs := range perJob {
 		if len(cs) == 1 && cs[0].Status == wire.RCAborted {
-			compare(job, cs[0].Delta, fmt.Sprintf("%s (%s) ABORTED", cs[0].Delta, cs[0].Type), cs[0].Type == wire.RCAdd)
+			// A numbered change uses up its ranks even if it aborts
+			// (docs/rc.md: ranks are never reused): only a refused
+			// request must leave the next rank alone.
+			compare(job, cs[0].Delta, fmt.Sprintf("%s (%s) ABORTED", cs[0].Delta, cs[0].Type), false)
 		}
 	}
 	for _, job := range f.Refused {
@@ -357,9 +360,9 @@ func (s *Snapshot) job(ns string) (Job, bool) {
 
 // rollback compares a job before and after an ABORTED change or a
 // refused request (what, key): the same active members and slots per
-// node, less the processes that died meanwhile, and (add) the same next
-// rank.
-func rollback(key, what string, add bool, prev *Snapshot, before Job, cur *Snapshot, after Job) []Violation {
+// node, less the processes that died meanwhile, and (ranks) the same
+// next rank.
+func rollback(key, what string, ranks bool, prev *Snapshot, before Job, cur *Snapshot, after Job) []Violation {
 	died := map[uint32]bool{}
 	slotsBefore := map[string]int{}
 	for _, p := range before.Procs {
@@ -387,7 +390,7 @@ func rollback(key, what string, add bool, prev *Snapshot, before Job, cur *Snaps
 	if !maps.Equal(nonZero(slotsBefore), nonZero(slotsAfter)) {
 		out = append(out, viol(InvChanges, key+" slots", "%s but job %s holds slots %v, held %v before it (less the dead)", what, after.App, nonZero(slotsAfter), nonZero(slotsBefore)))
 	}
-	if add && after.NextRank != before.NextRank {
+	if ranks && after.NextRank != before.NextRank {
 		out = append(out, viol(InvChanges, key+" next", "%s but job %s's next rank is %d, was %d before it", what, after.App, after.NextRank, before.NextRank))
 	}
 	return out

@@ -88,8 +88,8 @@ func TestCheckCatchesEachInvariant(t *testing.T) {
 		{name: "d: a change within its limit", cur: func(s *Snapshot) { s.Changes[0].Status = wire.RCPending },
 			facts: Facts{Now: t0.Add(19 * time.Second)}},
 		{name: "d: aborted ADD restored", prev: good(), cur: func(s *Snapshot) { aborted(s, wire.RCAdd) }, facts: Facts{Rolled: rolled}},
-		{name: "d: aborted ADD kept its ranks counted", prev: good(), cur: func(s *Snapshot) { aborted(s, wire.RCAdd).Jobs[0].NextRank = 4 },
-			facts: Facts{Rolled: rolled}, want: []Invariant{InvChanges}, frag: "next rank is 4, was 2 before it"},
+		{name: "d: aborted ADD used up its ranks (never reused)", prev: good(), cur: func(s *Snapshot) { aborted(s, wire.RCAdd).Jobs[0].NextRank = 4 },
+			facts: Facts{Rolled: rolled}},
 		{name: "d: aborted ADD left a new process in the set", prev: good(), cur: func(s *Snapshot) {
 			aborted(s, wire.RCAdd)
 			s.Jobs[0].Sets[0].Members = []uint32{0, 1, 2}
@@ -113,7 +113,12 @@ func TestCheckCatchesEachInvariant(t *testing.T) {
 			s.Nodes[1].Used = 2
 			s.Jobs[0].NextRank = 3
 		}, facts: Facts{Refused: []string{"d.1"}}, want: []Invariant{InvSlots, InvChanges}, frag: "a refused request but job j1's next rank is 3, was 2 before it"},
-		{name: "d: a change not of this step is not compared", prev: good(), cur: func(s *Snapshot) { aborted(s, wire.RCAdd).Jobs[0].NextRank = 4 }},
+		{name: "d: a change not of this step is not compared", prev: good(), cur: func(s *Snapshot) {
+			aborted(s, wire.RCSub).Jobs[0].Sets[0].Members = []uint32{0, 1, 2}
+			s.Jobs[0].Procs = append(s.Jobs[0].Procs, Proc{Rank: 2, Node: "node1", PID: 202, State: wire.ProcStateRunning})
+			s.OS[202] = OSProc{PID: 202}
+			s.Nodes[1].Used = 2
+		}},
 		{name: "e: wrong exit status", cur: func(*Snapshot) {}, facts: Facts{Ended: []Ended{{App: "j1", Code: 0, Allowed: []int{137}, Why: "kill -9"}}},
 			want: []Invariant{InvExit}, frag: "dynrun of job j1 exited 0, the rule allows [137] (kill -9)"},
 		{name: "e: right exit status", cur: func(*Snapshot) {}, facts: Facts{Ended: []Ended{{App: "j1", Code: 137, Allowed: []int{137}}}}},
