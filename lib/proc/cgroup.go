@@ -2,6 +2,8 @@ package proc
 
 import (
 	"bufio"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -16,7 +18,7 @@ import (
 
 // cgroups is a guard's cgroup v2 subtree, where cgroup v2 is mounted and
 // the caller's own cgroup is writable (root, or a delegated subtree):
-// <own cgroup>/dynrt-<pid>/<group>/, one child per group of processes (a
+// <own cgroup>/dynrt-<pid>-<tag>/g-<group>/, one child per group of processes (a
 // daemon's jobs). A process started into its group's cgroup cannot leave
 // it (unless it may write elsewhere in the hierarchy), whatever it does
 // with its process group, session or environment, and cgroup.kill kills
@@ -28,18 +30,18 @@ type cgroups struct {
 	fds map[string]int // open O_PATH descriptors of the group directories
 }
 
-// newCgroups creates the subtree, or says why there is none.
-func newCgroups() (*cgroups, error) {
+// newCgroups creates the subtree <own cgroup>/dynrt-<pid>-<tag>, or says
+// why there is none. The tag tells apart the guards of one process (a
+// test binary runs many in-process daemons).
+func newCgroups(tag string) (*cgroups, error) {
 	own, err := ownCgroupDir()
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(own, fmt.Sprintf("dynrt-%d", os.Getpid()))
-	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+	dir := filepath.Join(own, fmt.Sprintf("dynrt-%d-%s", os.Getpid(), tag))
+	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, err
 	}
-	// A leftover of a dead process with our pid would already be empty,
-	// or be emptied by its own guard: reuse it.
 	if _, err := os.Stat(filepath.Join(dir, "cgroup.kill")); err != nil {
 		os.Remove(dir)
 		return nil, fmt.Errorf("no cgroup.kill (Linux 5.14+): %w", err)
@@ -170,7 +172,9 @@ func populated(dir string) bool {
 // CgroupsAvailable says whether a Guard started by this process would get
 // a cgroup v2 subtree, or why not.
 func CgroupsAvailable() error {
-	c, err := newCgroups()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	c, err := newCgroups("probe" + hex.EncodeToString(b[:]))
 	if err == nil {
 		os.Remove(c.dir)
 	}

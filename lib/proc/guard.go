@@ -95,7 +95,7 @@ func StartGuard() (*Guard, error) {
 	// Nothing of the caller's environment: the guard must not carry marks
 	// of any kind (a test's leak mark, another guard's secret).
 	cmd.Env = []string{envGuardWatch + "=" + mark, "GORACE=atexit_sleep_ms=0"}
-	cg, cgErr := newCgroups()
+	cg, cgErr := newCgroups(mark[:8])
 	if cg != nil {
 		cmd.Env = append(cmd.Env, envGuardCgroup+"="+cg.dir)
 	}

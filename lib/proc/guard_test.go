@@ -213,10 +213,11 @@ func TestGuardCgroupAfterParentKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tree := filepath.Join(own, "dynrt-"+strconv.Itoa(cmd.Process.Pid))
-	if _, err := os.Stat(filepath.Join(tree, "g-job1")); err != nil {
-		t.Fatalf("the helper's job cgroup: %v", err)
+	trees, _ := filepath.Glob(filepath.Join(own, "dynrt-"+strconv.Itoa(cmd.Process.Pid)+"-*", "g-job1"))
+	if len(trees) != 1 {
+		t.Fatalf("the helper's job cgroup: %q", trees)
 	}
+	tree := filepath.Dir(trees[0])
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -231,5 +232,25 @@ func TestGuardCgroupAfterParentKill(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the guard left its cgroup %s", tree)
 		}
+	}
+}
+
+// Guards of one process (in-process daemons of several DVMs in a test
+// binary) have separate cgroups: closing one leaves the other's processes
+// alone.
+func TestGuardCgroupsIndependent(t *testing.T) {
+	g1, dir1 := startGuardCg(t)
+	defer g1.Close()
+	g2, dir2 := startGuardCg(t)
+	if dir1 == dir2 {
+		t.Fatalf("two guards share the cgroup %s", dir1)
+	}
+	_, pids := startScript(t, g1, `sleep 300 & echo $!; wait`, "job1")
+	startScript(t, g2, `sleep 300 & echo $!; wait`, "job1")
+	if err := g2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if dead(pids[0]) {
+		t.Error("closing one guard killed the processes of another")
 	}
 }
