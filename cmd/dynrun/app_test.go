@@ -63,6 +63,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"dvm", "start", "--hostfile", "/no/such/hostfile"}, "/no/such/hostfile"},
 		{[]string{"dvm", "start", "extra"}, "unexpected argument"},
 		{[]string{"daemon", "--node", "n"}, "--master is required"},
+		{[]string{"dvm", "start", "--heartbeat-misses", "0"}, "--heartbeat-misses 0: want at least 1"},
+		{[]string{"dvm", "start", "--heartbeat", "0s"}, "--heartbeat 0s: want at least 1ms"},
+		{[]string{"--heartbeat", "-1s", "-n", "1", "true"}, "--heartbeat -1s"},
 		// Sizes are bounded before anything is allocated or truncated
 		// (issue 11 item 1; docs/limits.md).
 		{[]string{"-n", "1000000000", "--oversubscribe", "true"}, "limit procs-per-job of 65536"},

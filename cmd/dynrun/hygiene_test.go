@@ -214,25 +214,9 @@ func TestNoOrphansAfterCrash(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := dynDir(t)
 			id := startDVM(t, "--nodes", "2", "--slots", "2")
-			job := exec.Command(bin, "--dvm", id, "-n", "2", "--map-by", "node", "sh", "-c", orphanScript)
-			if err := job.Start(); err != nil {
-				t.Fatal(err)
-			}
-			jobDone := make(chan error, 1)
-			go func() { jobDone <- job.Wait() }()
-			t.Cleanup(func() {
-				_ = job.Process.Kill()
-				<-jobDone
-			})
+			startJob(t, "--dvm", id, "-n", "2", "--map-by", "node", "sh", "-c", orphanScript)
 			waitFor(t, "4 sleep processes", func() bool { return countMarked("sleep") == 4 })
-			code, out, errOut := runBin(t, "dvm", "status", "--dvm", id, "--json")
-			if code != 0 {
-				t.Fatalf("status: exit %d, %q", code, errOut)
-			}
-			var st statusJSON
-			if err := json.Unmarshal([]byte(out), &st); err != nil || len(st.Nodes) != 2 {
-				t.Fatalf("status: %v %q", err, out)
-			}
+			st := dvmStatus(t, id, 2)
 			victim := tc.victim(st)
 			if victim <= 0 || victim == os.Getpid() {
 				t.Fatalf("no %s pid in %+v", tc.name, st)
