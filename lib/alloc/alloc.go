@@ -624,6 +624,26 @@ func (a *Alloc) Retract(name string, ps []Proc) error {
 	if err := a.Release(name, ranks); err != nil {
 		return err
 	}
-	j.next = first
+	return a.Rewind(name, first)
+}
+
+// Rewind sets the rank counter of job back to next, so that ranks no
+// member of the job ever had (those of an aborted change, whose processes
+// are all gone) are handed out again. It fails, changing nothing, while
+// any process at or above next still holds a slot.
+func (a *Alloc) Rewind(name string, next uint32) error {
+	j, err := a.job(name)
+	if err != nil {
+		return err
+	}
+	if next > j.next {
+		return wire.Errorf(wire.ErrInvalid, "alloc: job %s: rewind to %d, past the next rank %d", name, next, j.next)
+	}
+	for r := range j.procs {
+		if r >= next {
+			return wire.Errorf(wire.ErrState, "alloc: job %s: rewind to %d: rank %d still holds a slot", name, next, r)
+		}
+	}
+	j.next = next
 	return nil
 }

@@ -575,8 +575,22 @@ func TestRetract(t *testing.T) {
 		t.Errorf("after retract: next %d size %d free %d", a.NextRank("j"), a.Size("j"), a.Free())
 	}
 	check(t, a)
-	if again := mustAlloc(t, a, "j", 1, Options{}); again[0].Rank != 3 {
+	again := mustAlloc(t, a, "j", 2, Options{})
+	if again[0].Rank != 3 {
 		t.Errorf("next rank after retract: %d", again[0].Rank)
+	}
+	// Rewind: only past ranks that hold no slot any more.
+	if err := a.Rewind("j", 4); !errors.Is(err, wire.ErrState) {
+		t.Errorf("rewind over a held rank: %v", err)
+	}
+	if err := a.Rewind("j", 9); !errors.Is(err, wire.ErrInvalid) {
+		t.Errorf("rewind forward: %v", err)
+	}
+	if err := a.Release("j", []uint32{3, 4}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Rewind("j", 3); err != nil || a.NextRank("j") != 3 {
+		t.Errorf("rewind to 3: %v, next %d", err, a.NextRank("j"))
 	}
 }
 

@@ -82,6 +82,19 @@ func (t *procTable) forget(r uint32) {
 	}
 }
 
+// rewind sets the next rank back to next after the entries from next on
+// were forgotten (an aborted ADD gives back ranks no member ever had); it
+// reports false, changing nothing, if one is still known.
+func (t *procTable) rewind(next uint32) bool {
+	for r := next; r < t.next; r++ {
+		if t.at(r) != nil {
+			return false
+		}
+	}
+	t.next = min(t.next, next)
+	return true
+}
+
 // each calls f for every known rank in ascending order.
 func (t *procTable) each(f func(r uint32, p *jproc)) {
 	for _, k := range slices.Sorted(maps.Keys(t.chunks)) {

@@ -95,6 +95,7 @@ type rcRun struct {
 	bmem      map[string]wire.RankRanges // their members then
 	procs     []alloc.Proc               // ADD: the new processes
 	snap      pset.Snapshot              // which sets held the delta's ranks before the change (an abort restores it)
+	endedAt   []wire.ProcInfo            // aborted ADD: how its processes ended, kept when its ranks are given back
 	placement []wire.Placement           // where the delta's processes run
 
 	seq       uint64 // record updates pushed
@@ -1245,6 +1246,7 @@ func (s *state) rcSettle(run *rcRun) {
 		run.exited = time.Now()
 		s.releaseSlots(j, run.ranks)
 		s.rcInactive(run)
+		s.rcRewind(run)
 	case st == rc.StatusAborted:
 	default:
 		return
@@ -1343,6 +1345,35 @@ func (s *state) rcDropKeys(j *job, delta string) {
 		if strings.HasPrefix(k, delta+":") {
 			delete(m, k)
 		}
+	}
+}
+
+// rcRewind gives back the ranks of an aborted ADD once its processes are
+// all gone (DESIGN §9: an abort leaves the rank counter as it was): they
+// never became members of the job, so the next ADD takes them. The
+// record keeps how the aborted processes ended.
+func (s *state) rcRewind(run *rcRun) {
+	j := run.jr.j
+	if len(run.ranks) == 0 {
+		return
+	}
+	first := slices.Min(run.ranks)
+	if j.procs.len() != int(slices.Max(run.ranks))+1 {
+		return // not the newest ranks: cannot happen with one change at a time
+	}
+	run.endedAt = run.ended()
+	for _, r := range run.ranks {
+		j.procs.forget(r)
+	}
+	if !j.procs.rewind(first) {
+		s.log.Error("master: cannot rewind the job table after an aborted change", "delta", run.r.Delta())
+		return
+	}
+	if err := s.alloc.Rewind(j.ns, first); err != nil {
+		s.log.Error("master: cannot rewind the rank counter after an aborted change", "delta", run.r.Delta(), "err", err)
+	}
+	if !run.r.Times().JobDataPushed.IsZero() {
+		s.pushJobData(j, func() {}) // NextRank went back
 	}
 }
 
@@ -1483,6 +1514,9 @@ func (run *rcRun) record() wire.RC {
 // SUB removed that exited non-zero, or an ADD's new process that died, is
 // visible in the change's record (dynrc show).
 func (run *rcRun) ended() []wire.ProcInfo {
+	if run.endedAt != nil {
+		return run.endedAt
+	}
 	j := run.jr.j
 	var out []wire.ProcInfo
 	for _, r := range run.ranks {

@@ -148,7 +148,8 @@ func TestRCBusyQueueCancel(t *testing.T) {
 		t.Errorf("canceled change: %+v", rc)
 	}
 	second := <-queued
-	if second.Delta != pset.DeltaName(job.App, 2) || second.Status != wire.RCAnnounced || second.Ranks.String() != "2-3" {
+	// The canceled ADD gave its rank back (DESIGN §9).
+	if second.Delta != pset.DeltaName(job.App, 2) || second.Status != wire.RCAnnounced || second.Ranks.String() != "1-2" {
 		t.Fatalf("queued ADD started as %+v", second)
 	}
 	if _, err := d.c.CancelRC(context.Background(), second.Delta, "enough"); err != nil {
@@ -159,13 +160,11 @@ func TestRCBusyQueueCancel(t *testing.T) {
 		t.Errorf("%d slots used after two aborted ADDs, want 1", n)
 	}
 	info, _ = d.c.Job(context.Background(), wire.JobStateReq{Job: job.Job, Procs: true})
-	if info.State != wire.JobStateRunning || info.Size != 1 || info.Delta != "" {
-		t.Errorf("job after the aborts: %s size %d delta %q", info.State, info.Size, info.Delta)
+	if info.State != wire.JobStateRunning || info.Size != 1 || info.Delta != "" || info.NextRank != 1 || len(info.Procs) != 1 {
+		t.Errorf("job after the aborts: %s size %d delta %q next rank %d, %d processes listed", info.State, info.Size, info.Delta, info.NextRank, len(info.Procs))
 	}
-	for _, p := range info.Procs[1:] {
-		if p.State != wire.ProcStateKilled {
-			t.Errorf("rank %d of an aborted ADD: %s", p.Rank, p.State)
-		}
+	if rc := d.settled(second.Delta); len(rc.Ended) != 2 || rc.Ended[0].State != wire.ProcStateKilled {
+		t.Errorf("the aborted ADD's record lists how its processes ended: %+v", rc.Ended)
 	}
 	d.kill(job.Job)
 }

@@ -380,8 +380,8 @@ func TestRCAborts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if info.State != wire.JobStateRunning || info.Size != 2 {
-			t.Errorf("%s: job %s size %d", name, info.State, info.Size)
+		if info.State != wire.JobStateRunning || info.Size != 2 || info.NextRank != 2 {
+			t.Errorf("%s: job %s size %d next rank %d; want running, 2, 2 (an abort gives its ranks back)", name, info.State, info.Size, info.NextRank)
 		}
 		for _, p := range info.Procs[2:] {
 			if p.State == wire.ProcStateRunning || p.State == wire.ProcStateLaunching {
