@@ -1,6 +1,9 @@
 package master
 
 import (
+	"os"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -64,5 +67,34 @@ func TestPlacementSkipsDeadNodes(t *testing.T) {
 			}
 			d.kill(job.Job)
 		})
+	}
+}
+
+// TestPMISpawnSkipsDownNode: an MPI spawn whose hosts include a down node
+// places the new processes on the live ones (here the host name of this
+// machine, which names every virtual node).
+func TestPMISpawnSkipsDownNode(t *testing.T) {
+	d := startDVM(t, 3, 2, fastHeartbeat)
+	ne := d.nodeEvents()
+	st, err := d.c.State(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(st.Nodes[1].PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	ne.wait(t, wire.EvNodeDown, "node1")
+	me, _ := os.Hostname()
+	rep, end := d.run(pmiReq(t, 1, "spawnhost", "3", "host", me))
+	if end.Code != 0 {
+		t.Fatalf("parent ended %d: %s", end.Code, end.Msg)
+	}
+	if s, _ := pmiReports(t, d, rep.Job)[0]["spawn"].(string); !strings.Contains(s, "rc=0") {
+		t.Fatalf("spawn with node1 down: %s", s)
+	}
+	child := childJob(t, d, rep.Job)
+	d.wait(child)
+	if got, want := spawnNodes(t, d, child), []string{"node0", "node2", "node2"}; !slices.Equal(got, want) {
+		t.Errorf("children ran on %v, want %v", got, want)
 	}
 }
