@@ -88,8 +88,8 @@ func TestCheckCatchesEachInvariant(t *testing.T) {
 		{name: "d: a change within its limit", cur: func(s *Snapshot) { s.Changes[0].Status = wire.RCPending },
 			facts: Facts{Now: t0.Add(19 * time.Second)}},
 		{name: "d: aborted ADD restored", prev: good(), cur: func(s *Snapshot) { aborted(s, wire.RCAdd) }, facts: Facts{Rolled: rolled}},
-		{name: "d: aborted ADD used up its ranks (never reused)", prev: good(), cur: func(s *Snapshot) { aborted(s, wire.RCAdd).Jobs[0].NextRank = 4 },
-			facts: Facts{Rolled: rolled}},
+		{name: "d: aborted ADD kept its ranks counted", prev: good(), cur: func(s *Snapshot) { aborted(s, wire.RCAdd).Jobs[0].NextRank = 4 },
+			facts: Facts{Rolled: rolled}, want: []Invariant{InvChanges}, frag: "next rank is 4, was 2 before it"},
 		{name: "d: aborted ADD left a new process in the set", prev: good(), cur: func(s *Snapshot) {
 			aborted(s, wire.RCAdd)
 			s.Jobs[0].Sets[0].Members = []uint32{0, 1, 2}
