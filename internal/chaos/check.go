@@ -132,12 +132,11 @@ type Ended struct {
 
 // Step facts the checker needs besides the two snapshots.
 type Facts struct {
-	Now    time.Time
-	Ended  []Ended
-	Rolled []string // changes requested in this step: an ABORTED one among them must have restored its job
+	Now   time.Time
+	Ended []Ended
 	// Refused are the jobs (namespaces) a request of this step was
-	// refused for: with no other change in the step, they must be as
-	// before it.
+	// refused for: with no change in the step (none numbered), they must
+	// be as before it.
 	Refused []string
 }
 
@@ -318,11 +317,15 @@ func checkChanges(prev, cur *Snapshot, f Facts) []Violation {
 	if prev == nil {
 		return out
 	}
-	// Rollback: only a job with exactly one change in the step can be
-	// compared with its state before it.
+	// Rollback: only a job with exactly one new change in the step (not
+	// in prev) can be compared with its state before it.
+	known := map[string]bool{}
+	for _, c := range prev.Changes {
+		known[c.Delta] = true
+	}
 	perJob := map[string][]Change{}
 	for _, c := range cur.Changes {
-		if slices.Contains(f.Rolled, c.Delta) {
+		if !known[c.Delta] {
 			perJob[c.Job] = append(perJob[c.Job], c)
 		}
 	}

@@ -20,7 +20,8 @@ type ExitFacts struct {
 	// KeepGoing: the job was launched with --keep-going.
 	KeepGoing bool
 	// NotRun: dynrun ended before the master had the job running (the
-	// launch was refused: no free slots, a node lost while placing).
+	// launch was refused, no free slots, or a node was lost while its
+	// processes started).
 	NotRun bool
 }
 
@@ -39,6 +40,7 @@ type JobFailure struct {
 	// process of an ADD not yet FINALIZED dies: the ADD aborts) or may not
 	// see it at all (a daemon stopped for about the failure timeout).
 	Sure bool
+	Step int // the step that injected it
 	What string
 }
 

@@ -38,7 +38,7 @@ func (h *harness) startFault(ctx context.Context, s Step) *fault {
 		// The jobs with ranks there lose them: surely for kill -9, maybe
 		// for a hang (if it outlasts the failure timeout).
 		h.jobsOn(ctx, n, func(j *jobRun) {
-			j.facts.Failures = append(j.facts.Failures, JobFailure{Code: SigKilled, Sure: sig == syscall.SIGKILL, What: fmt.Sprintf("%s of %s (pid %d)", s.Fault, n, pid)})
+			j.facts.Failures = append(j.facts.Failures, JobFailure{Code: SigKilled, Sure: sig == syscall.SIGKILL, Step: s.N, What: fmt.Sprintf("%s of %s (pid %d)", s.Fault, n, pid)})
 		})
 		if signal(pid, sig) {
 			h.injected(string(s.Fault))
@@ -95,7 +95,7 @@ func (f *fault) change(ctx context.Context, j *jobRun, rc wire.RC) {
 	// kill -9: a failure of the job, unless the runtime counts it as
 	// the end of the change it belongs to (see ExitFacts).
 	sure := s.Target == TargetOld
-	j.facts.Failures = append(j.facts.Failures, JobFailure{Code: SigKilled, Sure: sure, What: fmt.Sprintf("kill -9 of rank %d (%s)", p.Rank, s.Target)})
+	j.facts.Failures = append(j.facts.Failures, JobFailure{Code: SigKilled, Sure: sure, Step: s.N, What: fmt.Sprintf("kill -9 of rank %d (%s)", p.Rank, s.Target)})
 	if signal(p.PID, syscall.SIGKILL) {
 		h.injected(kind)
 		h.note("kill -9 %s rank %d (pid %d, %s)", j.app, p.Rank, p.PID, s.Target)

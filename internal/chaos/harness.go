@@ -128,12 +128,12 @@ type harness struct {
 	nextID  int
 	limits  map[string]time.Duration // change limits by delta
 	did     []string                 // what the current step did
-	rolled  []string                 // changes requested in the current step
 	refused []string                 // jobs a request of the current step was refused for
 	ended   []Ended                  // dynruns that ended, not yet checked
 
 	t0      time.Time  // start of the run
 	curPick uint32     // the current step's ProcPick
+	curStep int        // the current step's number
 	hostile []net.Conn // hostile connections of the current step
 	qmu     sync.Mutex // guards queued
 	queued  []queuedNote
@@ -216,7 +216,7 @@ func (h *harness) run(ctx context.Context, steps []Step) error {
 				return err
 			}
 		}
-		h.did, h.rolled, h.refused, h.curPick = nil, nil, nil, s.ProcPick
+		h.did, h.refused, h.curPick, h.curStep = nil, nil, s.ProcPick, s.N
 		t0 := time.Now()
 		err := h.step(ctx, s)
 		if err != nil {
@@ -291,7 +291,7 @@ func (h *harness) settle(ctx context.Context, prev *Snapshot, seen map[string]bo
 			v := viol(InvStatus, "answer", "%v", err)
 			return prev, []Violation{v}, map[string]bool{v.Key: true}
 		}
-		all := Check(prev, cur, Facts{Now: time.Now(), Rolled: h.rolled, Refused: h.refused})
+		all := Check(prev, cur, Facts{Now: time.Now(), Refused: h.refused})
 		var fresh []Violation
 		keys := map[string]bool{}
 		for _, v := range all {

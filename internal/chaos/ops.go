@@ -152,8 +152,11 @@ func (h *harness) launch(ctx context.Context, s Step) error {
 	// then known) and, split, once its sets are made.
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(30 * time.Millisecond) {
 		if j.exited() {
-			// dynrun says "launch: cannot start ..." when the master refused.
-			j.facts.NotRun = strings.Contains(j.out.String(), "launch: ")
+			// dynrun says "launch: cannot start ..." when the master
+			// refused, "rank R on N could not start: ..." when a node was
+			// lost while the job started.
+			out := j.out.String()
+			j.facts.NotRun = strings.Contains(out, "launch: ") || strings.Contains(out, "could not start")
 			h.note("launch %s: dynrun exited %d: %s", app, j.code, lastLines(j.out.String(), 3))
 			return nil
 		}
@@ -179,6 +182,13 @@ func (h *harness) endJob(j *jobRun) {
 		return
 	}
 	j.facts.EndedBy = EndTerm
+	for i, f := range j.facts.Failures {
+		if f.Step == h.curStep {
+			// Ended in the step that hit it: dynrun's SIGTERM may
+			// overtake the master's news of the failure.
+			j.facts.Failures[i].Sure = false
+		}
+	}
 	signal(j.cmd.Process.Pid, syscall.SIGTERM)
 	select {
 	case <-j.done:
@@ -214,7 +224,6 @@ func (h *harness) request(ctx context.Context, j *jobRun, req wire.RCRequest, co
 		return rc, false
 	}
 	h.limits[rc.Delta] = confirm + changeSlack
-	h.rolled = append(h.rolled, rc.Delta)
 	h.note("%s -> %s", what, rc.Delta)
 	return rc, true
 }
@@ -311,7 +320,6 @@ func (h *harness) flushQuiet() {
 		}
 		if q.delta != "" {
 			h.limits[q.delta] = h.cfg.ConfirmTimeout + changeSlack
-			h.rolled = append(h.rolled, q.delta)
 		}
 	}
 	h.queued = nil
