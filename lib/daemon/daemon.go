@@ -89,7 +89,9 @@ type Daemon struct {
 	registered chan struct{}
 	lastPing   atomic.Int64 // unix ns of the master's last heartbeat (watchdog.go)
 
-	guard *proc.Guard // kills leftovers if the daemon dies; nil if it could not start
+	// guard kills leftovers if the daemon dies; nil if it could not start.
+	// Set before registered is closed: read it only after that (jobGuard).
+	guard *proc.Guard
 
 	sess *sessionState // session services (session.go)
 	pmi  *pmiService   // PMI service for MPI programs (pmi.go)
@@ -200,6 +202,32 @@ func servedInline(kind string) bool {
 }
 
 func (d *Daemon) run(ctx context.Context) error {
+	// The guard kills what our processes leave behind if we die without
+	// cleaning up (kill -9). It starts while we connect and register
+	// (its fork and exec take a millisecond or more): no process is
+	// started before registration (d.registered), and d.guard is set just
+	// before that.
+	guardc := make(chan *proc.Guard, 1)
+	go func() {
+		g, err := proc.StartGuard()
+		if err != nil {
+			d.log.Warn("daemon: no guard process: descendants of processes may outlive a crash of this daemon", "err", err)
+		} else if dir, err := g.Cgroup(); err != nil {
+			d.log.Info("daemon: no cgroup v2 for the jobs' processes; the guard relies on process groups and its environment mark", "why", err)
+		} else {
+			d.log.Debug("daemon: the jobs' processes run in cgroups under " + dir)
+		}
+		guardc <- g
+	}()
+	guard := sync.OnceValue(func() *proc.Guard { return <-guardc })
+	closeGuard := sync.OnceFunc(func() {
+		if g := guard(); g != nil {
+			if err := g.Close(); err != nil {
+				d.log.Warn("daemon: guard", "err", err)
+			}
+		}
+	})
+	defer closeGuard()
 	network, addr := masterAddr(d.cfg.Master)
 	hello := wire.Hello{Role: wire.RoleDaemon, Name: d.node, Token: d.cfg.Token}
 	mc, err := wire.Dial(ctx, network, addr, hello, wire.Options{
@@ -224,23 +252,9 @@ func (d *Daemon) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// The guard kills what our processes leave behind if we die without
-	// cleaning up (kill -9); it is closed after the final shutdown below.
-	if g, err := proc.StartGuard(); err != nil {
-		d.log.Warn("daemon: no guard process: descendants of processes may outlive a crash of this daemon", "err", err)
-	} else {
-		d.guard = g
-		if dir, err := g.Cgroup(); err != nil {
-			d.log.Info("daemon: no cgroup v2 for the jobs' processes; the guard relies on process groups and its environment mark", "why", err)
-		} else {
-			d.log.Debug("daemon: the jobs' processes run in cgroups under " + dir)
-		}
-		defer func() {
-			if err := g.Close(); err != nil {
-				d.log.Warn("daemon: guard", "err", err)
-			}
-		}()
-	}
+	// Closed after the final shutdown below (this defer runs first); the
+	// one above covers the early returns.
+	defer closeGuard()
 	srvCtx, stopServe := context.WithCancel(context.Background())
 	served := make(chan struct{})
 	srv := &wire.Server{
@@ -287,6 +301,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	d.mu.Lock()
 	d.index = reg.Index
 	d.mu.Unlock()
+	d.guard = guard() // read only after d.registered
 	close(d.registered)
 	d.log.Debug("daemon: registered", "index", reg.Index, "dvm", d.dvm, "socket", d.sock)
 	silent := make(chan error, 1)

@@ -346,6 +346,17 @@ func (d *Daemon) handleStop(_ context.Context, _ *wire.Request, b *wire.NodeStop
 	return wire.ReplyThen{Then: func() { d.stopOnce.Do(func() { close(d.stopCh) }) }}, nil
 }
 
+// jobGuard is the guard the daemon's processes were started under; nil
+// before registration, when none has been started.
+func (d *Daemon) jobGuard() *proc.Guard {
+	select {
+	case <-d.registered:
+		return d.guard
+	default:
+		return nil
+	}
+}
+
 func (d *Daemon) handleJobData(_ context.Context, _ *wire.Request, b *wire.JobData) (any, error) {
 	if b.Job == "" {
 		return nil, wire.Errorf(wire.ErrInvalid, "daemon %s: job data without a job", d.node)
@@ -360,12 +371,12 @@ func (d *Daemon) handleJobData(_ context.Context, _ *wire.Request, b *wire.JobDa
 	d.mu.Unlock()
 	// Outside d.mu: the session state has its own lock, never nested.
 	d.dropSessionJob(b.Job)
-	if d.guard != nil {
+	if g := d.jobGuard(); g != nil {
 		// The job is over: what its processes started outside their
 		// process groups (setsid, daemons) goes with it. Off the reader
 		// goroutine: the sweep reads /proc.
 		go func() {
-			if n := d.guard.EndGroup(b.Job, EnvJob); n > 0 {
+			if n := g.EndGroup(b.Job, EnvJob); n > 0 {
 				d.log.Info("daemon: killed processes left behind by an ended job", "job", b.Job, "n", n)
 			}
 		}()

@@ -119,15 +119,17 @@ func (c *cgroups) fd(key string) (int, error) {
 	return fd, nil
 }
 
-// end kills every process of group key and removes its cgroup.
-func (c *cgroups) end(key string) {
+// end kills every process of group key and removes its cgroup. It
+// returns how many processes were left in it, and whether it is now gone
+// (or never was).
+func (c *cgroups) end(key string) (int, bool) {
 	c.mu.Lock()
 	if fd, ok := c.fds[key]; ok {
 		syscall.Close(fd)
 		delete(c.fds, key)
 	}
 	c.mu.Unlock()
-	killCgroup(filepath.Join(c.dir, groupName(key)))
+	return killCgroup(filepath.Join(c.dir, groupName(key)))
 }
 
 // closeAll closes the group descriptors.
@@ -141,10 +143,23 @@ func (c *cgroups) closeAll() {
 }
 
 // killCgroup kills everything in the cgroup dir and its children, waits
-// (bounded) until they are gone and removes the directories.
-func killCgroup(dir string) {
+// (bounded) until they are gone and removes the directories. It returns
+// how many processes dir itself held, and whether dir is gone now.
+func killCgroup(dir string) (int, bool) {
+	// The common case first: every process of the group has been
+	// reaped. The kernel removes only an unpopulated cgroup without
+	// children, and nothing can enter a removed one.
+	switch err := syscall.Rmdir(dir); err {
+	case nil, syscall.ENOENT:
+		return 0, true
+	}
+	n := 0
+	if b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs")); err == nil {
+		n = strings.Count(string(b), "\n")
+	}
 	if err := os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0); err != nil {
-		return // gone already, or never created
+		_, err := os.Stat(dir)
+		return n, os.IsNotExist(err) // gone already, or never created
 	}
 	for deadline := time.Now().Add(5 * time.Second); populated(dir) && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
@@ -156,7 +171,8 @@ func killCgroup(dir string) {
 			os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}
-	os.Remove(dir)
+	err := syscall.Rmdir(dir)
+	return n, err == nil || err == syscall.ENOENT
 }
 
 // populated reads cgroup.events: whether any process is left in the

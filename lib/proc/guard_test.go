@@ -185,7 +185,11 @@ func TestGuardCgroupEndGroup(t *testing.T) {
 	if dead(hidden[0]) {
 		t.Fatal("the hidden child died with the shell's group; the test proves nothing")
 	}
-	g.EndGroup("job1", "DYNRT_JOB")
+	// The count comes from the cgroup: the hidden child has no mark for
+	// the /proc sweep to find.
+	if n := g.EndGroup("job1", "DYNRT_JOB"); n != 1 {
+		t.Errorf("EndGroup killed %d processes, want 1 (the hidden child)", n)
+	}
 	waitDead(t, hidden[0])
 	if _, err := os.Stat(filepath.Join(dir, "g-job1")); !os.IsNotExist(err) {
 		t.Errorf("the job's cgroup is still there: %v", err)

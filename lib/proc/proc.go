@@ -220,6 +220,8 @@ func start(ctx context.Context, spec Spec, opts startOpts) (p *Proc, err error) 
 	attr := &syscall.ProcAttr{Dir: spec.Dir, Env: env, Files: files, Sys: sys}
 	if fd := spec.Guard.cgroupFD(spec.GuardGroup); fd >= 0 {
 		sys.UseCgroupFD, sys.CgroupFD = true, fd
+	} else if spec.Guard != nil {
+		spec.Guard.outsideCgroup() // before the start: a crash right after it is covered
 	}
 	startOnce := func() (int, error) {
 		if opts.direct {
@@ -233,6 +235,7 @@ func start(ctx context.Context, spec Spec, opts startOpts) (p *Proc, err error) 
 		// clone3 into the cgroup may be what failed (a cgroup v2 setup
 		// that refuses it): if a start without it works, stop using it.
 		sys.UseCgroupFD = false
+		spec.Guard.outsideCgroup()
 		first := err
 		if pid, err = startOnce(); err == nil {
 			spec.Guard.cgroupFailed(first)
