@@ -57,8 +57,10 @@ const (
 // Where cgroup v2 is available and writable (see cgroups), processes are
 // also started into a cgroup per group (Spec.GuardGroup: a daemon's job),
 // which nothing they do can leave; the guard kills the whole subtree with
-// cgroup.kill first. Without cgroups, a descendant that both leaves its
-// process group and clears its environment escapes the sweep.
+// cgroup.kill first, and skips the environment sweep when every process
+// started under it went into the subtree (see Guard.outsideCgroup).
+// Without cgroups, a descendant that both leaves its process group and
+// clears its environment escapes the sweep.
 type Guard struct {
 	mark  string
 	cmd   *exec.Cmd
