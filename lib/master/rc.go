@@ -1443,8 +1443,12 @@ func (s *state) rcPushSets(j *job, changed []pset.Info, deleted []string) {
 	s.pushSets(j, defs, deleted, func() {})
 }
 
-// rcAbortedDelta refuses a set operation with the delta of an aborted ADD
-// (the application's phase 2 racing with the abort).
+// rcAbortedDelta refuses a set operation with the delta of an aborted
+// change, ADD or SUB: the application's phase 2 may reach the master after
+// the abort restored the sets (rcRestoreSets), and applying it then would
+// put an aborted ADD's ranks into a set, or take an aborted SUB's ranks
+// (which stay) out of one for good. An abort runs whole on the loop, so
+// there is no "aborting" state to check besides ABORTED.
 func (s *state) rcAbortedDelta(j *job, names ...string) error {
 	for _, name := range names {
 		n, err := pset.Parse(name)
@@ -1455,9 +1459,16 @@ func (s *state) rcAbortedDelta(j *job, names ...string) error {
 		if jr == nil {
 			continue
 		}
-		if run := jr.runs[n.String()]; run != nil && run.typ == wire.RCAdd && run.r.Status() == rc.StatusAborted {
-			return wire.Errorf(wire.ErrAborted, "master: resource change %s was aborted (%s): its processes never joined", run.r.Delta(), run.r.AbortReason())
+		run := jr.runs[n.String()]
+		if run == nil || run.r.Status() != rc.StatusAborted {
+			continue
 		}
+		what := "its processes never joined"
+		if run.typ == wire.RCSub {
+			what = "its processes stay in their sets"
+		}
+		return wire.Errorf(wire.ErrAborted, "master: resource change %s (%s) was aborted (%s): %s; a set operation with its delta is refused",
+			run.r.Delta(), run.typ, run.r.AbortReason(), what)
 	}
 	return nil
 }

@@ -50,7 +50,10 @@ func (r PsetOpResult) Ref() wire.PsetRef { return wire.PsetRef{Name: r.Name, Ver
 // any set the caller can name, "name@version" for an earlier membership,
 // mpi://SELF and mpi://SHARED included. An empty result is an error. When
 // p2 is a delta set, the runtime applies the same operation to the sets
-// that are recursively affected.
+// that are recursively affected. A delta of a change that was aborted
+// (ADD or SUB) is refused with an error matching wire.ErrAborted: the root
+// then calls Accept without a new set, which reports the abort to every
+// member.
 func (s *Session) PsetOp(ctx context.Context, op, p1, p2 string, o PsetOpOptions) (PsetOpResult, error) {
 	var rep wire.PsetOpReply
 	req := &wire.PsetOpReq{Op: op, P1: p1, P2: p2, Target: o.Target, Active: o.Active, Hints: o.Hints}

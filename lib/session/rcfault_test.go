@@ -468,3 +468,63 @@ func TestRCSubExpires(t *testing.T) {
 	}
 	d.wait(job.Job)
 }
+
+// TestRCAbortedDeltaRefused: a set operation naming the delta of a change
+// that was aborted (here: canceled while the members were stopped, so
+// their phase 2 comes after the abort) is refused with wire.ErrAborted,
+// for an ADD and a SUB alike; the application set keeps every live rank,
+// the members learn the abort and the next ADD works (the chaos harness
+// saw a late DIFFERENCE of a canceled SUB drop rank 1 for good).
+func TestRCAbortedDeltaRefused(t *testing.T) {
+	d := startRCDVM(t, 2, 3)
+	ctx := context.Background()
+	cases := []struct {
+		typ, op string // the change, and the phase 2 operation sent late
+	}{
+		{wire.RCAdd, wire.OpUnion},
+		{wire.RCSub, wire.OpDifference},
+	}
+	for _, c := range cases {
+		t.Run(c.typ, func(t *testing.T) {
+			job := d.start(2, "-last", "2")
+			app := pset.AppName(job.App)
+			d.waitSetVersion(job.Job, app, 0)
+			for r := uint32(0); r < 2; r++ {
+				d.signalRank(job.Job, r, syscall.SIGSTOP)
+			}
+			rc, err := d.c.RequestRC(ctx, wire.RCRequest{Job: job.Job, Type: c.typ, N: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := d.c.CancelRC(ctx, rc.Delta, "test cancels"); err != nil {
+				t.Fatal(err)
+			}
+			d.settled(rc.Delta)
+			_, err = d.c.PsetOp(ctx, wire.PsetOpReq{Job: job.Job, Op: c.op, P1: app, P2: rc.Delta, Target: app})
+			if !errors.Is(err, wire.ErrAborted) || !strings.Contains(err.Error(), "aborted") {
+				t.Errorf("%s(%s, %s) after the abort: %v, want an error matching wire.ErrAborted", c.op, app, rc.Delta, err)
+			}
+			if as := d.pset(job.Job, app); as.Members.String() != "0-1" {
+				t.Errorf("application set after the late %s: %s (version %d), want 0-1", c.op, as.Members, as.Version)
+			}
+			for r := uint32(0); r < 2; r++ {
+				d.signalRank(job.Job, r, syscall.SIGCONT)
+			}
+			d.waitFor(job.Job, "STATE ABORTED of both ranks", func(ls []mline) bool {
+				n := 0
+				for _, l := range linesOf(ls, "STATE", rc.Delta) {
+					if l.Str("status") == wire.RCAborted {
+						n++
+					}
+				}
+				return n == 2
+			})
+			if next := d.mustRequest(wire.RCRequest{Job: job.Job, Type: wire.RCAdd, N: 1}); next.Ranks.String() != "2" {
+				t.Errorf("ADD after the aborted %s: ranks %s, want 2", c.typ, next.Ranks)
+			}
+			if end := d.wait(job.Job); end.State != wire.JobStateDone || end.Code != 0 {
+				t.Errorf("job ended %s code %d: %s", end.State, end.Code, end.Msg)
+			}
+		})
+	}
+}
