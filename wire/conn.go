@@ -147,6 +147,9 @@ type Conn struct {
 	inBytes  atomic.Int64  // bytes of their bodies (MaxInflightBytes)
 	freed    chan struct{} // capacity 1: signalled when a served request ends (admit)
 	done     chan struct{}
+
+	heard   atomic.Int64 // unix ns the reader last read a frame or got free again (Heard)
+	handing atomic.Bool  // the reader is handing a frame over (dispatch)
 }
 
 type call struct {
@@ -181,6 +184,7 @@ func newConn(nc net.Conn, fr *Reader, peer PeerInfo, dialer bool, lastID uint64,
 		c.log = discardLogger()
 	}
 	c.seq.Store(lastID)
+	c.heard.Store(time.Now().UnixNano())
 	fr.SetMax(c.max)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	go c.readLoop()
@@ -412,13 +416,32 @@ func (c *Conn) readLoop() {
 			c.shutdown(c.readError(err))
 			break
 		}
+		c.heard.Store(time.Now().UnixNano())
+		c.handing.Store(true)
 		c.dispatch(frame)
+		c.handing.Store(false)
+		// What arrived while this side was busy is still unread: the
+		// peer's silence is counted from here.
+		c.heard.Store(time.Now().UnixNano())
 	}
 	if c.opts.OnClose != nil {
 		c.opts.OnClose(c, c.Err())
 	}
 	c.handlers.Wait()
 	close(c.done)
+}
+
+// Heard returns when the peer was last heard from: when the reader last
+// read a frame of any kind (a reply, a request, an event). While the
+// reader is handing a frame over (an event callback or an inline handler
+// waiting on this side's busy code), frames behind it are unread through
+// no fault of the peer, so Heard returns now. Failure detectors use it so
+// that a live peer is not blamed for this side being slow.
+func (c *Conn) Heard() time.Time {
+	if c.handing.Load() {
+		return time.Now()
+	}
+	return time.Unix(0, c.heard.Load())
 }
 
 func (c *Conn) readError(err error) error {

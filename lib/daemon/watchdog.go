@@ -9,7 +9,7 @@ import (
 
 // The master's heartbeat, seen from the daemon: the master pings every
 // interval it gave at registration (lib/master heartbeat.go). A daemon
-// that hears nothing for the silence it was given (a cut link, a hung or
+// that hears nothing (no ping, no other frame) for the silence it was given (a cut link, a hung or
 // stopped master) takes the master for lost: Run kills every process it
 // started and returns, so that nothing of the DVM runs on without it.
 
@@ -39,7 +39,13 @@ func (d *Daemon) watchMaster(ctx context.Context, interval, dead time.Duration, 
 				d.lastPing.Store(max(d.lastPing.Load(), time.Now().Add(-step).UnixNano()))
 			}
 			last = now
-			if quiet := now.Sub(time.Unix(0, d.lastPing.Load())); quiet > dead {
+			// Any frame of the master counts, read or still waiting
+			// behind work of ours (wire.Conn.Heard).
+			heard := time.Unix(0, d.lastPing.Load())
+			if h := d.master.Heard(); h.After(heard) {
+				heard = h
+			}
+			if quiet := now.Sub(heard); quiet > dead {
 				lost <- wire.Errorf(wire.ErrTimeout, "daemon %s: lost the master: no heartbeat for %v (limit %v)", d.node, quiet.Round(time.Millisecond), dead)
 				return
 			}

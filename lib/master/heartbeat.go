@@ -11,7 +11,8 @@ import (
 // Failure detection. The master pings every daemon (but the one inside its
 // own process) each heartbeat interval, from one goroutine per daemon that
 // never waits on the loop's work or on a write to the daemon. A ping still
-// unanswered at the next tick is a miss: the first makes the node suspect
+// unanswered at the next tick, with nothing else heard from the daemon
+// since it went out (wire.Conn.Heard), is a miss: the first makes the node suspect
 // (placement skips it), an answer makes it up again, and the configured
 // number of misses in a row makes it down: the master closes the
 // connection and counts the node's processes as lost, exactly as when the
@@ -57,12 +58,13 @@ func (m *Master) pingNode(idx int, c *wire.Conn) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	answered := make(chan error, 1)
-	outstanding := false
+	outstanding := 0
 	misses := 0
 	var seq uint64
 	tick := time.NewTicker(iv)
 	defer tick.Stop()
 	lastTick := time.Now()
+	var sent time.Time // when the last ping went out
 	report := func(st, why string) bool {
 		return m.post(func(s *state) { s.nodeHeartbeat(idx, c, st, why) })
 	}
@@ -73,7 +75,7 @@ func (m *Master) pingNode(idx int, c *wire.Conn) {
 		case <-m.loopDone:
 			return
 		case err := <-answered:
-			outstanding = false
+			outstanding--
 			if err != nil {
 				continue // the connection is closing (Done follows), or the ping timed out: counted at the ticks
 			}
@@ -87,28 +89,46 @@ func (m *Master) pingNode(idx int, c *wire.Conn) {
 			// for that time, so the tick counts no miss.
 			starved := now.Sub(lastTick) > 2*iv || time.Since(now) > iv
 			lastTick = now
-			if !outstanding {
-				outstanding = true
-				seq++
-				ping := &wire.Ping{Seq: seq, Time: time.Now().UnixNano()}
-				// Its own goroutine: a write to a hung daemon can block until
-				// the connection is closed, and the ticks must go on.
-				go func() { answered <- c.Call(ctx, wire.KindPing, ping, nil) }()
-				continue
-			}
-			if starved {
-				continue
-			}
-			misses++
 			switch {
-			case misses >= limit:
-				report(wire.NodeDown, fmt.Sprintf("no answer to %d heartbeats in a row (interval %v)", misses, iv))
-				return
-			case misses == 1:
-				if !report(wire.NodeSuspect, fmt.Sprintf("no answer to a heartbeat for %v", iv)) {
+			case outstanding == 0 || starved:
+			case c.Heard().After(sent):
+				// Any frame of the daemon since the last ping is a sign
+				// of life, even if the reply is still unread behind an
+				// event this side is slow to take (wire.Conn.Heard).
+				if misses > 0 && !report(wire.NodeUp, "heard from again") {
 					return
 				}
+				misses = 0
+			default:
+				misses++
+				switch {
+				case misses >= limit:
+					report(wire.NodeDown, fmt.Sprintf("nothing heard for %d heartbeats in a row (interval %v)", misses, iv))
+					return
+				case misses == 1:
+					if !report(wire.NodeSuspect, fmt.Sprintf("no answer to a heartbeat for %v", iv)) {
+						return
+					}
+				}
 			}
+			// A ping every tick, answered or not: the daemon's watchdog
+			// waits for them, and a slow reply here is no reason to let
+			// it think the master is gone. A silent daemon has at most
+			// limit outstanding before it is down; a live one's replies
+			// are only late.
+			outstanding++
+			seq++
+			sent = time.Now()
+			ping := &wire.Ping{Seq: seq, Time: sent.UnixNano()}
+			// Its own goroutine: a write to a hung daemon can block until
+			// the connection is closed, and the ticks must go on.
+			go func() {
+				err := c.Call(ctx, wire.KindPing, ping, nil)
+				select {
+				case answered <- err:
+				case <-ctx.Done(): // the heartbeat ended
+				}
+			}()
 		}
 	}
 }

@@ -276,3 +276,35 @@ func TestStopWithHungNode(t *testing.T) {
 	}
 	waitGone(t, pids, "the stop")
 }
+
+// TestSlowEventHandOverNotDown: while the master is slow to take a
+// daemon's event (the connection's reader waits on it for many heartbeat
+// intervals), the daemon's ping replies sit unread behind it; the daemon
+// is alive and must not go suspect or down, nor give its master up.
+func TestSlowEventHandOverNotDown(t *testing.T) {
+	const iv, misses = 50 * time.Millisecond, 3
+	var once sync.Once
+	d := startDVM(t, 2, 1, func(c *Config) {
+		c.HeartbeatInterval, c.HeartbeatMisses = iv, misses
+		// The first event of a daemon (the job's output) waits far longer
+		// than misses × interval before the loop gets it.
+		c.beforeEvent = func() { once.Do(func() { time.Sleep(20 * iv) }) }
+	})
+	ne := d.nodeEvents()
+	rep, err := d.launch(wire.JobLaunchReq{Argv: sh(`echo up`), N: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.waitLines(rep.Job, 2)
+	d.wait(rep.Job)
+	for i := range 2 {
+		if st := d.nodeState(i); st != wire.NodeUp {
+			t.Errorf("node %d is %s after a slow event hand-over, want %s", i, st, wire.NodeUp)
+		}
+	}
+	ne.mu.Lock()
+	defer ne.mu.Unlock()
+	for _, ev := range ne.evs {
+		t.Errorf("node event %s %s (%s) while the daemon was alive", ev.Kind, ev.Node, ev.Msg)
+	}
+}

@@ -72,6 +72,9 @@ type Config struct {
 	// first miss makes it suspect); 0 = DefaultHeartbeatMisses.
 	HeartbeatInterval time.Duration
 	HeartbeatMisses   int
+	// beforeEvent, in tests, runs on a daemon connection's reader before
+	// an event of the daemon is handed to the loop (a slow hand-over).
+	beforeEvent func()
 	// RCGrace is how long the processes a FINALIZED SUB removes have to
 	// exit before they are killed; 0 = DefaultRCGrace. A request may give
 	// its own.
@@ -575,6 +578,9 @@ func (m *Master) serve(ctx context.Context, req *wire.Request) (any, error) {
 func (m *Master) onEvent(ev *wire.Request) {
 	if ev.Conn.Peer().Role != wire.RoleDaemon {
 		return
+	}
+	if m.cfg.beforeEvent != nil {
+		m.cfg.beforeEvent()
 	}
 	switch ev.Kind {
 	case wire.KindProcExited:
