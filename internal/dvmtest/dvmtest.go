@@ -102,7 +102,7 @@ type Options struct {
 	// daemons; 0 = DefaultGrace.
 	KillGrace time.Duration
 	// HeartbeatInterval and HeartbeatMisses tune failure detection (see
-	// master.Config); 0 = 1 s and 10 misses, lenient for a loaded machine.
+	// master.Config); 0 = 1 s and 3 misses, the production defaults.
 	HeartbeatInterval time.Duration
 	HeartbeatMisses   int
 	// SetEnv points $DYNRT_DIR at the DVM's directory and clears
@@ -171,7 +171,7 @@ func Start(t testing.TB, o Options) *DVM {
 	m, err := master.Start(ctx, master.Config{
 		Dir: dir, Name: o.Name, Nodes: nodes, Starter: starter, KillGrace: o.KillGrace, Logger: Logger(),
 		Env: func(string) string { return "" }, Limits: o.Limits,
-		HeartbeatInterval: cmp.Or(o.HeartbeatInterval, time.Second), HeartbeatMisses: cmp.Or(o.HeartbeatMisses, 10),
+		HeartbeatInterval: cmp.Or(o.HeartbeatInterval, time.Second), HeartbeatMisses: cmp.Or(o.HeartbeatMisses, 3),
 	})
 	if err != nil {
 		t.Fatalf("start DVM: %v", err)
