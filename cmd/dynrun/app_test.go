@@ -123,6 +123,7 @@ func TestExitCodes(t *testing.T) {
 		stderr   []string // substrings
 		stdout   string   // substring
 		noOutput bool     // the program must not have run
+		env      []string // VAR=VAL set for dynrun
 	}{
 		{name: "success", args: []string{"-n", "3", "--slots", "3", "true"}, code: 0},
 		{name: "failing rank aborts the others", code: 7,
@@ -144,9 +145,22 @@ func TestExitCodes(t *testing.T) {
 		{name: "oversubscribe", args: []string{"-n", "3", "--slots", "2", "--oversubscribe", "true"}, code: 0},
 		{name: "timeout", args: []string{"-n", "2", "--slots", "2", "--timeout", "200ms", "sleep", "60"}, code: 124,
 			stderr: []string{"time limit"}},
+		// MPICH's test harness limits each test with Hydra's variable.
+		{name: "MPIEXEC_TIMEOUT", env: []string{"MPIEXEC_TIMEOUT=1"}, code: 124,
+			args: []string{"-n", "2", "--slots", "2", "sleep", "60"}, stderr: []string{"time limit"}},
+		{name: "--timeout wins over MPIEXEC_TIMEOUT", env: []string{"MPIEXEC_TIMEOUT=1"}, code: 0,
+			args: []string{"-n", "1", "--slots", "1", "--timeout", "1m", "sleep", "1.5"}},
+		{name: "MPIEXEC_TIMEOUT 0 is no limit", env: []string{"MPIEXEC_TIMEOUT=0"}, code: 0,
+			args: []string{"-n", "1", "--slots", "1", "true"}},
+		{name: "bad MPIEXEC_TIMEOUT", env: []string{"MPIEXEC_TIMEOUT=10s"}, code: 2,
+			args: []string{"-n", "1", "true"}, stderr: []string{`MPIEXEC_TIMEOUT="10s"`, "whole number of seconds"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			for _, kv := range c.env {
+				k, v, _ := strings.Cut(kv, "=")
+				t.Setenv(k, v)
+			}
 			code, out, errOut := run(c.args...)
 			if code != c.code {
 				t.Fatalf("exit %d, want %d; stderr %q", code, c.code, errOut)

@@ -48,7 +48,7 @@ func runLaunch(c *cli.Context, e *env) error {
 	if err != nil {
 		return cliutil.Usagef("%v", err)
 	}
-	o, err := parseLaunch(c, cwd, lim)
+	o, err := parseLaunch(c, cwd, lim, e.get)
 	if err != nil {
 		return err
 	}

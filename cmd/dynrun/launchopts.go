@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -63,7 +64,7 @@ type launchOpts struct {
 
 // parseLaunch checks the launch form's flags (usage errors exit 2), sizes
 // against lim.
-func parseLaunch(c *cli.Context, cwd string, lim wire.Limits) (launchOpts, error) {
+func parseLaunch(c *cli.Context, cwd string, lim wire.Limits, getenv func(string) string) (launchOpts, error) {
 	o := launchOpts{
 		sel: c.String("dvm"), n: c.Int("n"), mapBy: c.String("map-by"), over: c.Bool("oversubscribe"),
 		name: c.String("name"), xs: c.StringSlice("x"), stdin: c.String("stdin"), timeout: c.Duration("timeout"),
@@ -103,6 +104,11 @@ func parseLaunch(c *cli.Context, cwd string, lim wire.Limits) (launchOpts, error
 	if o.timeout < 0 {
 		return o, cliutil.Usagef("--timeout %s: must not be negative", o.timeout)
 	}
+	if !c.IsSet("timeout") {
+		if o.timeout, err = mpiexecTimeout(getenv(envMPIExecTimeout)); err != nil {
+			return o, cliutil.Usagef("%v", err)
+		}
+	}
 	if c.IsSet("nodes") || c.IsSet("slots") {
 		o.private = true
 		if o.sel != "" {
@@ -135,6 +141,27 @@ func parseLaunch(c *cli.Context, cwd string, lim wire.Limits) (launchOpts, error
 		o.wdir = w
 	}
 	return o, nil
+}
+
+// envMPIExecTimeout is Hydra's time limit variable; MPICH's test harness
+// sets it for every test, so dynrun in mpiexec's place must honour it.
+const envMPIExecTimeout = "MPIEXEC_TIMEOUT"
+
+// mpiexecTimeout reads MPIEXEC_TIMEOUT as Hydra does: whole seconds, and
+// zero, negative or unset means no limit. --timeout, when given, wins.
+func mpiexecTimeout(v string) (time.Duration, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, nil
+	}
+	s, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s=%q: want a whole number of seconds (or use --timeout)", envMPIExecTimeout, v)
+	}
+	if s <= 0 {
+		return 0, nil
+	}
+	return time.Duration(s) * time.Second, nil
 }
 
 // daemonVars are the variables the daemon sets for every process
