@@ -22,7 +22,7 @@ SEED ?= 1
 FAULTS ?= all
 TEST_TIMEOUT ?= 12m
 
-.PHONY: help build install test deps-tmux deps-mpi bench fuzz chaos verify demo clean
+.PHONY: help build install test deps-tmux deps-mpi deps-mpich-src mpich-suite bench fuzz chaos verify demo clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -34,7 +34,7 @@ build: ## build the four binaries into bin/
 install: ## install the binaries into $GOBIN (or $GOPATH/bin)
 	$(GO) install -tags '$(BUILDTAGS)' -ldflags '$(LDFLAGS)' $(addprefix ./cmd/,$(CMDS))
 
-test: deps-tmux deps-mpi ## run every test with the race detector, then each fuzz target for FUZZTIME_TEST (5s)
+test: deps-tmux deps-mpi deps-mpich-src ## run every test with the race detector, then each fuzz target for FUZZTIME_TEST (5s)
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME_TEST)
 
@@ -51,6 +51,13 @@ deps-mpi: ## install Debian's MPICH (mpich, libmpich-dev) for the MPI tests, if 
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  { $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq mpich libmpich-dev >/dev/null; } \
 	    || echo "warning: could not install MPICH; the MPI tests will be skipped"; }
+
+deps-mpich-src: ## fetch MPICH's sources with its test suite (apt-get source mpich) into the cache, if missing
+	@scripts/mpich-suite.sh fetch \
+	  || echo "warning: could not fetch MPICH's sources; the MPICH test-suite tests will be skipped"
+
+mpich-suite: deps-mpi ## MPICH's test suite under Hydra and dynrun, all builds, building what is missing (BUILDS= DIRS= SUBSET= TIMEOUT=; docs/mpi.md)
+	scripts/mpich-suite.sh
 
 bench: ## run the Go benchmarks (figures go to docs/BENCHMARKS.md)
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)

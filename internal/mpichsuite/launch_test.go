@@ -1,0 +1,84 @@
+package mpichsuite
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestCommand(t *testing.T) {
+	ft := Test{Dir: "ft", Name: "senddead", NP: 2, Env: []string{"MPIR_CVAR_ENABLE_FT=1"},
+		MpiexecArgs: []string{"-disable-auto-cleanup"}, Args: []string{"-v"}}
+	odd := Test{Dir: "ckpoint", Name: "ck", NP: 2, MpiexecArgs: []string{"-ckpointlib", "blcr"}}
+	cases := []struct {
+		name   string
+		runner Runner
+		test   Test
+		dvm    string
+		want   string // argv joined by spaces, or the error's beginning
+	}{
+		{"hydra keeps mpiexec arguments", Hydra, ft, "", "mpiexec.hydra -n 2 -disable-auto-cleanup ./senddead -v"},
+		{"private maps to --keep-going, oversubscribes", DynrunPrivate, ft, "", "dynrun -n 2 --oversubscribe --keep-going ./senddead -v"},
+		{"warm names its DVM", DynrunWarm, ft, "abc", "dynrun --dvm abc -n 2 --keep-going ./senddead -v"},
+		{"warm without a DVM", DynrunWarm, ft, "", "error: runner dynrun-warm needs the warm DVM's id"},
+		{"unmapped argument", DynrunPrivate, odd, "", `error: mpiexec argument "-ckpointlib" of ckpoint/ck 2 has no dynrun equivalent`},
+		{"hydra passes any argument", Hydra, odd, "", "mpiexec.hydra -n 2 -ckpointlib blcr ./ck"},
+		{"unknown runner", Runner("srun"), ft, "", `error: unknown runner "srun"`},
+	}
+	for _, c := range cases {
+		bin := "dynrun"
+		if c.runner == Hydra {
+			bin = "mpiexec.hydra"
+		}
+		l, err := Command(c.runner, c.test, bin, c.dvm)
+		got := strings.Join(l.Argv, " ")
+		if err != nil {
+			got = "error: " + err.Error()
+		}
+		if !strings.HasPrefix(got, c.want) {
+			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
+		}
+		if err == nil && strings.Join(l.Env, " ") != strings.Join(c.test.Env, " ") {
+			t.Errorf("%s: env %q, want the test's %q", c.name, l.Env, c.test.Env)
+		}
+	}
+}
+
+func TestLimit(t *testing.T) {
+	cases := []struct {
+		limit   int
+		ceiling time.Duration
+		want    time.Duration
+	}{
+		{0, 0, DefaultLimit},
+		{10, 0, 10 * time.Second},
+		{600, 0, 600 * time.Second},
+		{0, 30 * time.Second, 30 * time.Second},
+		{10, 30 * time.Second, 10 * time.Second},
+	}
+	for _, c := range cases {
+		if got := Limit(Test{TimeLimit: c.limit}, DefaultLimit, c.ceiling); got != c.want {
+			t.Errorf("Limit(timeLimit=%d, ceiling %v) = %v, want %v", c.limit, c.ceiling, got, c.want)
+		}
+	}
+}
+
+func TestWarmSlots(t *testing.T) {
+	cases := []struct {
+		nps  []int
+		want int
+	}{
+		{[]int{1, 2}, 2},
+		{[]int{4, 10}, 3},
+		{[]int{33, 2}, 9},
+	}
+	for _, c := range cases {
+		var ts []Test
+		for _, np := range c.nps {
+			ts = append(ts, Test{NP: np})
+		}
+		if got := WarmSlots(ts); got != c.want {
+			t.Errorf("WarmSlots(%v) = %d, want %d", c.nps, got, c.want)
+		}
+	}
+}

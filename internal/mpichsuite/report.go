@@ -1,0 +1,241 @@
+package mpichsuite
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Result is one test run under one runner with one MPICH build.
+type Result struct {
+	Build   string
+	Test    Test
+	Runner  Runner
+	Verdict Verdict
+	Elapsed time.Duration
+}
+
+// Difference is a test that passed under Hydra but not under a dynrun runner.
+type Difference struct {
+	Build   string
+	Test    Test
+	Runner  Runner
+	Verdict Verdict
+}
+
+func (d Difference) String() string {
+	return fmt.Sprintf("%s %s %s: %s (%s)", d.Build, d.Runner, d.Test.ID(), d.Verdict.Kind, d.Verdict.Reason)
+}
+
+type rowKey struct{ build, id string }
+
+// row gathers the results of one test of one build.
+type row struct {
+	test Test
+	by   map[Runner]Result
+}
+
+func rows(results []Result) ([]rowKey, map[rowKey]*row) {
+	var order []rowKey
+	m := map[rowKey]*row{}
+	for _, r := range results {
+		k := rowKey{r.Build, r.Test.ID()}
+		if m[k] == nil {
+			m[k] = &row{test: r.Test, by: map[Runner]Result{}}
+			order = append(order, k)
+		}
+		m[k].by[r.Runner] = r
+	}
+	return order, m
+}
+
+// Differences lists, in run order, every test that passed under Hydra and
+// did not pass under a dynrun runner of the same build: the comparison the
+// suite is about (a test Hydra fails may fail under dynrun too).
+func Differences(results []Result) []Difference {
+	order, m := rows(results)
+	var out []Difference
+	for _, k := range order {
+		rw := m[k]
+		h, ok := rw.by[Hydra]
+		if !ok || !h.Verdict.Passed() {
+			continue
+		}
+		for _, rn := range Runners[1:] {
+			if d, ok := rw.by[rn]; ok && !d.Verdict.Passed() {
+				out = append(out, Difference{k.build, rw.test, rn, d.Verdict})
+			}
+		}
+	}
+	return out
+}
+
+// Count is a runner's tally with one build.
+type Count struct{ Passed, Failed, XFailed int }
+
+// Counts tallies the results per build and runner. XFailed counts the
+// failures of tests marked xfail= (they are among Failed, as runtests
+// counts them).
+func Counts(results []Result) map[string]map[Runner]Count {
+	out := map[string]map[Runner]Count{}
+	for _, r := range results {
+		if out[r.Build] == nil {
+			out[r.Build] = map[Runner]Count{}
+		}
+		c := out[r.Build][r.Runner]
+		if r.Verdict.Passed() {
+			c.Passed++
+		} else {
+			c.Failed++
+			if r.Test.XFail != "" {
+				c.XFailed++
+			}
+		}
+		out[r.Build][r.Runner] = c
+	}
+	return out
+}
+
+func (c Count) String() string {
+	return fmt.Sprintf("%d passed, %d failed of %d", c.Passed, c.Failed, c.Passed+c.Failed)
+}
+
+// Summary writes, per build (in builds order) and dynrun runner, the line
+// "<build>, <runner>: dynrun: X passed, Y failed of Z; hydra: X passed, Y
+// failed of Z", then how many failures were expected (xfail=).
+func Summary(w io.Writer, builds []string, results []Result) {
+	counts := Counts(results)
+	for _, b := range builds {
+		c, ok := counts[b]
+		if !ok {
+			continue
+		}
+		h := c[Hydra]
+		for _, rn := range Runners[1:] {
+			d, ok := c[rn]
+			if !ok {
+				continue
+			}
+			fmt.Fprintf(w, "%s, %s: dynrun: %s; hydra: %s\n", b, rn, d, h)
+		}
+		var xs []string
+		for _, rn := range Runners {
+			if x, ok := c[rn]; ok && x.Failed > 0 {
+				xs = append(xs, fmt.Sprintf("%s %d", rn, x.XFailed))
+			}
+		}
+		if len(xs) > 0 {
+			fmt.Fprintf(w, "%s: expected failures (xfail=) among the failures: %s\n", b, strings.Join(xs, ", "))
+		}
+	}
+}
+
+// Table writes one line per test and build: each runner's verdict and
+// time in seconds.
+func Table(w io.Writer, results []Result) error {
+	order, m := rows(results)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	head := []string{"build", "test", "np"}
+	for _, rn := range Runners {
+		head = append(head, string(rn), "s")
+	}
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	for _, k := range order {
+		rw := m[k]
+		cells := []string{k.build, testCell(rw.test), strconv.Itoa(rw.test.NP)}
+		for _, rn := range Runners {
+			r, ok := rw.by[rn]
+			if !ok {
+				cells = append(cells, "-", "-")
+				continue
+			}
+			cells = append(cells, r.Verdict.Label(r.Test), fmt.Sprintf("%.1f", r.Elapsed.Seconds()))
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
+}
+
+func testCell(t Test) string {
+	s := t.Dir + "/" + t.Name
+	if len(t.Args) > 0 {
+		s += " " + strings.Join(t.Args, " ")
+	}
+	return s
+}
+
+// TSVHeader is the first line of the result file.
+const TSVHeader = "build\tdir\ttest\tnp\targs\tenv\trunner\tverdict\txfail\tseconds\treason"
+
+// WriteTSV writes the results as tab-separated values, one run a line, for
+// the docs and for comparing runs. Tabs and newlines in fields become
+// spaces.
+func WriteTSV(w io.Writer, results []Result) error {
+	if _, err := fmt.Fprintln(w, TSVHeader); err != nil {
+		return err
+	}
+	clean := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			if r == '\t' || r == '\n' || r == '\r' {
+				return ' '
+			}
+			return r
+		}, s)
+	}
+	for _, r := range results {
+		f := []string{r.Build, r.Test.Dir, r.Test.Name, strconv.Itoa(r.Test.NP),
+			strings.Join(r.Test.Args, " "), strings.Join(r.Test.Env, " "), string(r.Runner), string(r.Verdict.Kind),
+			r.Test.XFail, fmt.Sprintf("%.3f", r.Elapsed.Seconds()), r.Verdict.Reason}
+		for i := range f {
+			f[i] = clean(f[i])
+		}
+		if _, err := fmt.Fprintln(w, strings.Join(f, "\t")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Totals sums the elapsed time per build and runner.
+func Totals(results []Result) map[string]map[Runner]time.Duration {
+	out := map[string]map[Runner]time.Duration{}
+	for _, r := range results {
+		if out[r.Build] == nil {
+			out[r.Build] = map[Runner]time.Duration{}
+		}
+		out[r.Build][r.Runner] += r.Elapsed
+	}
+	return out
+}
+
+// WriteTotals writes the time per build and runner.
+func WriteTotals(w io.Writer, builds []string, results []Result) {
+	t := Totals(results)
+	for _, b := range builds {
+		if t[b] == nil {
+			continue
+		}
+		var parts []string
+		for _, rn := range Runners {
+			if d, ok := t[b][rn]; ok {
+				parts = append(parts, fmt.Sprintf("%s %.0fs", rn, d.Seconds()))
+			}
+		}
+		fmt.Fprintf(w, "%s: time %s\n", b, strings.Join(parts, ", "))
+	}
+}
+
+// SortedBuilds returns the builds of results in first-seen order.
+func SortedBuilds(results []Result) []string {
+	var out []string
+	for _, r := range results {
+		if !slices.Contains(out, r.Build) {
+			out = append(out, r.Build)
+		}
+	}
+	return out
+}

@@ -1,0 +1,92 @@
+package mpichsuite
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// sample: one test of each comparison case, with two builds.
+func sample() []Result {
+	pass := Verdict{Kind: Pass}
+	fail := Verdict{Kind: Fail, Reason: "exit status 1"}
+	hang := Verdict{Kind: Timeout, Reason: "killed at the time limit"}
+	spawn1 := Test{Dir: "spawn", Name: "spawn1", NP: 1}
+	conacc := Test{Dir: "spawn", Name: "spaconacc", NP: 1}
+	die := Test{Dir: "ft", Name: "die", NP: 4, XFail: "ticket2237"}
+	spawnD := Test{Dir: "spawn", Name: "spawn1", NP: 1}
+	multi := Test{Dir: "pt2pt", Name: "sendrecv3", NP: 2, Args: []string{"-isendrecv"}}
+	var rs []Result
+	add := func(b string, t Test, h, p, w Verdict) {
+		rs = append(rs,
+			Result{b, t, Hydra, h, 500 * time.Millisecond},
+			Result{b, t, DynrunPrivate, p, 600 * time.Millisecond},
+			Result{b, t, DynrunWarm, w, 200 * time.Millisecond})
+	}
+	add("ch3-pmi1", spawn1, pass, pass, pass) // same
+	add("ch3-pmi1", conacc, pass, hang, fail) // differs under both dynrun runners
+	add("ch3-pmi1", die, fail, hang, pass)    // Hydra fails: no difference either way
+	add("ch3-pmi1", multi, pass, pass, fail)  // differs under warm only
+	add("debian", spawnD, fail, fail, fail)   // cannot spawn anywhere
+	return rs
+}
+
+func TestDifferences(t *testing.T) {
+	var got []string
+	for _, d := range Differences(sample()) {
+		got = append(got, d.String())
+	}
+	want := []string{
+		"ch3-pmi1 dynrun-private spawn/spaconacc 1: timeout (killed at the time limit)",
+		"ch3-pmi1 dynrun-warm spawn/spaconacc 1: fail (exit status 1)",
+		"ch3-pmi1 dynrun-warm pt2pt/sendrecv3 2 -isendrecv: fail (exit status 1)",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("differences:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestReportGolden(t *testing.T) {
+	rs := sample()
+	var b strings.Builder
+	if err := Table(&b, rs); err != nil {
+		t.Fatal(err)
+	}
+	b.WriteString("\n")
+	builds := SortedBuilds(rs)
+	Summary(&b, builds, rs)
+	WriteTotals(&b, builds, rs)
+	b.WriteString("\n")
+	if err := WriteTSV(&b, rs); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "report.golden", []byte(b.String()))
+
+	c := Counts(rs)["ch3-pmi1"]
+	if h := c[Hydra]; h.Passed != 3 || h.Failed != 1 || h.XFailed != 1 {
+		t.Errorf("hydra ch3-pmi1 count %+v, want 3 passed, 1 failed, 1 of them xfail", h)
+	}
+	if p := c[DynrunPrivate]; p.Passed != 2 || p.Failed != 2 || p.XFailed != 1 {
+		t.Errorf("dynrun-private ch3-pmi1 count %+v, want 2 passed, 2 failed, 1 xfail", p)
+	}
+}
+
+func TestSelect(t *testing.T) {
+	tests := []Test{{Dir: "a", Name: "x", NP: 1}, {Dir: "a", Name: "y", NP: 2}, {Dir: "b", Name: "x", NP: 3}, {Dir: "a", Name: "x", NP: 4}}
+	got, err := Select(tests, []string{"a/x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].NP != 1 || got[1].NP != 4 {
+		t.Errorf("Select a/x = %+v, want both lines of a/x in order", got)
+	}
+	if _, err := Select(tests, []string{"a/x", "c/z"}); err == nil || !strings.Contains(err.Error(), "c/z") {
+		t.Errorf("a name matching nothing: err %v, want one naming c/z", err)
+	}
+	if _, err := Subset("nope"); err == nil || !strings.Contains(err.Error(), "ci, fast") {
+		t.Errorf("unknown subset: err %v, want the list of subsets", err)
+	}
+	if d := Dirs([]string{"init/a", "spawn/b", "init/c"}); strings.Join(d, ",") != "init,spawn" {
+		t.Errorf("Dirs = %v", d)
+	}
+}

@@ -1,0 +1,171 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/dynrt/dynrt/internal/mpichsuite"
+)
+
+// Config is one suite run.
+type Config struct {
+	SrcDir   string // test/mpi of MPICH's sources
+	Cache    string // holds tests-<build> (the configured test programs)
+	Dynrun   string // the dynrun binary
+	Builds   []Build
+	Dirs     []string // directories of test/mpi
+	Lists    []string // testlist files per directory (default: testlist)
+	Subset   []string // if set, only these tests ("dir/name", see mpichsuite.Select)
+	Runners  []mpichsuite.Runner
+	Ceiling  time.Duration // if set, no test's limit is longer
+	Jobs     int           // make -j
+	WorkDir  string        // for the warm DVM's directory (default os.TempDir)
+	Log      *slog.Logger
+	Progress func(mpichsuite.Result) // called after each run, if set
+}
+
+// TestDir is where build b's test programs are configured and built.
+func (c Config) TestDir(b Build) string { return filepath.Join(c.Cache, "tests-"+b.Name) }
+
+// Prepare configures and builds the test programs of every build and
+// returns the tests to run per build.
+func (c Config) Prepare(ctx context.Context) (map[string][]mpichsuite.Test, error) {
+	out := map[string][]mpichsuite.Test{}
+	for _, b := range c.Builds {
+		td := c.TestDir(b)
+		if err := Configure(ctx, c.Log, b, c.SrcDir, td); err != nil {
+			return nil, err
+		}
+		tests, directives, err := Collect(c.SrcDir, td, c.Dirs, c.lists())
+		if err != nil {
+			return nil, err
+		}
+		if len(c.Subset) > 0 {
+			if tests, err = mpichsuite.Select(tests, c.Subset); err != nil {
+				return nil, err
+			}
+		}
+		if err := Make(ctx, c.Log, b, td, tests, directives, c.Jobs); err != nil {
+			return nil, err
+		}
+		out[b.Name] = tests
+	}
+	return out, nil
+}
+
+func (c Config) lists() []string {
+	if len(c.Lists) == 0 {
+		return []string{"testlist"}
+	}
+	return c.Lists
+}
+
+// Run runs every test of every build under every runner, one at a time,
+// and returns the results in run order. A runner that cannot start (the
+// warm DVM) fails the whole run.
+func (c Config) Run(ctx context.Context, tests map[string][]mpichsuite.Test) ([]mpichsuite.Result, error) {
+	var results []mpichsuite.Result
+	for _, b := range c.Builds {
+		var warm *WarmDVM
+		if slices.Contains(c.Runners, mpichsuite.DynrunWarm) {
+			var err error
+			warm, err = StartWarm(ctx, c.Dynrun, c.workDir(), mpichsuite.WarmSlots(tests[b.Name]), b.environ())
+			if err != nil {
+				return results, err
+			}
+		}
+		rs, err := c.runBuild(ctx, b, tests[b.Name], warm)
+		results = append(results, rs...)
+		if warm != nil {
+			if serr := warm.Stop(context.WithoutCancel(ctx)); serr != nil && err == nil {
+				err = serr
+			}
+		}
+		if err != nil {
+			return results, err
+		}
+	}
+	return results, nil
+}
+
+func (c Config) workDir() string {
+	if c.WorkDir != "" {
+		return c.WorkDir
+	}
+	return os.TempDir()
+}
+
+func (c Config) runBuild(ctx context.Context, b Build, tests []mpichsuite.Test, warm *WarmDVM) ([]mpichsuite.Result, error) {
+	var results []mpichsuite.Result
+	td := c.TestDir(b)
+	progRoot := td
+	for _, t := range tests {
+		missing := Missing(td, t)
+		for _, rn := range c.Runners {
+			if ctx.Err() != nil {
+				return results, ctx.Err()
+			}
+			res := mpichsuite.Result{Build: b.Name, Test: t, Runner: rn}
+			var run mpichsuite.Run
+			switch {
+			case missing != "":
+				run.NotRun = missing
+			default:
+				var err error
+				run, res.Elapsed, err = c.runOne(ctx, b, t, rn, warm, progRoot)
+				if err != nil {
+					return results, err
+				}
+			}
+			res.Verdict = mpichsuite.Judge(t, run)
+			results = append(results, res)
+			if c.Progress != nil {
+				c.Progress(res)
+			}
+		}
+	}
+	return results, nil
+}
+
+func (c Config) runOne(ctx context.Context, b Build, t mpichsuite.Test, rn mpichsuite.Runner, warm *WarmDVM, progRoot string) (mpichsuite.Run, time.Duration, error) {
+	bin, dvmID := b.Mpiexec, ""
+	env := b.environ()
+	var dvmProcs map[int]bool
+	if rn != mpichsuite.Hydra {
+		bin = c.Dynrun
+	}
+	if rn == mpichsuite.DynrunWarm {
+		dvmID, env, dvmProcs = warm.ID, warm.env, warm.procs
+	}
+	l, err := mpichsuite.Command(rn, t, bin, dvmID)
+	if err != nil {
+		return mpichsuite.Run{NotRun: err.Error()}, 0, nil
+	}
+	e := exec1{
+		argv:     l.Argv,
+		dir:      filepath.Join(c.TestDir(b), t.Dir, path.Dir(t.Name)),
+		env:      append(slices.Clone(env), l.Env...),
+		limit:    mpichsuite.Limit(t, mpichsuite.DefaultLimit, c.Ceiling),
+		mark:     randomHex(8),
+		progRoot: progRoot,
+		dvm:      dvmProcs,
+	}
+	if dvmProcs != nil {
+		e.dvmExe = warm.exe
+	}
+	run, elapsed := e.run(ctx)
+	if rn == mpichsuite.DynrunWarm && !warm.Alive() {
+		// The test broke the DVM: it fails, and the rest needs a new one.
+		run.Harm = "the warm DVM lost a process during this test (restarted)"
+		if err := warm.restart(ctx); err != nil {
+			return run, elapsed, fmt.Errorf("restart the warm DVM after %s: %w", t.ID(), err)
+		}
+	}
+	return run, elapsed, nil
+}

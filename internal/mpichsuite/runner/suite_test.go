@@ -1,0 +1,145 @@
+package runner
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dynrt/dynrt/internal/dvmtest"
+	"github.com/dynrt/dynrt/internal/mpichsuite"
+)
+
+var progs = &dvmtest.Programs{}
+
+func TestMain(m *testing.M) { dvmtest.Main(m, progs) }
+
+func cacheDir() string {
+	if c := os.Getenv("DYNRT_MPICH_CACHE"); c != "" {
+		return c
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache", "dynrt")
+}
+
+// knownDifferences are tests of the ci subset that pass under Hydra and not
+// yet under dynrun with the ch3 builds (issue 17; the fixes are under way).
+// They are reported, not failed; any other difference fails the test. Take
+// a test out of the list once it passes (the test logs that it does).
+var knownDifferences = map[string]string{
+	"spawn/spawn1 1":                          "issue 17: spawn info path . resolved in $PATH",
+	"spawn/spawn2 1":                          "issue 17: spawn under a private DVM",
+	"spawn/spawnintra 1":                      "issue 17: spawn under a private DVM",
+	"spawn/spawnargv 1":                       "issue 17: spawn info path . resolved in $PATH",
+	"spawn/spaconacc 1":                       "issue 17: hangs until killed",
+	"spawn/concurrent_spawns 1":               "issue 17: abort scope of a spawned job",
+	"spawn/spawn_rootargs 10":                 "issue 17: spawn beyond the free slots",
+	"ft/senddead 2 env:MPIR_CVAR_ENABLE_FT=1": "issue 17: dead ranks not reported to PMI",
+	"ft/recvdead 2 env:MPIR_CVAR_ENABLE_FT=1": "issue 17: dead ranks not reported to PMI",
+}
+
+// runSubset runs a named subset with build b under the three runners and
+// fails naming every test that passes under Hydra but not under dynrun.
+// With strictHydra, a test Hydra fails fails the test too (the subset is
+// meant to hold tests Hydra passes), and no difference is excused.
+func runSubset(t *testing.T, b Build, subset string, ceiling time.Duration, known map[string]string) {
+	src := filepath.Join(cacheDir(), "src", "mpich-4.0.2", "test", "mpi")
+	if _, err := os.Stat(filepath.Join(src, "runtests.in")); err != nil {
+		t.Skipf("MPICH's test suite is not in %s: make test fetches it (scripts/mpich-suite.sh fetch)", src)
+	}
+	names, err := mpichsuite.Subset(subset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{
+		SrcDir:  src,
+		Cache:   cacheDir(),
+		Dynrun:  progs.Build(t, "github.com/dynrt/dynrt/cmd/dynrun"),
+		Builds:  []Build{b},
+		Dirs:    mpichsuite.Dirs(names),
+		Subset:  names,
+		Runners: mpichsuite.Runners,
+		Ceiling: ceiling,
+		Jobs:    2,
+		WorkDir: t.TempDir(),
+		Log:     slog.New(slog.NewTextHandler(testWriter{t}, nil)),
+	}
+	ctx := context.Background()
+	tests, err := cfg.Prepare(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tests[b.Name]) < len(names) {
+		t.Fatalf("%d tests for %d names of subset %s", len(tests[b.Name]), len(names), subset)
+	}
+	results, err := cfg.Run(ctx, tests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	_ = mpichsuite.Table(&sb, results)
+	mpichsuite.Summary(&sb, []string{b.Name}, results)
+	t.Log("\n" + sb.String())
+
+	differs := map[string]bool{}
+	for _, d := range mpichsuite.Differences(results) {
+		id := d.Test.ID()
+		differs[id] = true
+		if why, ok := known[id]; ok {
+			t.Logf("known difference (%s): %s", why, d)
+			continue
+		}
+		t.Errorf("passes under Hydra but not under dynrun: %s", d)
+	}
+	for id := range known {
+		if !differs[id] {
+			t.Logf("%s no longer differs from Hydra: take it out of knownDifferences", id)
+		}
+	}
+	for _, r := range results {
+		if r.Runner == mpichsuite.Hydra && !r.Verdict.Passed() && known == nil {
+			t.Errorf("Hydra fails %s (%s): subset %s should hold tests Hydra passes", r.Test.ID(), r.Verdict.Reason, subset)
+		}
+	}
+}
+
+// TestDebianFastSubset runs the fast subset with Debian's MPICH: dynrun
+// (private and warm DVM) must pass every test, as Hydra does.
+func TestDebianFastSubset(t *testing.T) {
+	b, present, err := KnownBuild("debian", cacheDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !present {
+		t.Skip("Debian's MPICH is not installed (make deps-mpi)")
+	}
+	runSubset(t, b, "fast", 60*time.Second, nil)
+}
+
+// TestCh3Subset runs the representative subset (spawn and ft included)
+// with the cached ch3 build (PMI-1).
+func TestCh3Subset(t *testing.T) {
+	cache := cacheDir()
+	name := "ch3-pmi1"
+	if p := os.Getenv("DYNRT_MPICH_CH3"); p != "" {
+		cache, name = filepath.Dir(p), filepath.Base(p)
+	}
+	b, present, err := KnownBuild(name, cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !present {
+		t.Skipf("no ch3 build of MPICH in %s (scripts/mpich-suite.sh builds it; CI machines do not have it)", filepath.Join(cache, name))
+	}
+	runSubset(t, b, "ci", 20*time.Second, knownDifferences)
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
