@@ -9,12 +9,13 @@ package wire
 const (
 	KindPMISpawn  = "pmi.spawn"  // daemon→master: PMISpawnReq → PMISpawnReply (a process called MPI_Comm_spawn)
 	KindPMIReport = "pmi.report" // daemon→master: PMIReport → empty
+	KindPMIDead   = "pmi.dead"   // master→daemon: PMIDead → empty (keep-going: tell the survivors)
 )
 
 // What a PMIReport reports.
 const (
 	PMIReportInit       = "init"       // a process of the job began a PMI session (the job becomes static)
-	PMIReportUnfinished = "unfinished" // a process left PMI without finalize or abort (the job fails)
+	PMIReportUnfinished = "unfinished" // a process left PMI without finalize or abort (the job fails, or with keep-going its peers are told)
 )
 
 // PMIJob rides along node.launch (LaunchReq.PMI) for a job launched with
@@ -26,6 +27,10 @@ type PMIJob struct {
 	Parent   string     `msgpack:"par,omitempty"` // KVS of the spawning job ("" = not spawned)
 	Preput   []KV       `msgpack:"pp,omitempty"`  // key-value data stored before any rank starts (spawn)
 	Blocks   []PMIBlock `msgpack:"b,omitempty"`   // executable blocks; empty = one block (appnum 0) of LaunchReq.Argv
+	// KeepGoing is the job's --keep-going (Hydra's -disable-auto-cleanup):
+	// a process that leaves PMI without finalize is reported at once and
+	// its peers are told (PMIDead) instead of the job being killed.
+	KeepGoing bool `msgpack:"kg,omitempty"`
 }
 
 // PMIBlock is one executable block of a job (MPI_Comm_spawn_multiple):
@@ -65,4 +70,13 @@ type PMIReport struct {
 	Rank uint32 `msgpack:"r,omitempty"`   // process
 	What string `msgpack:"w,omitempty"`   // PMIReportInit or PMIReportUnfinished
 	Msg  string `msgpack:"msg,omitempty"` // detail for the job's report
+}
+
+// PMIDead tells a daemon which ranks of a keep-going job have left PMI
+// without finalize, in the order they did: the daemon answers them as
+// PMI_dead_processes, then sends SIGUSR1 to the job's local processes
+// (what MPICH's fault tolerance listens for, as under Hydra).
+type PMIDead struct {
+	Job   string   `msgpack:"j,omitempty"` // job
+	Ranks []uint32 `msgpack:"r,omitempty"` // every dead rank so far, in order of death
 }

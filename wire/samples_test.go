@@ -45,7 +45,7 @@ func samples() map[string]any {
 	jobData := JobData{Gen: 5, ID: 7, Job: "dvm1.7", App: "lu", Size: 8, NextRank: 12, Placement: pl, Gone: true, Psets: &push}
 	block := PMIBlock{Ranks: RankRanges{{0, 1}}, Argv: []string{"./master", "-v"}, Wdir: "/w/m"}
 	pmiJob := PMIJob{Mode: PMIPort, KVS: "kvs_dvm1.7", Universe: 16, Parent: "kvs_dvm1.6", Preput: kv,
-		Blocks: []PMIBlock{block, {Ranks: RankRanges{{2, 7}}, Argv: []string{"./worker"}}}}
+		Blocks: []PMIBlock{block, {Ranks: RankRanges{{2, 7}}, Argv: []string{"./worker"}}}, KeepGoing: true}
 	spawnApp := PMISpawnApp{Argv: []string{"./worker", "x"}, N: 6, Info: []KV{{Key: "wdir", Value: []byte("/w")}}}
 	return map[string]any{
 		"ProcID":     &ProcID{Job: "dvm1.1", Rank: 42},
@@ -155,6 +155,7 @@ func samples() map[string]any {
 		"PMISpawnReq":   &PMISpawnReq{Job: "dvm1.6", Rank: 2, Apps: []PMISpawnApp{spawnApp, {Argv: []string{"./io"}, N: 1}}, Preput: kv},
 		"PMISpawnReply": &PMISpawnReply{Job: "dvm1.7", KVS: "kvs_dvm1.7", Codes: []int{0, 0, 127}},
 		"PMIReport":     &PMIReport{Job: "dvm1.7", Rank: 3, What: PMIReportUnfinished, Msg: "rank 3 left PMI without finalize"},
+		"PMIDead":       &PMIDead{Job: "dvm1.7", Ranks: []uint32{3, 1}},
 
 		"DVMStateReq": &DVMStateReq{Ended: true},
 		"DVMState": &DVMState{ID: "ab12cd", PID: 77, Started: 1, Uptime: 2, Version: "v0.1.0", Nodes: []NodeInfo{node},

@@ -237,7 +237,16 @@ func runJob(ctx context.Context, e *env, cl *tool.Client, req wire.JobLaunchReq,
 	if note := jobNote(end); note != "" {
 		fmt.Fprintln(e.stderr, note)
 	}
-	return jobExit(end, rep)
+	err = jobExit(end, rep)
+	if o.hydraQuiet && end.Reason == wire.JobEndNone {
+		// Hydra with -disable-auto-cleanup prints nothing when processes
+		// fail by themselves: its exit status says it.
+		var ee *cliutil.ExitError
+		if errors.As(err, &ee) {
+			return &cliutil.ExitError{Code: ee.Code}
+		}
+	}
+	return err
 }
 
 // jobNote is the remark on a job that succeeded, if the master made one

@@ -31,7 +31,8 @@ func launchFlags() []cli.Flag {
 		&cli.StringFlag{Name: "wdir", Usage: "working directory `D` of the processes (default: the current one)"},
 		&cli.StringFlag{Name: "stdin", Value: "none", Usage: "where stdin goes: none (processes read /dev/null) or 0 (rank 0)"},
 		&cli.DurationFlag{Name: "timeout", Usage: "kill the job after `D` (e.g. 30s) and exit 124"},
-		&cli.BoolFlag{Name: "keep-going", Usage: "keep the job running when a process fails"},
+		&cli.BoolFlag{Name: "keep-going", Usage: "keep the job running when a process fails (MPI: its peers are told, see docs/mpi.md)"},
+		&cli.BoolFlag{Name: "disable-auto-cleanup", Usage: "mpiexec.hydra's name for --keep-going; dynrun then also prints no report of failed processes, as Hydra"},
 		&cli.StringFlag{Name: "pmi", Value: wire.PMIAuto, Usage: "PMI service for MPI programs (docs/mpi.md): auto (PMI_FD socketpair, like Hydra), fd, port (TCP PMI_PORT + PMI_ID) or none"},
 		&cli.IntFlag{Name: "nodes", Usage: "private DVM only: `K` virtual nodes (default 1)"},
 		&cli.IntFlag{Name: "slots", Usage: "private DVM only: `S` slots per node (default: CPUs)"},
@@ -52,6 +53,7 @@ type launchOpts struct {
 	stdin       string
 	timeout     time.Duration
 	keepGoing   bool
+	hydraQuiet  bool   // --disable-auto-cleanup: no report line for processes that failed by themselves
 	pmi         string // --pmi
 	private     bool   // --nodes or --slots: always a private DVM
 	nodes       int
@@ -68,7 +70,7 @@ func parseLaunch(c *cli.Context, cwd string, lim wire.Limits, getenv func(string
 	o := launchOpts{
 		sel: c.String("dvm"), n: c.Int("n"), mapBy: c.String("map-by"), over: c.Bool("oversubscribe"),
 		name: c.String("name"), xs: c.StringSlice("x"), stdin: c.String("stdin"), timeout: c.Duration("timeout"),
-		keepGoing: c.Bool("keep-going"), pmi: c.String("pmi"), nodes: c.Int("nodes"), slots: c.Int("slots"), argv: c.Args().Slice(),
+		keepGoing: c.Bool("keep-going") || c.Bool("disable-auto-cleanup"), hydraQuiet: c.Bool("disable-auto-cleanup"), pmi: c.String("pmi"), nodes: c.Int("nodes"), slots: c.Int("slots"), argv: c.Args().Slice(),
 		out: outputOpts{Tag: c.Bool("tag-output"), Timestamp: c.Bool("timestamp-output"), Dir: c.String("output-dir")},
 	}
 	switch {

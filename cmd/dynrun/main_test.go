@@ -103,7 +103,13 @@ func run(args ...string) (int, string, string) {
 // runBin runs the built binary and waits for it.
 func runBin(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
+	return runCmd(t, exec.Command(bin, args...))
+}
+
+// runCmd runs cmd and returns its exit status, stdout and stderr; it
+// fails the test if cmd could not run at all.
+func runCmd(t *testing.T, cmd *exec.Cmd) (int, string, string) {
+	t.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -114,7 +120,7 @@ func runBin(t *testing.T, args ...string) (int, string, string) {
 	case errors.As(err, &ee):
 		return ee.ExitCode(), out.String(), errb.String()
 	}
-	t.Fatalf("dynrun %q: %v", args, err)
+	t.Fatalf("%q: %v", cmd.Args, err)
 	return 0, "", ""
 }
 

@@ -93,6 +93,9 @@ func (h *singleton) Proc() pmi.Proc  { return h.proc }
 func (h *singleton) Started(int)     {}
 func (h *singleton) Mapping() string { return "(vector,(0,1,1))" }
 
+// Dead: a world of one has no peer that could die.
+func (h *singleton) Dead() string { return "" }
+
 func (h *singleton) Put(key, value string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"os/exec"
 	"strings"
 	"testing"
@@ -14,18 +12,7 @@ func runBinStdin(t *testing.T, stdin string, args ...string) (int, string, strin
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return 0, out.String(), errb.String()
-	case errors.As(err, &ee):
-		return ee.ExitCode(), out.String(), errb.String()
-	}
-	t.Fatalf("dynrun %q: %v", args, err)
-	return 0, "", ""
+	return runCmd(t, cmd)
 }
 
 func TestStdinForwarding(t *testing.T) {

@@ -195,6 +195,8 @@ func servedInline(kind string) bool {
 	switch kind {
 	case wire.KindPsetPush, wire.KindRCPush, wire.KindNodeJobData, wire.KindPing:
 		return true
+	case wire.KindPMIDead:
+		return true // in order: a later list must not be overwritten by an earlier one
 	case wire.KindNodeLaunch:
 		return true // the registration part; the forks go on a goroutine (handleLaunch)
 	}

@@ -206,6 +206,12 @@ func (pp *pmiProc) finish(res pmi.Result, err error) {
 	if !unfinished(res) {
 		return
 	}
+	if pp.job.spec.KeepGoing {
+		// Hydra's -disable-auto-cleanup: the process counts as dead as
+		// soon as its PMI connection ends, and its peers are told now.
+		pp.reportUnfinished("left PMI without finalize")
+		return
+	}
 	// A process that closed its PMI connection early but lives on would
 	// leave its peers waiting in a barrier: after a grace period, fail the
 	// job now rather than at its exit.
@@ -418,6 +424,8 @@ func (pp *pmiProc) Proc() pmi.Proc {
 func (pp *pmiProc) Started(int) { pp.job.started() }
 
 func (pp *pmiProc) Mapping() string { return pp.job.mapping() }
+
+func (pp *pmiProc) Dead() string { return pp.job.deadList() }
 
 func (pp *pmiProc) Put(key, value string) error {
 	pp.job.put(pp.key.rank, key, value)

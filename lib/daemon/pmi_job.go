@@ -4,10 +4,14 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/dynrt/dynrt/lib/pmi"
+	"github.com/dynrt/dynrt/lib/proc"
 	"github.com/dynrt/dynrt/wire"
 )
 
@@ -42,6 +46,7 @@ type pmiJob struct {
 	mapped    *string              // PMI_process_mapping, computed once
 	used      bool                 // told the master the job speaks PMI
 	published map[string]uint32    // service names published by local ranks, by publisher
+	dead      string               // PMI_dead_processes, as the master last sent it (keep-going)
 }
 
 // pmiBarrier is one barrier of the local ranks.
@@ -373,4 +378,49 @@ func (j *pmiJob) getAttr(ctx context.Context, key string, wait bool) (string, bo
 			return "", false, wire.Errorf(wire.ErrCanceled, "daemon: waiting for node attribute %q: %w", key, ctx.Err())
 		}
 	}
+}
+
+// setDead replaces the job's list of dead ranks (PMI_dead_processes): the
+// master's, complete and in order of death.
+func (j *pmiJob) setDead(ranks []uint32) {
+	parts := make([]string, len(ranks))
+	for i, r := range ranks {
+		parts[i] = strconv.FormatUint(uint64(r), 10)
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.dead = strings.Join(parts, ",")
+}
+
+func (j *pmiJob) deadList() string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.dead
+}
+
+// handlePMIDead takes the master's list of a keep-going job's dead ranks
+// and then sends SIGUSR1 to the job's processes here, as Hydra's proxy
+// does: MPICH's handler reads PMI_dead_processes at once, so the list is
+// in place before the first signal goes out.
+func (d *Daemon) handlePMIDead(_ context.Context, _ *wire.Request, b *wire.PMIDead) (any, error) {
+	if d.pmi != nil {
+		d.pmi.mu.Lock()
+		j := d.pmi.jobs[b.Job]
+		d.pmi.mu.Unlock()
+		if j != nil {
+			j.setDead(b.Ranks)
+		}
+	}
+	d.mu.Lock()
+	var ps []*proc.Proc
+	for k, e := range d.live {
+		if k.job == b.Job && e.p != nil {
+			ps = append(ps, e.p)
+		}
+	}
+	d.mu.Unlock()
+	for _, p := range ps {
+		_ = p.Signal(syscall.SIGUSR1) // ErrDone: it has just ended
+	}
+	return nil, nil
 }

@@ -20,6 +20,7 @@ func (d *Daemon) routes() {
 	wire.HandleTyped(d.fromMaster, wire.KindPsetPush, d.handlePsetPush)
 	wire.HandleTyped(d.fromMaster, wire.KindJobStdin, d.handleStdin)
 	wire.HandleTyped(d.fromMaster, wire.KindPing, d.handleHeartbeat)
+	wire.HandleTyped(d.fromMaster, wire.KindPMIDead, d.handlePMIDead)
 
 	// From application processes, answered here from the cache.
 	wire.HandleTyped(d.clients, wire.KindSessionInit, d.handleSessionInit)

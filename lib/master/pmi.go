@@ -50,6 +50,7 @@ type pmiJob struct {
 	parent   string       // the spawning job, for a spawned one
 	spawner  *job         // the same job (it may be forgotten by name before its children end)
 	children []*job       // jobs this one spawned
+	dead     []uint32     // keep-going: ranks that left PMI without finalize, in order (pmi_dead.go)
 }
 
 // maxSpawnProcs bounds one spawn (a broken request must not exhaust the
@@ -83,7 +84,7 @@ func (s *state) pmiLaunch(j *job) *wire.PMIJob {
 	case "", wire.PMIAuto:
 		mode = wire.PMIFD
 	}
-	info := &wire.PMIJob{Mode: mode, KVS: kvsName(j.ns), Universe: s.alloc.Total()}
+	info := &wire.PMIJob{Mode: mode, KVS: kvsName(j.ns), Universe: s.alloc.Total(), KeepGoing: j.req.KeepGoing}
 	if sp := s.pmi.next; sp != nil {
 		s.pmi.next = nil
 		info.Parent = kvsName(sp.parent.ns)
@@ -124,6 +125,10 @@ func (m *Master) handlePMIReport(ctx context.Context, _ *wire.Request, b *wire.P
 				j.pmi.used = true
 			}
 		case wire.PMIReportUnfinished:
+			if j.req.KeepGoing {
+				s.pmiDead(j, b.Rank)
+				return nil
+			}
 			if j.failure == nil {
 				node := "?"
 				if p := j.procs.at(b.Rank); p != nil {

@@ -7,9 +7,11 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -34,6 +36,10 @@ import (
 //	child2    a spawned PMI-2 process
 //	abort N   rank 0 aborts with code N after a barrier; the others wait
 //	eof       rank 1 exits 0 right after init; the others enter a barrier
+//	ft [2]    keep-going (MPICH's fault tolerance, PMI-1 or PMI-2): after a
+//	          barrier rank 1 exits 1 without finalize; rank 3 does the same
+//	          on its first SIGUSR1; the others read PMI_dead_processes at
+//	          each SIGUSR1 until it is "1,3" and report what they read
 //	garbage   malformed and unknown requests, then a clean finalize
 //	badframe  PMI-2 init, then a broken frame header
 func pmiClientMain(args []string) int {
@@ -319,6 +325,13 @@ func pmiClientMain(args []string) int {
 		}
 		_, _ = c.ask1("cmd=barrier_in") // never answered: the job is killed
 		return 0
+	case "ft":
+		if err := c.ft(rank, len(args) > 1 && args[1] == "2", rep); err != nil {
+			return fail(err)
+		}
+		if rank == 1 || rank == 3 {
+			return 1 // the victims leave without finalize
+		}
 	case "garbage":
 		if err := c.init1(rep); err != nil {
 			return fail(err)
@@ -507,4 +520,70 @@ func field2(payload, key string) string {
 		}
 	}
 	return ""
+}
+
+// ft runs the "ft" scenario up to where a victim leaves or a survivor has
+// finalized (see pmiClientMain).
+func (c *pmiConn) ft(rank int, v2 bool, rep map[string]any) error {
+	sig := make(chan os.Signal, 4)
+	signal.Notify(sig, syscall.SIGUSR1) // before init, like MPICH's handler in MPI_Init
+	ask, dead := c.ask1, ""
+	if v2 {
+		if err := c.fullinit(rep); err != nil {
+			return err
+		}
+		ask = c.ask2
+		dead = "cmd=kvs-get;jobid=;srcid=-1;key=PMI_dead_processes;" // what ch3 asks
+	} else {
+		if err := c.init1(rep); err != nil {
+			return err
+		}
+		kvs, err := c.ask1("cmd=get_my_kvsname")
+		if err != nil {
+			return err
+		}
+		dead = "cmd=get kvsname=" + field(kvs, "kvsname") + " key=PMI_dead_processes"
+	}
+	fence := map[bool]string{false: "cmd=barrier_in", true: "cmd=kvs-fence;"}[v2]
+	if _, err := ask(fence); err != nil {
+		return err
+	}
+	if rank == 1 {
+		return nil
+	}
+	// The key is read at once on each signal, as MPICH's progress engine
+	// does after its handler ran: the daemon must have the list first.
+	var seen []string
+	for len(seen) == 0 || seen[len(seen)-1] != "1,3" {
+		select {
+		case <-sig:
+		case <-time.After(10 * time.Second): // within the test's wait for the job
+			rep["seen"], rep["timeout"] = seen, true
+			return nil
+		}
+		r, err := ask(dead)
+		if err != nil {
+			return err
+		}
+		v := field(r, "value")
+		if v2 {
+			v = field2(r, "value")
+		}
+		seen = append(seen, v)
+		if rank == 3 {
+			return nil
+		}
+	}
+	rep["seen"] = seen
+	if v2 {
+		r, err := c.ask2("cmd=info-getjobattr;key=PMI_dead_processes;")
+		if err != nil {
+			return err
+		}
+		rep["jobattr"] = r
+	}
+	fin := map[bool]string{false: "cmd=finalize", true: "cmd=finalize;"}[v2]
+	r, err := ask(fin)
+	rep["finalize"] = r
+	return err
 }

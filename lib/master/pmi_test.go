@@ -340,6 +340,47 @@ func TestPMIUnfinished(t *testing.T) {
 	}
 }
 
+// TestPMIDeadProcesses: in a keep-going job (Hydra's
+// -disable-auto-cleanup), processes that leave PMI without finalize do
+// not end the job: every other process, on both daemons, gets SIGUSR1 and
+// reads the dead ranks, in order of death, from PMI_dead_processes at once
+// (PMI-1 get, PMI-2 kvs-get and info-getjobattr), as MPICH's fault
+// tolerance does; the job ends when its processes have, with the victims'
+// exit status.
+func TestPMIDeadProcesses(t *testing.T) {
+	d := startDVM(t, 2, 3)
+	for _, tc := range []struct{ name, proto, finalize string }{
+		{"PMI-1", "1", "cmd=finalize_ack"},
+		{"PMI-2", "2", "cmd=finalize-response;rc=0;"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := pmiReq(t, 6, "ft", tc.proto)
+			req.KeepGoing, req.MapBy = true, wire.MapByNode // ranks 0,2,4 on node0; 1,3,5 on node1
+			rep, end := d.run(req)
+			if end.Code != 1 || end.State != wire.JobStateFailed || end.Reason != wire.JobEndNone {
+				t.Errorf("end = %d %s %q: %s; want 1, failed, not killed", end.Code, end.State, end.Reason, end.Msg)
+			}
+			reps := pmiReports(t, d, rep.Job)
+			for _, r := range []int{0, 2, 4, 5} {
+				x := reps[r]
+				if x == nil {
+					t.Errorf("rank %d (on %s) did not report", r, nodeOfRank(rep.Placement, uint32(r)))
+					continue
+				}
+				// Two signals may arrive as one: then only the final list.
+				seen := fmt.Sprint(x["seen"])
+				if (seen != "[1 1,3]" && seen != "[1,3]") || x["timeout"] != nil || x["finalize"] != tc.finalize {
+					t.Errorf("rank %d on %s read %s (timeout %v, finalize %v), want [1 1,3] or [1,3]",
+						r, nodeOfRank(rep.Placement, uint32(r)), seen, x["timeout"], x["finalize"])
+				}
+				if tc.proto == "2" && x["jobattr"] != "cmd=info-getjobattr-response;found=TRUE;value=1,3;rc=0;" {
+					t.Errorf("rank %d: info-getjobattr answered %v", r, x["jobattr"])
+				}
+			}
+		})
+	}
+}
+
 // TestPMIMalformed: malformed requests get error replies and the session
 // goes on; a broken PMI-2 frame ends the session and fails the job
 // cleanly; the daemon serves the next job as before.

@@ -40,6 +40,10 @@ type Handler interface {
 	Started(version int)
 	// Mapping returns PMI_process_mapping ("" = not known).
 	Mapping() string
+	// Dead returns PMI_dead_processes: the job's ranks that left PMI
+	// without finalize, comma-separated in the order they did ("" = none).
+	// MPICH reads it when it gets SIGUSR1 (fault tolerance).
+	Dead() string
 	Put(key, value string) error
 	// Get returns a value of the job's key-value space. It never waits:
 	// what another process put is visible after the next Fence.
@@ -408,7 +412,7 @@ func (s *server) lookupKey(key string) (string, bool) {
 		m := s.h.Mapping()
 		return m, m != ""
 	case KeyDead:
-		return "", true
+		return s.h.Dead(), true
 	}
 	return s.h.Get(key)
 }
@@ -565,7 +569,7 @@ func (s *server) do2(c *Command) error {
 				v, ok = strconv.Itoa(p.Universe), true
 			}
 		case KeyDead:
-			ok = true
+			v, ok = s.h.Dead(), true
 		}
 		if ok {
 			return s.send2(c, resp, "found", "TRUE", "value", v, "rc", "0")

@@ -20,6 +20,7 @@ import (
 type fake struct {
 	proc    Proc
 	mapping string
+	dead    string // PMI_dead_processes
 	fenceFn func() error
 	noWait  bool // GetNodeAttr never blocks (fuzzing)
 
@@ -51,6 +52,11 @@ func (f *fake) Started(v int) {
 	f.started = append(f.started, v)
 }
 func (f *fake) Mapping() string { return f.mapping }
+func (f *fake) Dead() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.dead
+}
 func (f *fake) Put(k, v string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -238,6 +244,10 @@ func TestPMI1Session(t *testing.T) {
 	s.roundtrip("cmd=get kvsname=kvs_test_1 key=-allgather-shm-1-0", "cmd=get_result rc=0 msg=success value=segments=2")
 	s.roundtrip("cmd=get kvsname=kvs_test_1 key=-allgather-shm-1-1", "cmd=get_result rc=-1 msg=key_-allgather-shm-1-1_not_found value=unknown")
 	s.roundtrip("cmd=get kvsname=kvs_test_1 key=PMI_dead_processes", "cmd=get_result rc=0 msg=success value=")
+	f.mu.Lock()
+	f.dead = "1,3" // ranks 1 then 3 died (keep-going)
+	f.mu.Unlock()
+	s.roundtrip("cmd=get kvsname=kvs_test_1 key=PMI_dead_processes", "cmd=get_result rc=0 msg=success value=1,3")
 	s.roundtrip("cmd=get_universe_size", "cmd=universe_size size=16")
 	s.roundtrip("cmd=put kvsname=kvs_test_1 key=empty value=", "cmd=put_result rc=0 msg=success")
 	s.roundtrip("cmd=get kvsname=kvs_test_1 key=empty", "cmd=get_result rc=0 msg=success value=")
@@ -436,6 +446,14 @@ func TestPMI2Session(t *testing.T) {
 	x("cmd=kvs-get;jobid=kvs_test_1;srcid=-1;key=k1;", nul6, "cmd=kvs-get-response;found=TRUE;value=v;;1;rc=0;")
 	x("cmd=kvs-get;jobid=kvs_test_1;srcid=1;key=k2;", nul6, "cmd=kvs-get-response;found=FALSE;rc=0;")
 	x("cmd=kvs-get;jobid=kvs_else;srcid=1;key=k1;", nul6, "cmd=kvs-get-response;found=FALSE;rc=0;")
+	// PMI_dead_processes: Hydra answers it in info-getjobattr; MPICH's
+	// ch3 asks kvs-get (answered too, so its fault tolerance works)
+	x("cmd=info-getjobattr;key=PMI_dead_processes;", nul6, "cmd=info-getjobattr-response;found=TRUE;value=;rc=0;")
+	f.mu.Lock()
+	f.dead = "1"
+	f.mu.Unlock()
+	x("cmd=info-getjobattr;key=PMI_dead_processes;", nul6, "cmd=info-getjobattr-response;found=TRUE;value=1;rc=0;")
+	x("cmd=kvs-get;jobid=kvs_test_1;srcid=-1;key=PMI_dead_processes;", nul6, "cmd=kvs-get-response;found=TRUE;value=1;rc=0;")
 	// thrid is echoed
 	x("cmd=kvs-fence;thrid=0x7f00aa;", nul6, "cmd=kvs-fence-response;rc=0;thrid=0x7f00aa;")
 	// node attributes: a get with wait=TRUE is answered once another
