@@ -2,7 +2,7 @@
  * notification. The program installs its own SIGUSR1 handler before
  * MPI_Init (MPICH installs one too and calls the earlier one from it).
  * After a barrier, rank 1 exits without MPI_Finalize, with the status given
- * as the argument (default 3); the
+ * as the argument (default 3; a negative one: killed by that signal); the
  * others wait up to 10 s for SIGUSR1, print how many they got and leave
  * without MPI_Finalize (which would wait for rank 1 for ever with
  * ch4:ucx). */
@@ -28,6 +28,8 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 1 && code < 0)
+        kill(getpid(), -code);
     if (rank == 1)
         exit(code);
     for (i = 0; i < 1000 && !got; i++)
