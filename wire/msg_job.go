@@ -58,7 +58,12 @@ type JobLaunchReq struct {
 	Output        OutputFlags `msgpack:"out,omitempty"`  // output handling
 	PMI           string      `msgpack:"pmi,omitempty"`  // PMI service for MPI programs: PMIAuto (default), PMIFD, PMIPort or PMINone
 	Stdin         bool        `msgpack:"in,omitempty"`   // rank 0 reads what the launcher sends with job.stdin (else /dev/null)
+	Universe      int32       `msgpack:"usz,omitempty"`  // MPI_UNIVERSE_SIZE: 0 = unset (Hydra's default), UniverseSlots = the DVM's slot count, else that number
 }
+
+// UniverseSlots in JobLaunchReq.Universe makes MPI_UNIVERSE_SIZE the DVM's
+// slot count (Hydra's -usize SYSTEM).
+const UniverseSlots = -1
 
 // PMI service modes (JobLaunchReq.PMI): how MPI programs (MPICH's PMI-1
 // and PMI-2 wire protocols) reach their node daemon.

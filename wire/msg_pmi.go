@@ -23,7 +23,7 @@ const (
 type PMIJob struct {
 	Mode     string     `msgpack:"m,omitempty"`   // PMIFD or PMIPort
 	KVS      string     `msgpack:"kvs,omitempty"` // kvsname / PMI-2 jobid
-	Universe int        `msgpack:"u,omitempty"`   // MPI_UNIVERSE_SIZE: the DVM's slot count
+	Universe int        `msgpack:"u,omitempty"`   // MPI_UNIVERSE_SIZE; 0 or less: unset
 	Parent   string     `msgpack:"par,omitempty"` // KVS of the spawning job ("" = not spawned)
 	Preput   []KV       `msgpack:"pp,omitempty"`  // key-value data stored before any rank starts (spawn)
 	Blocks   []PMIBlock `msgpack:"b,omitempty"`   // executable blocks; empty = one block (appnum 0) of LaunchReq.Argv

@@ -33,6 +33,7 @@ func launchFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "timeout", Usage: "kill the job after `D` (e.g. 30s) and exit 124"},
 		&cli.BoolFlag{Name: "keep-going", Usage: "keep the job running when a process fails (MPI: its peers are told, see docs/mpi.md)"},
 		&cli.BoolFlag{Name: "disable-auto-cleanup", Usage: "mpiexec.hydra's name for --keep-going; dynrun then also prints no report of failed processes, as Hydra"},
+		&cli.StringFlag{Name: "usize", Usage: "MPI_UNIVERSE_SIZE as Hydra's -usize: `U` = INFINITE (unset, the default), SYSTEM (the DVM's slot count) or a number"},
 		&cli.StringFlag{Name: "pmi", Value: wire.PMIAuto, Usage: "PMI service for MPI programs (docs/mpi.md): auto (PMI_FD socketpair, like Hydra), fd, port (TCP PMI_PORT + PMI_ID) or none"},
 		&cli.IntFlag{Name: "nodes", Usage: "private DVM only: `K` virtual nodes (default 1)"},
 		&cli.IntFlag{Name: "slots", Usage: "private DVM only: `S` slots per node (default: CPUs)"},
@@ -55,6 +56,7 @@ type launchOpts struct {
 	keepGoing   bool
 	hydraQuiet  bool   // --disable-auto-cleanup: no report line for processes that failed by themselves
 	pmi         string // --pmi
+	universe    int32  // --usize (wire.JobLaunchReq.Universe)
 	private     bool   // --nodes or --slots: always a private DVM
 	nodes       int
 	slots       int
@@ -99,6 +101,9 @@ func parseLaunch(c *cli.Context, cwd string, lim wire.Limits, getenv func(string
 	case wire.PMIAuto, wire.PMIFD, wire.PMIPort, wire.PMINone:
 	default:
 		return o, cliutil.Usagef("--pmi %q: want auto, fd, port or none", o.pmi)
+	}
+	if o.universe, err = parseUsize(c.String("usize")); err != nil {
+		return o, err
 	}
 	if o.stdin != "none" && o.stdin != "0" {
 		return o, cliutil.Usagef("--stdin %q: want none or 0", o.stdin)
@@ -293,6 +298,22 @@ func programExit(err error) error {
 	return cliutil.Exitf(exitNoExec, "%v", err)
 }
 
+// parseUsize reads --usize the way Hydra reads -usize (its words in any
+// case).
+func parseUsize(v string) (int32, error) {
+	switch strings.ToUpper(v) {
+	case "", "INFINITE":
+		return 0, nil
+	case "SYSTEM":
+		return wire.UniverseSlots, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil || n <= 0 {
+		return 0, cliutil.Usagef("--usize %q: want INFINITE (unset), SYSTEM (the DVM's slots) or a positive number", v)
+	}
+	return int32(n), nil
+}
+
 // launchReq builds the job.launch request. Output is forwarded to dynrun,
 // or with --output-dir written to files by the daemons (a relative
 // directory is taken from dynrun's working directory cwd).
@@ -301,7 +322,7 @@ func (o *launchOpts) launchReq(env []string, cwd string) wire.JobLaunchReq {
 	req := wire.JobLaunchReq{
 		Argv: argv, N: uint32(o.n), MapBy: o.mapBy, Oversubscribe: o.over, Name: o.appName(),
 		Env: env, Wdir: o.wdir, KeepGoing: o.keepGoing, Output: wire.OutputFlags{Forward: true}, PMI: o.pmi,
-		Stdin: o.stdin == "0",
+		Stdin: o.stdin == "0", Universe: o.universe,
 	}
 	if o.timeout > 0 {
 		req.TimeoutMS = max(o.timeout.Milliseconds(), 1) // never 0, which means no limit

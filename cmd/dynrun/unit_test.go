@@ -227,3 +227,27 @@ func TestJobNote(t *testing.T) {
 		}
 	}
 }
+
+// TestParseUsize: --usize takes Hydra's -usize words in any case, or a
+// positive number; anything else is a usage error naming the flag.
+func TestParseUsize(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int32
+		bad  bool
+	}{
+		{"", 0, false}, {"INFINITE", 0, false}, {"infinite", 0, false}, {"SYSTEM", wire.UniverseSlots, false},
+		{"System", wire.UniverseSlots, false}, {"12", 12, false}, {"0", 0, true}, {"-3", 0, true}, {"lots", 0, true},
+	} {
+		got, err := parseUsize(tc.in)
+		if tc.bad {
+			if err == nil || !strings.Contains(err.Error(), "--usize") {
+				t.Errorf("parseUsize(%q) = %d, %v; want an error naming --usize", tc.in, got, err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("parseUsize(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+		}
+	}
+}

@@ -251,6 +251,10 @@ func (s *state) launch(c *wire.Conn, b *wire.JobLaunchReq, reply func(*wire.JobL
 		reply(nil, err)
 		return
 	}
+	if b.Universe < wire.UniverseSlots {
+		reply(nil, wire.Errorf(wire.ErrInvalid, "master: universe size %d: want a positive number, 0 (unset) or %d (the DVM's slots)", b.Universe, wire.UniverseSlots))
+		return
+	}
 	id := s.lastJob + 1
 	ns := s.id + "." + strconv.FormatUint(uint64(id), 10)
 	placed, err := s.place(ns, int(b.N), alloc.Options{MapBy: mapBy, Oversubscribe: b.Oversubscribe})
@@ -805,7 +809,18 @@ func (m *Master) handleAbort(ctx context.Context, _ *wire.Request, b *wire.Abort
 			msg += ": " + b.Msg
 		}
 		if len(b.Procs) == 0 {
-			s.killJob(j, killOrder{reason: reasonAbort, code: b.Status, msg: msg})
+			// Like mpiexec, which exits at an abort and takes every
+			// process it started with it: the whole spawn tree goes,
+			// from the job its launcher started (killJob passes the
+			// order down to what that job spawned).
+			root := spawnRoot(j)
+			if root != j {
+				msg = fmt.Sprintf("rank %d of job %s (which job %s spawned) called abort", b.Rank, j.ns, root.ns)
+				if b.Msg != "" {
+					msg += ": " + b.Msg
+				}
+			}
+			s.killJob(root, killOrder{reason: reasonAbort, code: b.Status, msg: msg})
 			return nil
 		}
 		for _, pr := range b.Procs {

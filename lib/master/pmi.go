@@ -3,7 +3,6 @@ package master
 import (
 	"context"
 	"fmt"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -84,7 +83,7 @@ func (s *state) pmiLaunch(j *job) *wire.PMIJob {
 	case "", wire.PMIAuto:
 		mode = wire.PMIFD
 	}
-	info := &wire.PMIJob{Mode: mode, KVS: kvsName(j.ns), Universe: s.alloc.Total(), KeepGoing: j.req.KeepGoing}
+	info := &wire.PMIJob{Mode: mode, KVS: kvsName(j.ns), Universe: s.universe(j.req.Universe), KeepGoing: j.req.KeepGoing}
 	if sp := s.pmi.next; sp != nil {
 		s.pmi.next = nil
 		info.Parent = kvsName(sp.parent.ns)
@@ -97,6 +96,16 @@ func (s *state) pmiLaunch(j *job) *wire.PMIJob {
 	}
 	j.pmi.info = info
 	return info
+}
+
+// universe is the MPI_UNIVERSE_SIZE a job's processes read (0: unset, as
+// under Hydra without -usize; MPICH's test suite, for one, reads a set
+// value as "no room to spawn beyond it").
+func (s *state) universe(u int32) int {
+	if u == wire.UniverseSlots {
+		return s.alloc.Total()
+	}
+	return int(max(u, 0))
 }
 
 // staticErr refuses a resource change on a job whose processes speak PMI
@@ -221,9 +230,13 @@ func (s *state) pmiSpawn(b *wire.PMISpawnReq, reply func(*wire.PMISpawnReply, er
 		total += a.N
 	}
 	req := &wire.JobLaunchReq{
-		Argv: sp.blocks[0].Argv, N: total, MapBy: parent.req.MapBy, Oversubscribe: parent.req.Oversubscribe,
+		// Oversubscribe: like Hydra, which places a spawn's processes
+		// over its hosts' cores and wraps around, never refusing one
+		// for room (MPI_Comm_spawn cannot wait, and MPICH's PMI-2
+		// client would not even see the refusal).
+		Argv: sp.blocks[0].Argv, N: total, MapBy: parent.req.MapBy, Oversubscribe: true,
 		Env: parent.req.Env, Wdir: parent.req.Wdir, KeepGoing: parent.req.KeepGoing, Output: parent.req.Output,
-		PMI: parent.req.PMI,
+		PMI: parent.req.PMI, Universe: parent.req.Universe,
 	}
 	if parent.req.TimeoutMS > 0 {
 		// The parent's time limit covers what it spawned (its launcher
@@ -242,9 +255,9 @@ func (s *state) pmiSpawn(b *wire.PMISpawnReq, reply func(*wire.PMISpawnReply, er
 	s.pmi.next = nil // not consumed when the launch failed early
 }
 
-// spawnApp applies the MPI_Info keys that shape the command: path (where
-// to find a program named without a slash) and wdir (relative to the
-// spawning job's directory). spawnHosts reads the placement keys; others
+// spawnApp applies the MPI_Info keys that shape the command: path (the
+// directory of the program) and wdir (relative to the spawning job's
+// directory). spawnHosts reads the placement keys; others
 // are ignored.
 func spawnApp(a wire.PMISpawnApp, parentWdir string) ([]string, string) {
 	argv := append([]string(nil), a.Argv...)
@@ -260,8 +273,11 @@ func spawnApp(a wire.PMISpawnApp, parentWdir string) ([]string, string) {
 				wdir = v
 			}
 		case "path":
-			if v != "" && !strings.Contains(argv[0], "/") {
-				argv[0] = path.Join(v, argv[0])
+			// Hydra's rule: path, a slash, the command, as they are
+			// ("." + "prog" is "./prog", run from wdir; path.Join would
+			// make it "prog", looked up in $PATH).
+			if v != "" {
+				argv[0] = v + "/" + argv[0]
 			}
 		}
 	}
@@ -419,6 +435,15 @@ func failedSpawn(j *job) *job {
 		}
 	}
 	return nil
+}
+
+// spawnRoot returns the job at the root of j's spawn tree: the one its
+// launcher started (j itself when it was not spawned).
+func spawnRoot(j *job) *job {
+	for j.pmi != nil && j.pmi.spawner != nil {
+		j = j.pmi.spawner
+	}
+	return j
 }
 
 // killSpawned passes a kill of j on to the live jobs it spawned. A

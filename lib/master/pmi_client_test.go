@@ -28,7 +28,8 @@ import (
 //	spawnbad  rank 0 spawns a program that does not exist
 //	spawnhost N K V [K V] [-- CHILD ARGS]  PMI-1: rank 0 spawns N processes (default
 //	          "child") with the info pairs K=V; the reply is reported (with
-//	          $PMI_TEST_HOLD set, at once, and the process then sleeps)
+//	          $PMI_TEST_HOLD set, at once, and the process then sleeps); the
+//	          command is this binary, or $PMI_TEST_EXE when set
 //	spawnhost2 N K V  the same through PMI-2 (default child "child2")
 //	late D    a spawned PMI-1 process that sleeps D before it finalizes
 //	fail C    a spawned PMI-1 process that finalizes and exits with code C
@@ -190,6 +191,9 @@ func pmiClientMain(args []string) int {
 			kv, child = kv[:i], kv[i+1:]
 		}
 		exe, _ := os.Executable()
+		if e := os.Getenv("PMI_TEST_EXE"); e != "" {
+			exe = e
+		}
 		if args[0] == "spawnhost" {
 			if err := c.init1(rep); err != nil {
 				return fail(err)

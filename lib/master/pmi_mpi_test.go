@@ -114,20 +114,25 @@ func stderrOf(d *testDVM, job string) string {
 	return b.String()
 }
 
-// TestMPIHello: rank, size, appnum and MPI_UNIVERSE_SIZE (the DVM's
-// slots) for 1 to 16 ranks on 1 and 4 virtual nodes.
+// TestMPIHello: rank, size, appnum and MPI_UNIVERSE_SIZE (unset as under
+// Hydra, the DVM's slots with --usize SYSTEM, or a number) for 1 to 16
+// ranks on 1 and 4 virtual nodes.
 func TestMPIHello(t *testing.T) {
 	prog := mpiProgram(t, "hello_mpi")
-	for _, tc := range []struct{ nodes, slots, n int }{{1, 4, 1}, {1, 4, 4}, {4, 4, 16}} {
+	for _, tc := range []struct {
+		nodes, slots, n int
+		usize           int32
+		universe        int
+	}{{1, 4, 1, 0, -1}, {1, 4, 4, wire.UniverseSlots, 4}, {4, 4, 16, 40, 40}} {
 		t.Run(fmt.Sprintf("%dx%d/n=%d", tc.nodes, tc.slots, tc.n), func(t *testing.T) {
 			d := startDVM(t, tc.nodes, tc.slots)
-			rep, end := d.run(wire.JobLaunchReq{Argv: []string{prog, strconv.Itoa(tc.n)}, N: uint32(tc.n)})
+			rep, end := d.run(wire.JobLaunchReq{Argv: []string{prog, strconv.Itoa(tc.n)}, N: uint32(tc.n), Universe: tc.usize})
 			if end.Code != 0 {
 				t.Fatalf("job ended %d: %s\n%s", end.Code, end.Msg, stderrOf(d, rep.Job))
 			}
 			var want []string
 			for r := range tc.n {
-				want = append(want, fmt.Sprintf("hello rank=%d size=%d appnum=0 universe=%d", r, tc.n, tc.nodes*tc.slots))
+				want = append(want, fmt.Sprintf("hello rank=%d size=%d appnum=0 universe=%d", r, tc.n, tc.universe))
 			}
 			slices.Sort(want)
 			if got := lines(d, rep.Job); !slices.Equal(got, want) {

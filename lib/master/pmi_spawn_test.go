@@ -84,7 +84,7 @@ func TestPMISpawnBadHost(t *testing.T) {
 		// PMI-1 values cannot hold blanks: the message has them as '_'.
 		{"pmi1 host", `cmd=spawn_result rc=-1 msg=master:_spawn:_executable_0:_host_"elsewhere"_is_not_a_node_of_DVM_`, []string{"spawnhost", "1", "host", "node1,elsewhere"}},
 		{"pmi1 hostfile", "cmd=spawn_result rc=-1 msg=master:_spawn:_executable_0:_info_key_hostfile:_", []string{"spawnhost", "1", "hostfile", "/nonexistent/hosts"}},
-		{"pmi2 host", `cmd=spawn-response;rc=-1;errmsg=master: spawn: executable 0: host "nowhere" is not a node`, []string{"spawnhost2", "1", "host", "nowhere"}},
+		{"pmi2 host", `cmd=spawn-response;errmsg=master: spawn: executable 0: host "nowhere" is not a node`, []string{"spawnhost2", "1", "host", "nowhere"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -108,6 +108,95 @@ func TestPMISpawnBadHost(t *testing.T) {
 				return nil
 			}); err != nil {
 				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestPMISpawnPath: the info key path is joined to the command as Hydra
+// does (path, "/", command), so path "." runs the program of that name
+// in the working directory rather than one found in $PATH (MPICH's
+// spaconacc spawns "spaconacc" with path ".").
+func TestPMISpawnPath(t *testing.T) {
+	d := startDVM(t, 1, 4)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wdir, bin := t.TempDir(), t.TempDir()
+	for _, dir := range []string{wdir, filepath.Join(wdir, "sub"), bin} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(exe, filepath.Join(dir, "pmichild")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name, exe string
+		info      []string
+	}{
+		{"dot", "pmichild", []string{"path", "."}},
+		{"relative dir", "pmichild", []string{"path", "sub"}},
+		{"dot with wdir", "pmichild", []string{"wdir", "sub", "path", "."}},
+		{"absolute dir", "pmichild", []string{"path", bin}},
+		{"command with a slash", "sub/pmichild", []string{"path", "."}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := pmiReq(t, 1, append([]string{"spawnhost", "1"}, tt.info...)...)
+			// $PATH has no pmichild: only the path key finds it.
+			req.Env = append(req.Env, "PMI_TEST_EXE="+tt.exe, "PATH=/usr/bin:/bin")
+			req.Wdir = wdir
+			rep, end := d.run(req)
+			if end.Code != 0 {
+				t.Fatalf("parent ended %d: %s", end.Code, end.Msg)
+			}
+			if s, _ := pmiReports(t, d, rep.Job)[0]["spawn"].(string); s != "cmd=spawn_result rc=0" {
+				t.Fatalf("spawn reply %q, want success", s)
+			}
+			child := childJob(t, d, rep.Job)
+			if cend := d.wait(child); cend.Code != 0 {
+				t.Fatalf("spawned job ended %d: %s", cend.Code, cend.Msg)
+			}
+			if f, _ := pmiReports(t, d, child)[0]["finalize"].(string); f != "cmd=finalize_ack" {
+				t.Errorf("spawned process did not finish its PMI session: %v", pmiReports(t, d, child))
+			}
+		})
+	}
+}
+
+// TestPMISpawnOversubscribes: a spawn is never refused for want of free
+// slots, as under Hydra (which wraps around its hosts' cores): the new
+// processes take the free slots and oversubscribe the rest, even on the
+// nodes a host key names and without --oversubscribe.
+func TestPMISpawnOversubscribes(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"pmi1", []string{"spawnhost", "3"}, []string{"node0", "node1", "node1"}},
+		{"pmi1 host", []string{"spawnhost", "2", "host", "node0"}, []string{"node0", "node0"}},
+		{"pmi2", []string{"spawnhost2", "2"}, []string{"node0", "node1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := startDVM(t, 2, 1)
+			rep, end := d.run(pmiReq(t, 1, tt.args...)) // on node0, the only free slot is node1's
+			if end.Code != 0 {
+				t.Fatalf("parent ended %d: %s", end.Code, end.Msg)
+			}
+			s, _ := pmiReports(t, d, rep.Job)[0]["spawn"].(string)
+			if s != "cmd=spawn_result rc=0" && !strings.HasPrefix(s, "cmd=spawn-response;rc=0;") {
+				t.Fatalf("spawn reply %q, want success", s)
+			}
+			child := childJob(t, d, rep.Job)
+			if cend := d.wait(child); cend.Code != 0 {
+				t.Fatalf("spawned job ended %d: %s", cend.Code, cend.Msg)
+			}
+			if got := spawnNodes(t, d, child); !slices.Equal(got, tt.want) {
+				t.Errorf("spawned processes ran on %v, want %v", got, tt.want)
 			}
 		})
 	}
@@ -194,6 +283,37 @@ func TestPMISpawnedKilledWithParent(t *testing.T) {
 			}
 			if end.Code == 0 {
 				t.Errorf("parent wait reported success after the kill: %s %s", end.State, end.Msg)
+			}
+		})
+	}
+}
+
+// TestPMISpawnedAbortEndsTree: an abort in a spawned job ends the whole
+// spawn tree, from the job the launcher started, with the abort's code,
+// as mpiexec exits at once with it (MPICH's concurrent_spawns had a
+// child abort while its parent waited, and dynrun hung).
+func TestPMISpawnedAbortEndsTree(t *testing.T) {
+	d := startDVM(t, 1, 4)
+	for _, tc := range []string{"parent running", "parent finalized"} {
+		t.Run(tc, func(t *testing.T) {
+			req := pmiReq(t, 1, "spawnhost", "1", "--", "abort", "7")
+			if tc == "parent running" {
+				req.Env = append(req.Env, "PMI_TEST_HOLD=1") // it sleeps after the spawn
+			}
+			rep, err := d.launch(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			end := d.wait(rep.Job)
+			if end.Code != 7 {
+				t.Errorf("parent wait: %s %d %q; want code 7", end.State, end.Code, end.Msg)
+			}
+			if tc == "parent running" && (end.Reason != wire.JobEndAbort || !strings.Contains(end.Msg, "called abort")) {
+				t.Errorf("parent ended %s %q (%s); want aborted by its spawned job", end.State, end.Msg, end.Reason)
+			}
+			cend := d.wait(childJob(t, d, rep.Job))
+			if cend.Code != 7 || cend.Reason != wire.JobEndAbort {
+				t.Errorf("spawned job: %s %d %q; want aborted with 7", cend.State, cend.Code, cend.Msg)
 			}
 		})
 	}

@@ -99,16 +99,18 @@ func TestPMI1KV(t *testing.T) {
 		nodes, slots int
 		n            uint32
 		mapBy, mode  string
+		usize        int32
+		universe     int // -1: unset, as under Hydra by default
 	}{
-		{"1 node", 1, 4, 4, "", ""},
-		{"4 nodes by node", 4, 2, 7, wire.MapByNode, wire.PMIAuto},
-		{"4 nodes port mode", 4, 2, 5, "", wire.PMIPort},
+		{"1 node", 1, 4, 4, "", "", 0, -1},
+		{"4 nodes by node", 4, 2, 7, wire.MapByNode, wire.PMIAuto, wire.UniverseSlots, 8},
+		{"4 nodes port mode", 4, 2, 5, "", wire.PMIPort, 12, 12},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			d := startDVM(t, tc.nodes, tc.slots)
 			req := pmiReq(t, tc.n, "kv")
-			req.MapBy, req.PMI = tc.mapBy, tc.mode
+			req.MapBy, req.PMI, req.Universe = tc.mapBy, tc.mode, tc.usize
 			rep, end := d.run(req)
 			if end.Code != 0 {
 				t.Fatalf("job ended %+v: %s", end.Code, end.Msg)
@@ -123,7 +125,7 @@ func TestPMI1KV(t *testing.T) {
 					"maxes":    "cmd=maxes kvsname_max=256 keylen_max=64 vallen_max=1024",
 					"appnum":   "cmd=appnum appnum=0",
 					"kvsname":  "cmd=my_kvsname kvsname=kvs_" + rep.Job,
-					"universe": fmt.Sprintf("cmd=universe_size size=%d", tc.nodes*tc.slots),
+					"universe": fmt.Sprintf("cmd=universe_size size=%d", tc.universe),
 					"put":      "cmd=put_result rc=0 msg=success",
 					"barrier":  "cmd=barrier_out",
 					"next":     fmt.Sprintf("cmd=get_result rc=0 msg=success value=v-%d=x", next),
@@ -166,7 +168,9 @@ func TestPMI1KV(t *testing.T) {
 // attributes with wait, thrid echo.
 func TestPMI2(t *testing.T) {
 	d := startDVM(t, 4, 2)
-	rep, end := d.run(pmiReq(t, 6, "pmi2"))
+	req := pmiReq(t, 6, "pmi2")
+	req.Universe = wire.UniverseSlots
+	rep, end := d.run(req)
 	if end.Code != 0 {
 		t.Fatalf("job ended %d: %s", end.Code, end.Msg)
 	}

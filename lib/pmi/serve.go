@@ -489,6 +489,15 @@ func (s *server) send2(req *Command, cmd string, kv ...string) error {
 	return s.write(b)
 }
 
+// refuseSpawn2 answers a spawn that failed, or some of whose processes
+// could not start, in the only form MPICH 4.0.x's PMI-2 client notices:
+// without rc (it ignores rc, errcodes and nerrs of spawn-response and
+// would wait for the children in MPI_Comm_accept forever; a reply
+// without rc fails PMI2_Job_Spawn, so MPI_Comm_spawn returns an error).
+func (s *server) refuseSpawn2(c *Command, err error) error {
+	return s.send2(c, "spawn-response", "errmsg", err.Error())
+}
+
 // fail2 answers a request with rc=-1.
 func (s *server) fail2(c *Command, err error) error {
 	return s.send2(c, c.Cmd+"-response", "rc", "-1", "errmsg", err.Error())
@@ -606,11 +615,11 @@ func (s *server) do2(c *Command) error {
 	case "spawn":
 		sp, err := ParseSpawn2(c)
 		if err != nil {
-			return s.fail2(c, err)
+			return s.refuseSpawn2(c, err)
 		}
 		res, err := s.h.Spawn(s.ctx, sp)
 		if err != nil {
-			return s.fail2(c, err)
+			return s.refuseSpawn2(c, err)
 		}
 		nerrs := 0
 		for _, e := range res.Errcodes {
@@ -618,11 +627,10 @@ func (s *server) do2(c *Command) error {
 				nerrs++
 			}
 		}
-		kv := []string{"rc", "0", "jobid", res.KVS, "nerrs", strconv.Itoa(nerrs)}
-		if codes := errcodes(res.Errcodes, sp.Procs()); codes != "" {
-			kv = append(kv, "errcodes", codes)
+		if nerrs > 0 {
+			return s.refuseSpawn2(c, fmt.Errorf("%d of the %d spawned processes could not start (exit codes %s)", nerrs, sp.Procs(), errcodes(res.Errcodes, sp.Procs())))
 		}
-		return s.send2(c, "spawn-response", kv...)
+		return s.send2(c, "spawn-response", "rc", "0", "jobid", res.KVS, "nerrs", "0")
 	case "finalize":
 		s.res.Finalized = true
 		if err := s.send2(c, resp, "rc", "0"); err != nil {
@@ -632,7 +640,10 @@ func (s *server) do2(c *Command) error {
 	case "abort":
 		m, _ := c.Get("msg")
 		s.res.Aborted = true
-		return s.h.Abort(s.ctx, 1, m) // no reply: the client exits at once
+		// No code on the wire: 255, the status of the client's own
+		// exit(-1) right after, and mpiexec.hydra's (4.0.2 does not know
+		// the command and fails). No reply: the client is gone.
+		return s.h.Abort(s.ctx, 255, m)
 	}
 	return s.fail2(c, wire.Errorf(wire.ErrUnsupported, "pmi: unknown command %s", clip([]byte(c.Cmd))))
 }
