@@ -71,9 +71,18 @@ func withoutEnv(env []string, name string) []string {
 // test harness does.
 func runLauncher(t *testing.T, env []string, argv ...string) (int, string, string) {
 	t.Helper()
+	return runLauncherIn(t, "", env, argv...)
+}
+
+// runLauncherIn is runLauncher in the working directory dir ("" = the
+// test's): where mpiexec.hydra's spawned processes start, whatever -wdir
+// says.
+func runLauncherIn(t *testing.T, dir string, env []string, argv ...string) (int, string, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = dir
 	cmd.Env = append(withoutEnv(os.Environ(), "LD_LIBRARY_PATH"), env...)
 	cmd.WaitDelay = 5 * time.Second
 	code, out, errOut := runCmd(t, cmd)

@@ -1,83 +1,18 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"errors"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // MPI_Comm_spawn with real MPICH programs, built for the ch3 device (the
 // only device of Debian's MPICH 4.0.2 sources that can spawn; Debian's own
 // ch4:ucx build cannot), compared with the same build's mpiexec.hydra.
-// The builds are the ones scripts/mpich-suite.sh caches; CI machines do
-// not have them and the tests skip there (the protocol-level tests in
+// The builds are the ones scripts/mpich-suite.sh caches (ch3Builds); CI
+// machines do not have them and the tests skip there (the protocol-level tests in
 // lib/master and lib/pmi cover what is visible in PMI).
-
-// ch3Prefixes returns the installation prefixes of the cached ch3 builds:
-// PMI-1 in $DYNRT_MPICH_CH3 (default ~/.cache/dynrt/ch3-pmi1) and PMI-2
-// next to it in ch3-pmi2; it skips the test when there is none.
-func ch3Prefixes(t *testing.T) []string {
-	t.Helper()
-	pmi1 := os.Getenv("DYNRT_MPICH_CH3")
-	if pmi1 == "" {
-		cache, err := os.UserCacheDir()
-		if err != nil {
-			t.Skipf("no MPICH ch3 build: no cache directory (%v); set DYNRT_MPICH_CH3", err)
-		}
-		pmi1 = filepath.Join(cache, "dynrt", "ch3-pmi1")
-	}
-	var out []string
-	for _, p := range []string{pmi1, filepath.Join(filepath.Dir(pmi1), "ch3-pmi2")} {
-		if _, err := os.Stat(filepath.Join(p, "bin", "mpicc")); err == nil {
-			out = append(out, p)
-		}
-	}
-	if len(out) == 0 {
-		t.Skipf("no MPICH ch3 build in %s (scripts/mpich-suite.sh builds it; or set DYNRT_MPICH_CH3)", pmi1)
-	}
-	return out
-}
-
-// ch3Env is the environment for ch3 programs and their launchers: their
-// rpath finds the library, an inherited LD_LIBRARY_PATH could pick
-// Debian's.
-func ch3Env(extra ...string) []string {
-	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "LD_LIBRARY_PATH=") })
-	return append(env, extra...)
-}
-
-// runIn runs a launcher in dir with stdin from /dev/null and a time limit
-// (a hang shows as exit 124), returning its status and its combined
-// output.
-func runIn(t *testing.T, dir string, argv ...string) (int, string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir, cmd.Env = dir, ch3Env()
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.WaitDelay = 5 * time.Second
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case ctx.Err() != nil:
-		return 124, out.String()
-	case err == nil:
-		return 0, out.String()
-	case errors.As(err, &ee):
-		return ee.ExitCode(), out.String()
-	}
-	t.Fatalf("%q: %v", argv, err)
-	return 0, ""
-}
 
 // programLines are the lines the MPI processes printed (not the
 // launchers' own messages), sorted: ranks print in any order.
@@ -104,21 +39,14 @@ func programLines(out string) []string {
 // refused for room, the universe unset by default, an abort ending the
 // whole spawn tree (with 255 for PMI-2, which carries no code).
 func TestMPICHSpawn(t *testing.T) {
-	prefixes := ch3Prefixes(t)
+	builds := ch3Builds(t)
 	dynDir(t)
 	warm := startDVM(t, "--nodes", "4", "--slots", "1")
-	for _, prefix := range prefixes {
-		build := filepath.Base(prefix)
-		dir := t.TempDir()
-		prog := filepath.Join(dir, "spawn_tree")
-		cc := exec.Command(filepath.Join(prefix, "bin", "mpicc"), "-o", prog, "../../testdata/mpi-ch3/spawn_tree.c")
-		cc.Env = ch3Env()
-		if out, err := cc.CombinedOutput(); err != nil {
-			t.Fatalf("%s: compiling spawn_tree: %v\n%s", build, err, out)
-		}
-		hydra := filepath.Join(prefix, "bin", "mpiexec.hydra")
+	for _, b := range builds {
+		prog := compileMPI(t, b, "spawn_tree")
+		dir := filepath.Dir(prog) // the spawn finds it there through path "." (under Hydra: mpiexec's directory)
 		abortCode := 7
-		if strings.HasSuffix(build, "pmi2") {
+		if strings.HasSuffix(b.name, "pmi2") {
 			abortCode = 255 // PMI-2's abort carries no code; Hydra 4.0.2 fails on it
 		}
 		tests := []struct {
@@ -132,10 +60,10 @@ func TestMPICHSpawn(t *testing.T) {
 			{"child aborts", "abort", "2", abortCode, []string{"application called MPI_Abort(MPI_COMM_WORLD, 7) - process 0"}},
 		}
 		for _, tt := range tests {
-			t.Run(build+"/"+tt.name, func(t *testing.T) {
-				hcode, hout := runIn(t, dir, hydra, "-n", "1", "./spawn_tree", tt.n, tt.mode)
+			t.Run(b.name+"/"+tt.name, func(t *testing.T) {
+				hcode, hout, herr := runLauncherIn(t, dir, nil, b.hydra, "-n", "1", "./spawn_tree", tt.n, tt.mode)
 				if hcode != tt.code {
-					t.Fatalf("mpiexec.hydra exited %d, want %d:\n%s", hcode, tt.code, hout)
+					t.Fatalf("mpiexec.hydra exited %d, want %d:\n%s%s", hcode, tt.code, hout, herr)
 				}
 				for _, dvm := range []struct{ name, sel string }{{"private", ""}, {"warm 4 nodes", warm}} {
 					args := []string{bin, "-n", "1"}
@@ -144,18 +72,18 @@ func TestMPICHSpawn(t *testing.T) {
 					} else {
 						args = append(args, "--slots", "2") // fewer than 1 + n: the spawn oversubscribes
 					}
-					code, out := runIn(t, dir, append(args, "./spawn_tree", tt.n, tt.mode)...)
+					code, out, errOut := runLauncherIn(t, dir, nil, append(args, "./spawn_tree", tt.n, tt.mode)...)
 					if code != hcode {
-						t.Errorf("%s: dynrun exited %d, mpiexec.hydra %d:\n%s", dvm.name, code, hcode, out)
+						t.Errorf("%s: dynrun exited %d, mpiexec.hydra %d:\n%s%s", dvm.name, code, hcode, out, errOut)
 					}
-					got := programLines(out)
+					got := programLines(out + errOut)
 					for _, w := range tt.want {
 						if !slices.Contains(got, w) {
-							t.Errorf("%s: no line %q in dynrun's output:\n%s", dvm.name, w, out)
+							t.Errorf("%s: no line %q in dynrun's output:\n%s%s", dvm.name, w, out, errOut)
 						}
 					}
-					if tt.code == 0 && !slices.Equal(got, programLines(hout)) {
-						t.Errorf("%s: output\n%s\nmpiexec.hydra's\n%s", dvm.name, strings.Join(got, "\n"), strings.Join(programLines(hout), "\n"))
+					if tt.code == 0 && !slices.Equal(got, programLines(hout+herr)) {
+						t.Errorf("%s: output\n%s\nmpiexec.hydra's\n%s%s", dvm.name, strings.Join(got, "\n"), hout, herr)
 					}
 				}
 			})
