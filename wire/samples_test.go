@@ -121,7 +121,7 @@ func samples() map[string]any {
 		"OutputFlags": &outFlags,
 		"JobLaunchReq": &JobLaunchReq{Argv: []string{"./lu", "-n", "64"}, N: 8, MapBy: MapByNode, Oversubscribe: true,
 			Name: "lu", Env: []string{"OMP_NUM_THREADS=1", "A=b"}, Wdir: "/home/u", KeepGoing: true, TimeoutMS: 60000, Output: outFlags, PMI: PMIPort,
-			Stdin: true},
+			Stdin: true, Universe: UniverseSlots},
 		"JobLaunchReply": &JobLaunchReply{ID: 7, Job: "dvm1.7", App: "lu", Placement: pl},
 		"ProcInfo":       &proc,
 		"JobInfo":        &job,
