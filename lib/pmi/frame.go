@@ -82,7 +82,23 @@ func ReadFrame(r *bufio.Reader) ([]byte, error) {
 	if _, err := io.ReadFull(r, p); err != nil {
 		return nil, wire.Errorf(wire.ErrMalformed, "pmi: frame of %d bytes cut short: %w", n, err)
 	}
-	return p, nil
+	return withoutJunk(hdr[:], p), nil
+}
+
+// withoutJunk drops the 6 garbage bytes the MPICH 4.0.x client (the one
+// that left-aligns its header) sends after each request. ParseFrame alone
+// cannot always tell them from data: junk that starts with ';' (a
+// leftover of an earlier request) turns the last value's ';' into an
+// escaped ";;", and spaconacc's second spawn got path ".;" instead of
+// ".". A left-aligned frame whose content does not end with ';' 6 bytes
+// early is left alone (it is not such a request).
+func withoutJunk(hdr, p []byte) []byte {
+	const junk = 6
+	leftAligned := hdr[0] != ' ' && hdr[HeaderLen-1] == ' '
+	if !leftAligned || len(p) < junk+1 || p[len(p)-junk-1] != ';' {
+		return p
+	}
+	return p[:len(p)-junk]
 }
 
 // parseHeader reads the length the way the client's atoi does, but

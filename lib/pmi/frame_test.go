@@ -21,7 +21,11 @@ func TestReadFrame(t *testing.T) {
 	}{
 		// MPICH 4.0.x: left-aligned length, 6 bytes more than the payload,
 		// filled with NULs or garbage (pmi-wire.md §3.1).
-		{name: "4.0.x NULs", in: "20    cmd=job-getid;\x00\x00\x00\x00\x00\x00", want: "cmd=job-getid;\x00\x00\x00\x00\x00\x00"},
+		// The 6 junk bytes are dropped: junk beginning with ';' would
+		// otherwise make the last value's ';' an escaped ";;".
+		{name: "4.0.x NULs", in: "20    cmd=job-getid;\x00\x00\x00\x00\x00\x00", want: "cmd=job-getid;"},
+		{name: "4.0.x junk after ;", in: "27    cmd=spawn;infoval0=.;;\x00\xa2lG\x95", want: "cmd=spawn;infoval0=.;"},
+		{name: "left-aligned, no junk", in: "14    cmd=job-getid;", want: "cmd=job-getid;"},
 		{name: "Hydra right-aligned", in: "    14cmd=job-getid;", want: "cmd=job-getid;"},
 		{name: "centered", in: "  14  cmd=job-getid;", want: "cmd=job-getid;"},
 		{name: "empty payload", in: "0     ", want: ""},

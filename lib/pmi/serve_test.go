@@ -476,6 +476,16 @@ func TestPMI2Session(t *testing.T) {
 	// spawn (§3.4)
 	x("cmd=spawn;ncmds=1;preputcount=1;ppkey0=PARENT_ROOT_PORT_NAME;ppval0=fakeport;subcmd=./drv2;maxprocs=2;argc=0;infokeycount=0;", "d;\x1c\xfd\x7f\x00",
 		"cmd=spawn-response;rc=0;jobid=kvs_child;nerrs=0;")
+	// Junk that begins with ';' (left from an earlier request) must not
+	// turn the last value's ';' into an escaped ";;" (spaconacc's second
+	// spawn got path ".;").
+	x("cmd=spawn;ncmds=1;preputcount=0;subcmd=spaconacc;maxprocs=1;argc=0;infokeycount=1;infokey0=path;infoval0=.;", ";\x00\xa2lG\x95",
+		"cmd=spawn-response;rc=0;jobid=kvs_child;nerrs=0;")
+	f.mu.Lock()
+	if last := f.spawns[len(f.spawns)-1]; len(last.Apps) != 1 || !reflect.DeepEqual(last.Apps[0].Info, []Pair{{"path", "."}}) {
+		t.Errorf("spawn info after junk = %+v, want path=.", last.Apps)
+	}
+	f.mu.Unlock()
 	// A failed spawn, or one some of whose processes could not start,
 	// is answered without rc: the only reply MPICH 4.0.x's client does
 	// not take for success (it ignores rc, nerrs and errcodes).
