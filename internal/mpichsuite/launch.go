@@ -26,8 +26,11 @@ var Runners = []Runner{Hydra, DynrunPrivate, DynrunWarm}
 // is reported as not run (the suite never guesses).
 var mpiexecToDynrun = map[string][]string{
 	// Hydra keeps the job going when a process dies, signals the survivors
-	// and reports the dead ranks through PMI: dynrun's --keep-going.
-	"-disable-auto-cleanup": {"--keep-going"},
+	// and reports the dead ranks through PMI, and prints nothing of its own
+	// when a rank exits non-zero: dynrun's --disable-auto-cleanup
+	// (--keep-going would add its report line, which runtests counts as
+	// unexpected output).
+	"-disable-auto-cleanup": {"--disable-auto-cleanup"},
 }
 
 // Launch is how to start a test: the command line and the variables added

@@ -18,8 +18,8 @@ func TestCommand(t *testing.T) {
 		want   string // argv joined by spaces, or the error's beginning
 	}{
 		{"hydra keeps mpiexec arguments", Hydra, ft, "", "mpiexec.hydra -n 2 -disable-auto-cleanup ./senddead -v"},
-		{"private maps to --keep-going, oversubscribes", DynrunPrivate, ft, "", "dynrun -n 2 --oversubscribe --keep-going ./senddead -v"},
-		{"warm names its DVM", DynrunWarm, ft, "abc", "dynrun --dvm abc -n 2 --keep-going ./senddead -v"},
+		{"private maps to --disable-auto-cleanup, oversubscribes", DynrunPrivate, ft, "", "dynrun -n 2 --oversubscribe --disable-auto-cleanup ./senddead -v"},
+		{"warm names its DVM", DynrunWarm, ft, "abc", "dynrun --dvm abc -n 2 --disable-auto-cleanup ./senddead -v"},
 		{"warm without a DVM", DynrunWarm, ft, "", "error: runner dynrun-warm needs the warm DVM's id"},
 		{"unmapped argument", DynrunPrivate, odd, "", `error: mpiexec argument "-ckpointlib" of ckpoint/ck 2 has no dynrun equivalent`},
 		{"hydra passes any argument", Hydra, odd, "", "mpiexec.hydra -n 2 -ckpointlib blcr ./ck"},
