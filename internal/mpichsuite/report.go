@@ -28,7 +28,7 @@ type Difference struct {
 }
 
 func (d Difference) String() string {
-	return fmt.Sprintf("%s %s %s: %s (%s)", d.Build, d.Runner, d.Test.ID(), d.Verdict.Kind, d.Verdict.Reason)
+	return fmt.Sprintf("%s %s %s: %s (%s)", d.Build, d.Runner, d.Test.ID(), d.Verdict.Label(d.Test), d.Verdict.Reason)
 }
 
 type rowKey struct{ build, id string }
@@ -54,8 +54,9 @@ func rows(results []Result) ([]rowKey, map[rowKey]*row) {
 }
 
 // Differences lists, in run order, every test that passed under Hydra and
-// did not pass under a dynrun runner of the same build: the comparison the
-// suite is about (a test Hydra fails may fail under dynrun too).
+// did not pass under a dynrun runner of the same build, or passed there only
+// by lasting until the time limit: the comparison the suite is about (a
+// test Hydra fails may fail under dynrun too).
 func Differences(results []Result) []Difference {
 	order, m := rows(results)
 	var out []Difference
@@ -66,8 +67,17 @@ func Differences(results []Result) []Difference {
 			continue
 		}
 		for _, rn := range Runners[1:] {
-			if d, ok := rw.by[rn]; ok && !d.Verdict.Passed() {
+			d, ok := rw.by[rn]
+			switch {
+			case !ok:
+			case !d.Verdict.Passed():
 				out = append(out, Difference{k.build, rw.test, rn, d.Verdict})
+			case d.Verdict.AtLimit && !h.Verdict.AtLimit:
+				// runtests counts it, but the job hung until the
+				// launcher's time limit ended it where Hydra's did not.
+				v := d.Verdict
+				v.Reason = fmt.Sprintf("passed only when the time limit ended it (Hydra: %.1fs)", h.Elapsed.Seconds())
+				out = append(out, Difference{k.build, rw.test, rn, v})
 			}
 		}
 	}
@@ -169,7 +179,7 @@ func testCell(t Test) string {
 }
 
 // TSVHeader is the first line of the result file.
-const TSVHeader = "build\tdir\ttest\tnp\targs\tenv\trunner\tverdict\txfail\tseconds\treason"
+const TSVHeader = "build\tdir\ttest\tnp\targs\tenv\trunner\tverdict\tat_limit\txfail\tseconds\treason"
 
 // WriteTSV writes the results as tab-separated values, one run a line, for
 // the docs and for comparing runs. Tabs and newlines in fields become
@@ -189,7 +199,7 @@ func WriteTSV(w io.Writer, results []Result) error {
 	for _, r := range results {
 		f := []string{r.Build, r.Test.Dir, r.Test.Name, strconv.Itoa(r.Test.NP),
 			strings.Join(r.Test.Args, " "), strings.Join(r.Test.Env, " "), string(r.Runner), string(r.Verdict.Kind),
-			r.Test.XFail, fmt.Sprintf("%.3f", r.Elapsed.Seconds()), r.Verdict.Reason}
+			atLimit(r.Verdict), r.Test.XFail, fmt.Sprintf("%.3f", r.Elapsed.Seconds()), r.Verdict.Reason}
 		for i := range f {
 			f[i] = clean(f[i])
 		}
@@ -238,4 +248,11 @@ func SortedBuilds(results []Result) []string {
 		}
 	}
 	return out
+}
+
+func atLimit(v Verdict) string {
+	if v.AtLimit {
+		return "yes"
+	}
+	return ""
 }

@@ -16,6 +16,9 @@ func sample() []Result {
 	die := Test{Dir: "ft", Name: "die", NP: 4, XFail: "ticket2237"}
 	spawnD := Test{Dir: "spawn", Name: "spawn1", NP: 1}
 	multi := Test{Dir: "pt2pt", Name: "sendrecv3", NP: 2, Args: []string{"-isendrecv"}}
+	ftdie := Test{Dir: "ft", Name: "senddead", NP: 2, ResultTest: ResultTestStatusNoErrors}
+	tmo := Test{Dir: "init", Name: "timeout", NP: 2, ResultTest: ResultTestErrFatal}
+	atLimit := Verdict{Kind: Pass, AtLimit: true}
 	var rs []Result
 	add := func(b string, t Test, h, p, w Verdict) {
 		rs = append(rs,
@@ -23,11 +26,13 @@ func sample() []Result {
 			Result{b, t, DynrunPrivate, p, 600 * time.Millisecond},
 			Result{b, t, DynrunWarm, w, 200 * time.Millisecond})
 	}
-	add("ch3-pmi1", spawn1, pass, pass, pass) // same
-	add("ch3-pmi1", conacc, pass, hang, fail) // differs under both dynrun runners
-	add("ch3-pmi1", die, fail, hang, pass)    // Hydra fails: no difference either way
-	add("ch3-pmi1", multi, pass, pass, fail)  // differs under warm only
-	add("debian", spawnD, fail, fail, fail)   // cannot spawn anywhere
+	add("ch3-pmi1", spawn1, pass, pass, pass)       // same
+	add("ch3-pmi1", conacc, pass, hang, fail)       // differs under both dynrun runners
+	add("ch3-pmi1", die, fail, hang, pass)          // Hydra fails: no difference either way
+	add("ch3-pmi1", multi, pass, pass, fail)        // differs under warm only
+	add("ch3-pmi1", ftdie, pass, atLimit, pass)     // hangs until the limit under private only
+	add("ch3-pmi1", tmo, atLimit, atLimit, atLimit) // meant to run into the limit
+	add("debian", spawnD, fail, fail, fail)         // cannot spawn anywhere
 	return rs
 }
 
@@ -40,6 +45,7 @@ func TestDifferences(t *testing.T) {
 		"ch3-pmi1 dynrun-private spawn/spaconacc 1: timeout (killed at the time limit)",
 		"ch3-pmi1 dynrun-warm spawn/spaconacc 1: fail (exit status 1)",
 		"ch3-pmi1 dynrun-warm pt2pt/sendrecv3 2 -isendrecv: fail (exit status 1)",
+		"ch3-pmi1 dynrun-private ft/senddead 2: pass@limit (passed only when the time limit ended it (Hydra: 0.5s))",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("differences:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -63,11 +69,11 @@ func TestReportGolden(t *testing.T) {
 	golden(t, "report.golden", []byte(b.String()))
 
 	c := Counts(rs)["ch3-pmi1"]
-	if h := c[Hydra]; h.Passed != 3 || h.Failed != 1 || h.XFailed != 1 {
-		t.Errorf("hydra ch3-pmi1 count %+v, want 3 passed, 1 failed, 1 of them xfail", h)
+	if h := c[Hydra]; h.Passed != 5 || h.Failed != 1 || h.XFailed != 1 {
+		t.Errorf("hydra ch3-pmi1 count %+v, want 5 passed, 1 failed, 1 of them xfail", h)
 	}
-	if p := c[DynrunPrivate]; p.Passed != 2 || p.Failed != 2 || p.XFailed != 1 {
-		t.Errorf("dynrun-private ch3-pmi1 count %+v, want 2 passed, 2 failed, 1 xfail", p)
+	if p := c[DynrunPrivate]; p.Passed != 4 || p.Failed != 2 || p.XFailed != 1 {
+		t.Errorf("dynrun-private ch3-pmi1 count %+v, want 4 passed, 2 failed, 1 xfail", p)
 	}
 }
 

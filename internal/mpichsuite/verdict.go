@@ -11,7 +11,12 @@ type Run struct {
 	Output   []byte // stdout and stderr merged, as runtests reads them (2>&1)
 	Exit     int    // the launcher's exit status (0 when it was killed by a signal)
 	Signal   int    // the signal that ended the launcher, 0 if it exited
-	TimedOut bool   // the harness killed it at the time limit
+	TimedOut bool   // the harness killed it (the launcher did not end it at the limit)
+	// AtLimit: the launcher ran until the time limit and ended the job
+	// itself (MPIEXEC_TIMEOUT, which runtests sets and both launchers
+	// honour). Judged as runtests does; a test that passes this way
+	// under dynrun but not under Hydra still differs (a hang).
+	AtLimit bool
 	// Leftovers are processes of the test still running after the launcher
 	// ended (described for the report); the harness kills them.
 	Leftovers []string
@@ -37,8 +42,9 @@ const (
 
 // Verdict judges one run of one test.
 type Verdict struct {
-	Kind   Kind
-	Reason string // why it failed; empty for Pass
+	Kind    Kind
+	Reason  string // why it failed; empty for Pass
+	AtLimit bool   // the run lasted until the time limit (Run.AtLimit)
 }
 
 // Passed reports whether the run passed.
@@ -47,10 +53,14 @@ func (v Verdict) Passed() bool { return v.Kind == Pass }
 // Label is the verdict as the table shows it: an expected failure (xfail=)
 // that failed reads "xfail", as runtests' TAP output marks it TODO.
 func (v Verdict) Label(t Test) string {
+	l := string(v.Kind)
 	if !v.Passed() && t.XFail != "" {
-		return "xfail(" + string(v.Kind) + ")"
+		l = "xfail(" + l + ")"
 	}
-	return string(v.Kind)
+	if v.AtLimit {
+		l += "@limit"
+	}
+	return l
 }
 
 var (
@@ -60,18 +70,23 @@ var (
 	reSrunError  = regexp.MustCompile(`^srun: error: .*: signal: Communication connection failure`)
 )
 
-// Judge applies runtests' check for t.ResultTest to r. Two departures, both
-// stricter and the same for every launcher: a run killed at the time limit
-// fails whatever the check (runtests leaves the limit to mpiexec via
-// MPIEXEC_TIMEOUT, after which a check that wants a non-zero status passes:
-// a hang would count as success), and processes left running fail a test
-// that otherwise passed.
+// Judge applies runtests' check for t.ResultTest to r, and marks a run
+// that lasted until the limit. Two rules are stricter than runtests, the
+// same for every launcher: a run the harness had to kill (the launcher did
+// not end it at the limit) fails as a timeout whatever the check, and
+// processes left running fail a test that otherwise passed.
 func Judge(t Test, r Run) Verdict {
+	v := judge(t, r)
+	v.AtLimit = r.AtLimit
+	return v
+}
+
+func judge(t Test, r Run) Verdict {
 	if r.NotRun != "" {
-		return Verdict{NotRun, r.NotRun}
+		return Verdict{Kind: NotRun, Reason: r.NotRun}
 	}
 	if r.TimedOut {
-		return Verdict{Timeout, "killed at the time limit" + leftoverNote(r)}
+		return Verdict{Kind: Timeout, Reason: "killed by the harness after the time limit" + leftoverNote(r)}
 	}
 	var reason string
 	switch t.ResultTest {
@@ -87,15 +102,15 @@ func Judge(t Test, r Run) Verdict {
 		reason = fmt.Sprintf("unknown resultTest %q", t.ResultTest)
 	}
 	if reason != "" {
-		return Verdict{Fail, reason + leftoverNote(r)}
+		return Verdict{Kind: Fail, Reason: reason + leftoverNote(r)}
 	}
 	if r.Harm != "" {
-		return Verdict{Fail, r.Harm + leftoverNote(r)}
+		return Verdict{Kind: Fail, Reason: r.Harm + leftoverNote(r)}
 	}
 	if len(r.Leftovers) > 0 {
-		return Verdict{Leftover, "left running: " + strings.Join(r.Leftovers, "; ")}
+		return Verdict{Kind: Leftover, Reason: "left running: " + strings.Join(r.Leftovers, "; ")}
 	}
-	return Verdict{Pass, ""}
+	return Verdict{Kind: Pass}
 }
 
 func leftoverNote(r Run) string {

@@ -59,6 +59,10 @@ func TestJudge(t *testing.T) {
 		// The harness's own rules, the same for every launcher.
 		{"timeout/default", def, Run{Output: []byte(" No Errors\n"), TimedOut: true, Signal: 15}, Timeout},
 		{"timeout/status-test-still-fails", status, Run{TimedOut: true, Signal: 15}, Timeout},
+		// Ended by the launcher at the limit (MPIEXEC_TIMEOUT): judged as
+		// runtests does, marked.
+		{"at-limit/errfatal-passes", fatal, Run{Exit: 255, AtLimit: true}, Pass},
+		{"at-limit/default-fails", def, Run{Output: []byte(" No Errors\n"), Exit: 255, AtLimit: true}, Fail},
 		{"leftover/after-pass", def, Run{Output: []byte(" No Errors\n"), Leftovers: []string{"pid 42 ./p"}}, Leftover},
 		{"leftover/after-fail", def, Run{Exit: 1, Leftovers: []string{"pid 42 ./p"}}, Fail},
 		{"harm/dvm-broken", def, Run{Output: []byte(" No Errors\n"), Harm: "the warm DVM lost a process"}, Fail},
@@ -73,7 +77,10 @@ func TestJudge(t *testing.T) {
 		if (v.Kind == Pass) != (v.Reason == "") {
 			t.Errorf("%s: kind %s with reason %q", c.name, v.Kind, v.Reason)
 		}
-		fmt.Fprintf(&out, "%s\t%s\t%s\n", c.name, v.Kind, v.Reason)
+		if v.AtLimit != c.run.AtLimit {
+			t.Errorf("%s: AtLimit %v, want the run's %v", c.name, v.AtLimit, c.run.AtLimit)
+		}
+		fmt.Fprintf(&out, "%s\t%s\t%s\n", c.name, v.Label(c.test), v.Reason)
 	}
 	golden(t, "verdicts.golden", []byte(out.String()))
 }
@@ -85,6 +92,9 @@ func TestVerdictLabel(t *testing.T) {
 	}
 	if l := (Verdict{Kind: Pass}).Label(x); l != "pass" {
 		t.Errorf("passing xfail test labelled %q", l)
+	}
+	if l := (Verdict{Kind: Pass, AtLimit: true}).Label(x); l != "pass@limit" {
+		t.Errorf("pass at the limit labelled %q", l)
 	}
 	if l := (Verdict{Kind: Fail}).Label(Test{Name: "p"}); l != "fail" {
 		t.Errorf("failed test labelled %q", l)

@@ -20,6 +20,10 @@ import (
 // a value of its own; both launchers forward it to the MPI processes (and
 // the processes they spawn), which is how leftovers are found.
 
+// Backstop is how long after the time limit the harness kills a launcher
+// that did not end the job itself (MPIEXEC_TIMEOUT).
+const Backstop = 15 * time.Second
+
 // Grace is how long processes of a test may take to go away after its
 // launcher ended before they count as left running; also the time between
 // SIGTERM and SIGKILL at the time limit.
@@ -31,6 +35,9 @@ type exec1 struct {
 	dir   string   // working directory
 	env   []string // full environment
 	limit time.Duration
+	// backstop: how long after limit the harness kills a launcher that
+	// did not end the job itself (Backstop).
+	backstop time.Duration
 	// Leftover scope: processes carrying mark, processes whose executable
 	// is under progRoot, and children of the warm DVM's processes (dvm).
 	mark     string
@@ -48,12 +55,17 @@ func (e exec1) run(ctx context.Context) (mpichsuite.Run, time.Duration) {
 	var out bytes.Buffer
 	cmd := exec.Command(e.argv[0], e.argv[1:]...)
 	cmd.Dir = e.dir
-	cmd.Env = append(e.env, leakcheck.EnvMark+"="+e.mark)
+	// runtests' MPIEXEC_TIMEOUT (whole seconds): the launcher ends the job
+	// at the limit itself; the test's own env= entries come after it.
+	secs := int((e.limit + time.Second - 1) / time.Second)
+	cmd.Env = append([]string{"MPIEXEC_TIMEOUT=" + strconv.Itoa(secs)}, e.env...)
+	cmd.Env = append(cmd.Env, leakcheck.EnvMark+"="+e.mark)
 	// One pipe for both: the order of stdout and stderr lines as with 2>&1.
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// Processes left holding the pipe must not keep Wait from returning.
 	cmd.WaitDelay = Grace
+	since := uptimeTicks()
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		r.NotRun = fmt.Sprintf("could not start %s: %v", e.argv[0], err)
@@ -61,7 +73,7 @@ func (e exec1) run(ctx context.Context) (mpichsuite.Run, time.Duration) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	timer := time.NewTimer(e.limit)
+	timer := time.NewTimer(e.limit + e.backstop)
 	defer timer.Stop()
 	var err error
 	select {
@@ -88,7 +100,8 @@ func (e exec1) run(ctx context.Context) (mpichsuite.Run, time.Duration) {
 	case err != nil:
 		r.NotRun = fmt.Sprintf("wait for %s: %v", e.argv[0], err)
 	}
-	r.Leftovers = e.sweep(cmd.Process.Pid)
+	r.AtLimit = !r.TimedOut && elapsed >= e.limit
+	r.Leftovers = e.sweep(cmd.Process.Pid, since)
 	return r, elapsed
 }
 
@@ -107,10 +120,10 @@ func stopGroup(pgid int, done <-chan error) error {
 
 // sweep waits up to Grace for the test's processes to go, then kills and
 // describes those left. The launcher's own process group is swept too.
-func (e exec1) sweep(pgid int) []string {
+func (e exec1) sweep(pgid int, since uint64) []string {
 	deadline := time.Now().Add(Grace)
 	for {
-		left := e.find(pgid)
+		left := e.find(pgid, since)
 		if len(left) == 0 {
 			return nil
 		}
@@ -126,9 +139,14 @@ func (e exec1) sweep(pgid int) []string {
 	}
 }
 
-// find lists live processes (not zombies) of the test.
-func (e exec1) find(pgid int) []int {
+// find lists live processes (not zombies) of the test: those carrying its
+// mark, those in the launcher's process group, children of the warm DVM
+// other than its own helpers, and those running a program of the suite's
+// build tree that started during the run and carry no other run's mark
+// (other people may run the same programs at the same time).
+func (e exec1) find(pgid int, since uint64) []int {
 	mark := []byte(leakcheck.EnvMark + "=" + e.mark + "\x00")
+	anyMark := []byte(leakcheck.EnvMark + "=")
 	ents, _ := os.ReadDir("/proc")
 	var out []int
 	self := os.Getpid()
@@ -137,48 +155,55 @@ func (e exec1) find(pgid int) []int {
 		if err != nil || pid == self || e.dvm[pid] {
 			continue
 		}
-		ppid, pg, state, ok := stat(pid)
-		if !ok || state == 'Z' || state == 'X' {
+		st, ok := stat(pid)
+		if !ok || st.state == 'Z' || st.state == 'X' {
 			continue
 		}
 		exe, _ := os.Readlink(filepath.Join("/proc", ent.Name(), "exe"))
-		if e.dvm[ppid] && exe == e.dvmExe {
+		if e.dvm[st.ppid] && exe == e.dvmExe {
 			continue
 		}
-		hit := pg == pgid || e.dvm[ppid]
-		if !hit {
-			if env, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "environ")); err == nil && bytes.Contains(env, mark) {
-				hit = true
-			}
+		env, _ := os.ReadFile(filepath.Join("/proc", ent.Name(), "environ"))
+		switch {
+		case st.pgrp == pgid, e.dvm[st.ppid], bytes.Contains(env, mark):
+		case e.progRoot != "" && strings.HasPrefix(exe, e.progRoot+"/") && st.start >= since && !bytes.Contains(env, anyMark):
+		default:
+			continue
 		}
-		if !hit && e.progRoot != "" && strings.HasPrefix(exe, e.progRoot+"/") {
-			hit = true
-		}
-		if hit {
-			out = append(out, pid)
-		}
+		out = append(out, pid)
 	}
 	return out
 }
 
-// stat reads the parent, process group and state of pid from /proc.
-func stat(pid int) (ppid, pgrp int, state byte, ok bool) {
+// procStat is what the runner reads of /proc/<pid>/stat.
+type procStat struct {
+	ppid, pgrp int
+	state      byte
+	start      uint64 // start time in clock ticks since boot
+}
+
+// stat reads pid's /proc/<pid>/stat.
+func stat(pid int) (procStat, bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, 0, 0, false
+		return procStat{}, false
 	}
-	// The command name may hold spaces and parentheses: fields follow the last ')'.
+	// The command name may hold spaces and parentheses: fields follow the
+	// last ')', the first of them being field 3 (state).
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, 0, 0, false
+		return procStat{}, false
 	}
 	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 4 {
-		return 0, 0, 0, false
+	if len(f) < 20 {
+		return procStat{}, false
 	}
-	ppid, _ = strconv.Atoi(f[1])
-	pgrp, _ = strconv.Atoi(f[2])
-	return ppid, pgrp, f[0][0], true
+	var st procStat
+	st.state = f[0][0]
+	st.ppid, _ = strconv.Atoi(f[1])
+	st.pgrp, _ = strconv.Atoi(f[2])
+	st.start, _ = strconv.ParseUint(f[19], 10, 64)
+	return st, true
 }
 
 func describe(pid int) string {
@@ -187,4 +212,25 @@ func describe(pid int) string {
 		s = s[:80] + "…"
 	}
 	return fmt.Sprintf("pid %d %s", pid, s)
+}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's start time: 100 on
+// every Linux architecture Go supports.
+const clockTicks = 100
+
+// uptimeTicks is the time since boot in clock ticks, rounded down.
+func uptimeTicks() uint64 {
+	b, err := os.ReadFile("/proc/uptime")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	up, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return 0
+	}
+	return uint64(up * clockTicks)
 }

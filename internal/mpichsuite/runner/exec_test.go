@@ -30,14 +30,17 @@ func TestExecOne(t *testing.T) {
 		exit      int
 		signal    syscall.Signal
 		timedOut  bool
+		atLimit   bool
 		output    string
 		leftovers int
 		leftWhat  string
 	}{
 		{name: "merged output and status", script: `echo out; echo err >&2; echo out2; exit 3`,
 			limit: 10 * time.Second, exit: 3, output: "out\nerr\nout2\n"},
-		{name: "time limit", script: `echo started; exec sleep 30`,
-			limit: 300 * time.Millisecond, signal: syscall.SIGTERM, timedOut: true, output: "started\n"},
+		{name: "killed after the limit", script: `echo started; exec sleep 30`,
+			limit: 300 * time.Millisecond, signal: syscall.SIGTERM, timedOut: true, atLimit: false, output: "started\n"},
+		{name: "ended by the launcher at the limit", script: `sleep "$MPIEXEC_TIMEOUT"; echo timed out; exit 255`,
+			limit: time.Second, exit: 255, atLimit: true, output: "timed out\n"},
 		{name: "left running with the mark", script: `setsid sleep 30 </dev/null >/dev/null 2>&1 & sleep 0.3; echo " No Errors"`,
 			limit: 10 * time.Second, output: " No Errors\n", leftovers: 1, leftWhat: "sleep 30"},
 		{name: "left running, found by its executable", script: `env -i setsid ` + sleep + ` 31 </dev/null >/dev/null 2>&1 & sleep 0.3; echo " No Errors"`,
@@ -54,6 +57,7 @@ func TestExecOne(t *testing.T) {
 				dir:      root,
 				env:      os.Environ(),
 				limit:    c.limit,
+				backstop: 500 * time.Millisecond,
 				mark:     randomHex(8),
 				progRoot: root,
 			}
@@ -65,13 +69,14 @@ func TestExecOne(t *testing.T) {
 			if string(r.Output) != c.output {
 				t.Errorf("output %q, want %q", r.Output, c.output)
 			}
-			if r.Exit != c.exit || r.Signal != int(c.signal) || r.TimedOut != c.timedOut {
-				t.Errorf("exit %d signal %d timed out %v, want %d %d %v", r.Exit, r.Signal, r.TimedOut, c.exit, c.signal, c.timedOut)
+			if r.Exit != c.exit || r.Signal != int(c.signal) || r.TimedOut != c.timedOut || r.AtLimit != c.atLimit {
+				t.Errorf("exit %d signal %d timed out %v at limit %v, want %d %d %v %v",
+					r.Exit, r.Signal, r.TimedOut, r.AtLimit, c.exit, c.signal, c.timedOut, c.atLimit)
 			}
 			if len(r.Leftovers) != c.leftovers || c.leftovers > 0 && !strings.Contains(r.Leftovers[0], c.leftWhat) {
 				t.Errorf("leftovers %q, want %d naming %q", r.Leftovers, c.leftovers, c.leftWhat)
 			}
-			if c.timedOut && time.Since(start) > c.limit+Grace+2*time.Second {
+			if c.timedOut && time.Since(start) > c.limit+e.backstop+Grace+2*time.Second {
 				t.Errorf("a timed-out run took %v", time.Since(start))
 			}
 			if elapsed <= 0 {

@@ -152,6 +152,7 @@ func (c Config) runOne(ctx context.Context, b Build, t mpichsuite.Test, rn mpich
 		dir:      filepath.Join(c.TestDir(b), t.Dir, path.Dir(t.Name)),
 		env:      append(slices.Clone(env), l.Env...),
 		limit:    mpichsuite.Limit(t, mpichsuite.DefaultLimit, c.Ceiling),
+		backstop: Backstop,
 		mark:     randomHex(8),
 		progRoot: progRoot,
 		dvm:      dvmProcs,
