@@ -6,8 +6,9 @@
 //
 // # Lifetime guarantees
 //
-// Every process is started with Setpgid (it leads its own process group, so
-// a signal reaches everything it forked) and with Pdeathsig=SIGKILL, so it
+// Every process is started with Setsid (it leads its own session and
+// process group, so a signal reaches everything it forked, and it is
+// scheduled as its own autogroup, as under mpiexec.hydra) and with Pdeathsig=SIGKILL, so it
 // dies with the daemon. The kernel sends the parent-death signal when the
 // *thread* that forked the child exits, not when the process does, and Go
 // may terminate an OS thread (it does so when a goroutine exits while locked

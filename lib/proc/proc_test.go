@@ -294,6 +294,21 @@ func TestEnvAndDir(t *testing.T) {
 	}
 }
 
+// TestOwnSession: a process leads its own session and process group, as
+// under mpiexec.hydra (setsid per process), so the kernel's autogroup
+// scheduling gives it its own share of the CPU rather than one share for
+// all processes of the daemon.
+func TestOwnSession(t *testing.T) {
+	st, out := run(t, Spec{Path: "/bin/sh", Args: []string{"sh", "-c", `read -r s < /proc/self/stat; set -- ${s##*) }; echo "$$ $3 $4"`}})
+	if !st.Success() || len(out.stdout) != 1 {
+		t.Fatalf("%v, stdout %q stderr %q", st, out.stdout, out.stderr)
+	}
+	f := strings.Fields(out.stdout[0])
+	if len(f) != 3 || f[1] != f[0] || f[2] != f[0] {
+		t.Errorf("pid, process group, session = %q; want all three equal", out.stdout[0])
+	}
+}
+
 func TestOutputLines(t *testing.T) {
 	tests := []struct {
 		name           string
