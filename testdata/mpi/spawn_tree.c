@@ -8,6 +8,9 @@
  *                       MPI_UNIVERSE_SIZE is set (unset under Hydra).
  *   spawn_tree N abort  the same, but child rank 0 calls MPI_Abort(7) while
  *                       the parent waits for it in MPI_Recv.
+ *   spawn_tree N missing  the parent spawns N processes of a program that
+ *                       does not exist, with MPI_ERRORS_RETURN, and reports
+ *                       what MPI_Comm_spawn returned (Hydra 4.0.2 hangs).
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -30,7 +33,17 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_UNIVERSE_SIZE, &usize, &flag);
     MPI_Comm_get_parent(&parent);
-    if (parent == MPI_COMM_NULL) {
+    if (parent == MPI_COMM_NULL && strcmp(argv[2], "missing") == 0) {
+        int codes[64], failed = 0, rc;
+        if (n > 64)
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        rc = MPI_Comm_spawn("./no_such_program", MPI_ARGV_NULL, n, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter, codes);
+        for (i = 0; i < n; i++)
+            failed += codes[i] != MPI_SUCCESS;
+        if (rank == 0)
+            printf("spawn of a missing program: %s, %d of %d error codes set\n", rc == MPI_SUCCESS ? "success" : "error", failed, n);
+    } else if (parent == MPI_COMM_NULL) {
         base = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
         args[0] = argv[1];
         args[1] = argv[2];
