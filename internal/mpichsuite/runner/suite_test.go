@@ -30,13 +30,6 @@ func cacheDir() string {
 // They are reported, not failed; any other difference fails the test. Take
 // a test out of the list once it passes (the test logs that it does).
 var knownDifferences = map[string]string{
-	"spawn/spawn1 1":                          "issue 17: spawn info path . resolved in $PATH",
-	"spawn/spawn2 1":                          "issue 17: spawn under a private DVM",
-	"spawn/spawnintra 1":                      "issue 17: spawn under a private DVM",
-	"spawn/spawnargv 1":                       "issue 17: spawn info path . resolved in $PATH",
-	"spawn/spaconacc 1":                       "issue 17: hangs until killed",
-	"spawn/concurrent_spawns 1":               "issue 17: abort scope of a spawned job",
-	"spawn/spawn_rootargs 10":                 "issue 17: spawn beyond the free slots",
 	"ft/senddead 2 env:MPIR_CVAR_ENABLE_FT=1": "issue 17: dead ranks not reported to PMI",
 	"ft/recvdead 2 env:MPIR_CVAR_ENABLE_FT=1": "issue 17: dead ranks not reported to PMI",
 }
