@@ -106,6 +106,14 @@ const (
 	JobEndLaunch  = "launch"  // the launch itself failed
 )
 
+// How a job's first failed process failed (JobInfo.Failure).
+const (
+	FailNone   = ""       // no process failed
+	FailExit   = "exit"   // it exited with a non-zero status
+	FailSignal = "signal" // a signal ended it (or it was lost with its node)
+	FailStart  = "start"  // it could not be started
+)
+
 // Exit codes the runtime gives a job (JobInfo.Code) besides its processes' own.
 const (
 	JobCodeTimeout = 124 // killed by its time limit, as with timeout(1)
@@ -129,6 +137,7 @@ type JobInfo struct {
 	Procs     []ProcInfo  `msgpack:"procs,omitempty"` // per process detail (when asked for)
 	Reason    string      `msgpack:"why,omitempty"`   // job.wait: why the job ended, one of the JobEnd* values
 	Msg       string      `msgpack:"msg,omitempty"`   // job.wait: one-line report, e.g. "rank 3 on node2 exited with code 7"
+	Failure   string      `msgpack:"fail,omitempty"`  // job.wait: how the failure that gave Code came about, one of the Fail* values
 }
 
 // JobStateReq asks for one job.

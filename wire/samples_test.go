@@ -32,7 +32,7 @@ func samples() map[string]any {
 	job := JobInfo{
 		ID: 7, Job: "dvm1.7", App: "lu", State: JobStateRunning, Argv: []string{"./lu", "-n", "64"}, Size: 8,
 		NextRank: 12, Code: 1, Started: 3, Ended: 4, Delta: "mpi://rte/lu/rc/1", Placement: pl, Procs: []ProcInfo{proc},
-		Reason: JobEndFailed, Msg: "job lu (dvm1.7): rank 2 on n0 exited with code 3",
+		Reason: JobEndFailed, Msg: "job lu (dvm1.7): rank 2 on n0 exited with code 3", Failure: FailExit,
 	}
 	slot := SlotUse{Slot: 9, Node: 1, Job: "dvm1.7", Rank: 2}
 	node := NodeInfo{Name: "n0", Index: 1, Host: "h0", Slots: 8, Used: 6, PID: 100, Addr: "/run/d0.sock", State: NodeUp}

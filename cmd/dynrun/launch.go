@@ -239,38 +239,13 @@ func runJob(ctx context.Context, e *env, cl *tool.Client, req wire.JobLaunchReq,
 	}
 	err = jobExit(end, rep)
 	var ee *cliutil.ExitError
-	if o.hydraQuiet && errors.As(err, &ee) && exitedByThemselves(ctx, cl, end) {
-		// Hydra with -disable-auto-cleanup prints nothing when processes
-		// exit with a non-zero status: its own exit status says it.
+	if o.hydraQuiet && end.Reason == wire.JobEndNone && end.Failure == wire.FailExit && errors.As(err, &ee) {
+		// Hydra with -disable-auto-cleanup prints nothing when a process
+		// exits with a non-zero status: its own exit status says it. A
+		// first failure by a signal is reported (so does Hydra, its way).
 		return &cliutil.ExitError{Code: ee.Code}
 	}
 	return err
-}
-
-// exitedByThemselves says whether a job that did not succeed ended only
-// because its processes exited, and its first failure was a non-zero exit
-// status: nobody killed the job, and the first process to fail was not
-// killed by a signal (Hydra reports that one, and so does dynrun). Later
-// deaths do not count: once the ranks are told of a failure, MPICH's ch3
-// may crash in MPI_Finalize, which Hydra does not report either. When in
-// doubt, no.
-func exitedByThemselves(ctx context.Context, cl *tool.Client, end wire.JobInfo) bool {
-	if end.Reason != wire.JobEndNone {
-		return false
-	}
-	in, err := cl.Job(ctx, wire.JobStateReq{Job: end.Job, Procs: true})
-	if err != nil {
-		return false
-	}
-	var first *wire.ProcInfo
-	for i := range in.Procs {
-		p := &in.Procs[i]
-		failed := p.State == wire.ProcStateFailed || (p.State == wire.ProcStateExited && (p.Code != 0 || p.Signal != 0))
-		if failed && (first == nil || p.Ended < first.Ended) {
-			first = p
-		}
-	}
-	return first != nil && first.State == wire.ProcStateExited && first.Signal == 0
 }
 
 // jobNote is the remark on a job that succeeded, if the master made one

@@ -93,6 +93,7 @@ type failure struct {
 	rank uint32
 	code int
 	msg  string
+	how  string // wire.Fail* value
 }
 
 // killOrder says how and why a job is killed.
@@ -475,9 +476,10 @@ func (s *state) recordExit(j *job, ev wire.ProcExited, note string) {
 	if s.rcProcExit(j, ev.Rank, describeExit(ev.Rank, node, ev, note), failed || ev.Forced) {
 		failed = false // a process a resource change adds or removes (rc.go)
 	}
-	if failed && j.failure == nil {
-		j.failure = &failure{rank: ev.Rank, code: ev.Code, msg: describeExit(ev.Rank, node, ev, note)}
-		if !j.req.KeepGoing {
+	if failed && (j.failure == nil || s.pmiDiedBefore(j, ev.Rank, j.failure.rank)) {
+		first := j.failure == nil
+		j.failure = &failure{rank: ev.Rank, code: ev.Code, msg: describeExit(ev.Rank, node, ev, note), how: failHow(ev, note)}
+		if first && !j.req.KeepGoing {
 			s.killJob(j, killOrder{reason: reasonFailed})
 		}
 	}
@@ -556,6 +558,17 @@ func removeRank(rr wire.RankRanges, r uint32) wire.RankRanges {
 		}
 	}
 	return out
+}
+
+// failHow classifies a failed process's end (JobInfo.Failure).
+func failHow(ev wire.ProcExited, note string) string {
+	switch {
+	case ev.Err != "":
+		return wire.FailStart
+	case note != "" || ev.Signal != 0:
+		return wire.FailSignal
+	}
+	return wire.FailExit
 }
 
 // describeExit says how a process ended, for the job's one-line report.
@@ -682,6 +695,9 @@ func (s *state) endJob(j *job) {
 	j.end = end // jobInfo reads the code from here
 	j.end = s.jobInfo(j, false)
 	j.end.Reason, j.end.Msg = end.Reason, end.Msg
+	if j.failure != nil {
+		j.end.Failure = j.failure.how
+	}
 
 	if err := s.alloc.ReleaseJob(j.ns); err != nil {
 		s.log.Error("master: cannot free the slots of a job", "job", j.ns, "err", err)

@@ -143,7 +143,7 @@ func (m *Master) handlePMIReport(ctx context.Context, _ *wire.Request, b *wire.P
 				if p := j.procs.at(b.Rank); p != nil {
 					node = s.nodes[p.node].name
 				}
-				j.failure = &failure{rank: b.Rank, code: 1, msg: fmt.Sprintf("rank %d on %s %s", b.Rank, node, b.Msg)}
+				j.failure = &failure{rank: b.Rank, code: 1, msg: fmt.Sprintf("rank %d on %s %s", b.Rank, node, b.Msg), how: wire.FailExit}
 			}
 			// Its peers would wait for it in a barrier forever: like
 			// Hydra, end the job whatever keep-going says.

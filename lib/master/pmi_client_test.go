@@ -41,6 +41,8 @@ import (
 //	          barrier rank 1 exits 1 without finalize; rank 3 does the same
 //	          on its first SIGUSR1; the others read PMI_dead_processes at
 //	          each SIGUSR1 until it is "1,3" and report what they read
+//	ftorder   keep-going: after a barrier rank 1 closes its PMI connection,
+//	          sleeps 1 s and exits 1; the others exit 5 on SIGUSR1
 //	garbage   malformed and unknown requests, then a clean finalize
 //	badframe  PMI-2 init, then a broken frame header
 func pmiClientMain(args []string) int {
@@ -335,6 +337,26 @@ func pmiClientMain(args []string) int {
 		}
 		if rank == 1 || rank == 3 {
 			return 1 // the victims leave without finalize
+		}
+	case "ftorder":
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, syscall.SIGUSR1)
+		if err := c.init1(rep); err != nil {
+			return fail(err)
+		}
+		if _, err := c.ask1("cmd=barrier_in"); err != nil {
+			return fail(err)
+		}
+		if rank == 1 {
+			c.Close()
+			time.Sleep(time.Second)
+			return 1
+		}
+		select {
+		case <-sig:
+			return 5
+		case <-time.After(10 * time.Second):
+			return 0
 		}
 	case "garbage":
 		if err := c.init1(rep); err != nil {

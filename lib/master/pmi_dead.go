@@ -30,3 +30,19 @@ func (s *state) pmiDead(j *job, rank uint32) {
 		}
 	}
 }
+
+// pmiDiedBefore says whether rank r of j, failing now, failed before the
+// rank that is the job's first failure so far: r was reported dead through
+// PMI before it (or it never was). A rank reported dead failed before any
+// process that was told of it; that process's own failure may still be
+// booked first (say MPICH's ch3 crashing in MPI_Finalize on the
+// notification), since exits travel apart from PMI reports. The job's
+// status is then the dead rank's, as under Hydra.
+func (s *state) pmiDiedBefore(j *job, r, first uint32) bool {
+	if j.pmi == nil {
+		return false
+	}
+	i := slices.Index(j.pmi.dead, r)
+	k := slices.Index(j.pmi.dead, first)
+	return i >= 0 && (k < 0 || i < k)
+}

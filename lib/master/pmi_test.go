@@ -385,6 +385,20 @@ func TestPMIDeadProcesses(t *testing.T) {
 	}
 }
 
+// TestPMIDeadFailsFirst: a rank reported dead through PMI is the job's
+// first failure even when a process told of it fails before its exit is
+// booked (MPICH's ch3 may crash in MPI_Finalize on the notification): the
+// job's status is the dead rank's, as under Hydra.
+func TestPMIDeadFailsFirst(t *testing.T) {
+	d := startDVM(t, 2, 2)
+	req := pmiReq(t, 4, "ftorder")
+	req.KeepGoing = true
+	_, end := d.run(req)
+	if end.Code != 1 || end.Failure != wire.FailExit || !strings.Contains(end.Msg, "rank 1 on") {
+		t.Errorf("end = %d (%s): %s; want rank 1's exit status 1", end.Code, end.Failure, end.Msg)
+	}
+}
+
 // TestPMIMalformed: malformed requests get error replies and the session
 // goes on; a broken PMI-2 frame ends the session and fails the job
 // cleanly; the daemon serves the next job as before.
