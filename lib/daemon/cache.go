@@ -19,6 +19,10 @@ type jobCache struct {
 	local wire.RankRanges     // ranks of the job on this node
 	sets  map[string]*setHist // by canonical name
 	rcs   *rcCache            // resource change records (rc.go)
+	// pmiDead is the job's PMI_dead_processes (keep-going; pmi_job.go),
+	// kept here because this entry exists from the launch's registration
+	// on, before any rank of the node has attached to PMI.
+	pmiDead string
 }
 
 // setHist holds the versions of a set pushed so far, oldest first.

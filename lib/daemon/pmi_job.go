@@ -46,7 +46,6 @@ type pmiJob struct {
 	mapped    *string              // PMI_process_mapping, computed once
 	used      bool                 // told the master the job speaks PMI
 	published map[string]uint32    // service names published by local ranks, by publisher
-	dead      string               // PMI_dead_processes, as the master last sent it (keep-going)
 }
 
 // pmiBarrier is one barrier of the local ranks.
@@ -380,22 +379,17 @@ func (j *pmiJob) getAttr(ctx context.Context, key string, wait bool) (string, bo
 	}
 }
 
-// setDead replaces the job's list of dead ranks (PMI_dead_processes): the
-// master's, complete and in order of death.
-func (j *pmiJob) setDead(ranks []uint32) {
-	parts := make([]string, len(ranks))
-	for i, r := range ranks {
-		parts[i] = strconv.FormatUint(uint64(r), 10)
-	}
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.dead = strings.Join(parts, ",")
-}
-
+// deadList is the job's PMI_dead_processes: the ranks the master last
+// listed as dead (handlePMIDead). It takes d.mu, which pmi locks never
+// hold.
 func (j *pmiJob) deadList() string {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.dead
+	d := j.svc.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if jc := d.jobs[j.ns]; jc != nil {
+		return jc.pmiDead
+	}
+	return ""
 }
 
 // handlePMIDead takes the master's list of a keep-going job's dead ranks
@@ -403,15 +397,14 @@ func (j *pmiJob) deadList() string {
 // does: MPICH's handler reads PMI_dead_processes at once, so the list is
 // in place before the first signal goes out.
 func (d *Daemon) handlePMIDead(_ context.Context, _ *wire.Request, b *wire.PMIDead) (any, error) {
-	if d.pmi != nil {
-		d.pmi.mu.Lock()
-		j := d.pmi.jobs[b.Job]
-		d.pmi.mu.Unlock()
-		if j != nil {
-			j.setDead(b.Ranks)
-		}
+	parts := make([]string, len(b.Ranks))
+	for i, r := range b.Ranks {
+		parts[i] = strconv.FormatUint(uint64(r), 10)
 	}
 	d.mu.Lock()
+	if jc := d.jobs[b.Job]; jc != nil {
+		jc.pmiDead = strings.Join(parts, ",")
+	}
 	var ps []*proc.Proc
 	for k, e := range d.live {
 		if k.job == b.Job && e.p != nil {

@@ -182,3 +182,28 @@ func TestPMIPortServedOnce(t *testing.T) {
 	}
 	ours.Close()
 }
+
+// TestPMIDeadBeforeAttach: the master's list of dead ranks is kept with
+// the job's cache entry, which exists from the launch's registration on,
+// so ranks of this node that attach to PMI only afterwards (still being
+// forked when a rank elsewhere died) read it too; a job this node does
+// not run keeps nothing.
+func TestPMIDeadBeforeAttach(t *testing.T) {
+	d := &Daemon{jobs: map[string]*jobCache{}, live: map[procKey]*procEntry{}}
+	d.pmi = newPMIService(d)
+	d.mu.Lock()
+	d.ensureJob("dvm.1", 1, "app")
+	d.mu.Unlock()
+	for _, b := range []*wire.PMIDead{{Job: "dvm.1", Ranks: []uint32{3}}, {Job: "dvm.1", Ranks: []uint32{3, 0}}, {Job: "dvm.9", Ranks: []uint32{1}}} {
+		if _, err := d.handlePMIDead(context.Background(), nil, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ job, want string }{{"dvm.1", "3,0"}, {"dvm.9", ""}} {
+		j := d.pmi.job(&wire.LaunchReq{Job: tc.job, Ranks: wire.Span(1, 2), PMI: &wire.PMIJob{KVS: "kvs_" + tc.job, KeepGoing: true}})
+		pp := &pmiProc{job: j, key: procKey{tc.job, 1}}
+		if got := pp.Dead(); got != tc.want {
+			t.Errorf("%s: PMI_dead_processes = %q, want %q", tc.job, got, tc.want)
+		}
+	}
+}
