@@ -26,19 +26,18 @@ func cacheDir() string {
 }
 
 // knownDifferences are tests of the ci subset that pass under Hydra and not
-// yet under dynrun with the ch3 builds (issue 17; the fixes are under way).
-// They are reported, not failed; any other difference fails the test. Take
-// a test out of the list once it passes (the test logs that it does).
-var knownDifferences = map[string]string{
-	"ft/senddead 2 env:MPIR_CVAR_ENABLE_FT=1": "issue 17: dead ranks not reported to PMI",
-	"ft/recvdead 2 env:MPIR_CVAR_ENABLE_FT=1": "issue 17: dead ranks not reported to PMI",
-}
+// (yet) under dynrun with the ch3 build, by ID (mpichsuite.Test.ID), with
+// why: reported, not failed; any other difference fails the test. None at
+// present (the spawn, abort and ft differences of issue 17 are fixed); add
+// one only with the issue that tracks it, and take it out once it passes
+// (the test logs that it does).
+var knownDifferences = map[string]string{}
 
 // runSubset runs a named subset with build b under the three runners and
 // fails naming every test that passes under Hydra but not under dynrun.
 // With strictHydra, a test Hydra fails fails the test too (the subset is
-// meant to hold tests Hydra passes), and no difference is excused.
-func runSubset(t *testing.T, b Build, subset string, ceiling time.Duration, known map[string]string) {
+// meant to hold tests Hydra passes; the ci subset has xfail= tests).
+func runSubset(t *testing.T, b Build, subset string, ceiling time.Duration, known map[string]string, strictHydra bool) {
 	src := filepath.Join(cacheDir(), "src", "mpich-4.0.2", "test", "mpi")
 	if _, err := os.Stat(filepath.Join(src, "runtests.in")); err != nil {
 		t.Skipf("MPICH's test suite is not in %s: make test fetches it (scripts/mpich-suite.sh fetch)", src)
@@ -93,7 +92,7 @@ func runSubset(t *testing.T, b Build, subset string, ceiling time.Duration, know
 		}
 	}
 	for _, r := range results {
-		if r.Runner == mpichsuite.Hydra && !r.Verdict.Passed() && known == nil {
+		if r.Runner == mpichsuite.Hydra && !r.Verdict.Passed() && strictHydra {
 			t.Errorf("Hydra fails %s (%s): subset %s should hold tests Hydra passes", r.Test.ID(), r.Verdict.Reason, subset)
 		}
 	}
@@ -109,7 +108,7 @@ func TestDebianFastSubset(t *testing.T) {
 	if !present {
 		t.Skip("Debian's MPICH is not installed (make deps-mpi)")
 	}
-	runSubset(t, b, "fast", 60*time.Second, nil)
+	runSubset(t, b, "fast", 60*time.Second, nil, true)
 }
 
 // TestCh3Subset runs the representative subset (spawn and ft included)
@@ -127,7 +126,10 @@ func TestCh3Subset(t *testing.T) {
 	if !present {
 		t.Skipf("no ch3 build of MPICH in %s (scripts/mpich-suite.sh builds it; CI machines do not have it)", filepath.Join(cache, name))
 	}
-	runSubset(t, b, "ci", 20*time.Second, knownDifferences)
+	// 120 s: spawn_rootargs (10 processes spawning more, each polling)
+	// took 52 s under dynrun on a 2-core machine at load 30; none is
+	// expected to hang.
+	runSubset(t, b, "ci", 120*time.Second, knownDifferences, false)
 }
 
 type testWriter struct{ t *testing.T }
