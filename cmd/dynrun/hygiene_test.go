@@ -29,6 +29,9 @@ func TestRejoinLiveNodeKeepsSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(dir, id, "node1.sock")
+	// The daemon renames its socket to the node's name right after the
+	// master admits it, which can be just after `dvm start` returned.
+	waitFor(t, "node1's socket", func() bool { _, err := os.Stat(sock); return err == nil })
 	before, err := os.Stat(sock)
 	if err != nil {
 		t.Fatal(err)

@@ -316,6 +316,12 @@ func events(ctx context.Context, s *session.Session) error {
 		case wire.EvApp:
 			seen = append(seen, fmt.Sprintf("app:%s:%d:%s", ev.Msg, ev.Source.Rank, ev.Data["from"]))
 		case wire.EvProcState:
+			if ev.State == wire.ProcStateRunning {
+				// The job's "running" event is published when every
+				// daemon has answered the launch, which on a loaded
+				// machine can come after this process subscribed.
+				return
+			}
 			seen = append(seen, fmt.Sprintf("proc:%s:%s", ev.Ranks, ev.State))
 			if ev.Ranks.Contains(1) {
 				once.Do(func() { close(done) })
