@@ -260,14 +260,7 @@ func TestPMISpawnedKilledWithParent(t *testing.T) {
 	d := startDVM(t, 1, 4)
 	for _, tc := range []string{"parent ended", "parent running"} {
 		t.Run(tc, func(t *testing.T) {
-			req := pmiReq(t, 1, "spawnhost", "1", "--", "late", "1h")
-			if tc == "parent running" {
-				req.Env = append(req.Env, "PMI_TEST_HOLD=1") // it sleeps after the spawn
-			}
-			rep, err := d.launch(req)
-			if err != nil {
-				t.Fatal(err)
-			}
+			rep := launchSpawner(t, d, tc == "parent running", "late", "1h")
 			d.waitLines(rep.Job, 1) // the parent's report: the spawn is done
 			child := childJob(t, d, rep.Job)
 			if tc == "parent ended" {
@@ -296,14 +289,7 @@ func TestPMISpawnedAbortEndsTree(t *testing.T) {
 	d := startDVM(t, 1, 4)
 	for _, tc := range []string{"parent running", "parent finalized"} {
 		t.Run(tc, func(t *testing.T) {
-			req := pmiReq(t, 1, "spawnhost", "1", "--", "abort", "7")
-			if tc == "parent running" {
-				req.Env = append(req.Env, "PMI_TEST_HOLD=1") // it sleeps after the spawn
-			}
-			rep, err := d.launch(req)
-			if err != nil {
-				t.Fatal(err)
-			}
+			rep := launchSpawner(t, d, tc == "parent running", "abort", "7")
 			end := d.wait(rep.Job)
 			if end.Code != 7 {
 				t.Errorf("parent wait: %s %d %q; want code 7", end.State, end.Code, end.Msg)
@@ -337,4 +323,19 @@ func waitState(t *testing.T, d *testDVM, job, st string) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// launchSpawner launches a PMI test process that spawns one child running
+// child; with hold, the parent sleeps after the spawn instead of ending.
+func launchSpawner(t *testing.T, d *testDVM, hold bool, child ...string) wire.JobLaunchReply {
+	t.Helper()
+	req := pmiReq(t, 1, append([]string{"spawnhost", "1", "--"}, child...)...)
+	if hold {
+		req.Env = append(req.Env, "PMI_TEST_HOLD=1")
+	}
+	rep, err := d.launch(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }
