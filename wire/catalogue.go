@@ -75,6 +75,8 @@ func Catalogue() []KindInfo {
 
 		{Kind: KindDVMState, Dir: "tool→master", Req: &DVMStateReq{}, Reply: &DVMState{}},
 		{Kind: KindDVMStop, Dir: "tool→master", Req: &DVMStopReq{}},
+		{Kind: KindDVMGrow, Dir: "tool→master", Req: &DVMGrowReq{}, Reply: &DVMGrowReply{}},
+		{Kind: KindDVMShrink, Dir: "tool→master", Req: &DVMShrinkReq{}, Reply: &DVMShrinkReply{}},
 	}
 }
 

@@ -189,6 +189,15 @@ func (l Limits) Check(kind string, body any) error {
 		c.names("k", b.Keys)
 	case *UnpublishReq:
 		c.names("k", b.Keys)
+	case *DVMGrowReq:
+		c.list("h", len(b.Hosts))
+		for _, h := range b.Hosts {
+			c.name("h", h.Name)
+		}
+		c.fail("field n", int(b.Nodes), "nodes", l.Nodes)
+		c.fail("field h entries", len(b.Hosts), "nodes", l.Nodes)
+	case *DVMShrinkReq:
+		c.name("n", b.Node)
 	case *PsetOpReq:
 		c.name("p1", b.P1)
 		c.name("p2", b.P2)

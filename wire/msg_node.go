@@ -51,7 +51,7 @@ type NodeInfo struct {
 	Used  uint32 `msgpack:"u,omitempty"`   // slots in use
 	PID   int    `msgpack:"pid,omitempty"` // daemon pid
 	Addr  string `msgpack:"a,omitempty"`   // daemon client socket
-	State string `msgpack:"st,omitempty"`  // "up", "suspect" or "down"
+	State string `msgpack:"st,omitempty"`  // "up", "suspect", "down", "starting" or "leaving"
 }
 
 // Node states. A node goes up → suspect when its daemon misses a
@@ -59,9 +59,11 @@ type NodeInfo struct {
 // the configured number in a row or its connection closes. Placement
 // skips suspect and down nodes.
 const (
-	NodeUp      = "up"      // registered, connected and answering heartbeats
-	NodeSuspect = "suspect" // connected, but the last heartbeat is unanswered
-	NodeDown    = "down"    // connection lost, or declared dead by the heartbeat
+	NodeUp       = "up"       // registered, connected and answering heartbeats
+	NodeSuspect  = "suspect"  // connected, but the last heartbeat is unanswered
+	NodeDown     = "down"     // connection lost, or declared dead by the heartbeat
+	NodeStarting = "starting" // added by dvm.grow; its daemon is not registered yet (or the grow's other nodes are not)
+	NodeLeaving  = "leaving"  // dvm.shrink takes it out: its processes are being moved out, then its daemon stopped
 )
 
 // JobData is the master's current picture of a job, pushed to every daemon

@@ -159,8 +159,14 @@ func samples() map[string]any {
 
 		"DVMStateReq": &DVMStateReq{Ended: true},
 		"DVMState": &DVMState{ID: "ab12cd", PID: 77, Started: 1, Uptime: 2, Version: "v0.1.0", Nodes: []NodeInfo{node},
-			Jobs: []JobInfo{job}, RCs: []RC{rc}, Slots: []SlotUse{slot, {Slot: -1, Node: 0, Job: "dvm1.2", Rank: 0}}},
-		"SlotUse":    &slot,
-		"DVMStopReq": &DVMStopReq{GraceMS: 100},
+			Jobs: []JobInfo{job}, RCs: []RC{rc}, Slots: []SlotUse{slot, {Slot: -1, Node: 0, Job: "dvm1.2", Rank: 0}}, Launcher: "ssh",
+			NodeLog: []Event{{Seq: 9, Time: 3, Kind: EvNodeAdded, Node: "h3", Msg: "node h3 joined the DVM: 8 slots on host h3"}}},
+		"SlotUse":        &slot,
+		"DVMStopReq":     &DVMStopReq{GraceMS: 100},
+		"DVMGrowReq":     &DVMGrowReq{Hosts: []GrowHost{{Name: "h3", Slots: 8}}, Nodes: 2, Slots: 4, TimeoutMS: 5000},
+		"GrowHost":       &GrowHost{Name: "h3", Slots: 8},
+		"DVMGrowReply":   &DVMGrowReply{Nodes: []NodeInfo{node}},
+		"DVMShrinkReq":   &DVMShrinkReq{Node: "h3", Drain: true, TimeoutMS: 3000},
+		"DVMShrinkReply": &DVMShrinkReply{Node: node, Drained: []RC{rc}},
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,6 +73,14 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-n", "4294967297", "true"}, "4294967297 exceeds the limit procs-per-job"},
 		{[]string{"--nodes", "5000", "-n", "1", "true"}, "limit nodes of 4096"},
 		{[]string{"dvm", "start", "--nodes", "1000000000"}, "limit nodes of 4096"},
+		{[]string{"dvm", "grow"}, "exactly one of --host, --hostfile and --nodes"},
+		{[]string{"dvm", "grow", "--nodes", "1", "--host", "h"}, "exactly one of"},
+		{[]string{"dvm", "grow", "--nodes", "0"}, "--nodes must be at least 1"},
+		{[]string{"dvm", "grow", "--nodes", "5000"}, "limit nodes of 4096"},
+		{[]string{"dvm", "grow", "--host", "a;b"}, "character ';'"},
+		{[]string{"dvm", "grow", "--nodes", "1", "--timeout", "-1s"}, "--timeout -1s"},
+		{[]string{"dvm", "shrink"}, "give --node NAME"},
+		{[]string{"dvm", "shrink", "--node", "x", "--timeout", "1s"}, "give --drain too"},
 		// An unknown command is a usage error (exit 2), not urfave's 3.
 		{[]string{"dvm", "bogus"}, `unknown command "bogus"`},
 	}
@@ -520,21 +529,8 @@ func TestJoinLauncher(t *testing.T) {
 	if err := start.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var joinCmd string
-	buf := make([]byte, 4096)
 	var seen strings.Builder
-	for joinCmd == "" {
-		n, err := stderr.Read(buf)
-		seen.Write(buf[:n])
-		for _, l := range strings.Split(seen.String(), "\n") {
-			if l = strings.TrimSpace(l); strings.HasPrefix(l, "DYNRT_TOKEN=") && strings.Contains(l, "--join") {
-				joinCmd = l
-			}
-		}
-		if err != nil && joinCmd == "" {
-			t.Fatalf("no join command in %q: %v", seen.String(), err)
-		}
-	}
+	joinCmd := readJoinCommand(t, io.TeeReader(stderr, &seen))
 	// DYNRT_TOKEN=<tok> dynrun daemon ...: run it with the test's binary.
 	f := strings.Fields(joinCmd)
 	if f[1] != "dynrun" || f[2] != "daemon" || !slices.Contains(f, "--node") || !slices.Contains(f, "node1") {
@@ -558,6 +554,26 @@ func TestJoinLauncher(t *testing.T) {
 	}
 	if err := daemon.Wait(); err != nil {
 		t.Errorf("joined daemon after stop: %v", err)
+	}
+}
+
+// readJoinCommand reads r until a line holds a join command
+// (DYNRT_TOKEN=... dynrun daemon ... --join) and returns it.
+func readJoinCommand(t *testing.T, r io.Reader) string {
+	t.Helper()
+	buf := make([]byte, 4096)
+	var seen strings.Builder
+	for {
+		n, err := r.Read(buf)
+		seen.Write(buf[:n])
+		for _, l := range strings.Split(seen.String(), "\n") {
+			if l = strings.TrimSpace(l); strings.HasPrefix(l, "DYNRT_TOKEN=") && strings.Contains(l, "--join") {
+				return l
+			}
+		}
+		if err != nil {
+			t.Fatalf("no join command in %q: %v", seen.String(), err)
+		}
 	}
 }
 

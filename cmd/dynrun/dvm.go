@@ -77,6 +77,8 @@ func dvmCommand(e *env) *cli.Command {
 				},
 				Action: func(c *cli.Context) error { return runDVMStatus(c, e) },
 			},
+			dvmGrowCommand(e),
+			dvmShrinkCommand(e),
 			{
 				Name:   "list",
 				Usage:  "list the live DVMs of this user (and remove stale rendezvous files)",

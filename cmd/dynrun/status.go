@@ -24,6 +24,17 @@ type statusJSON struct {
 	Used    int        `json:"used"`
 	Nodes   []nodeJSON `json:"nodes"`
 	Jobs    []jobJSON  `json:"jobs"`
+	// Launcher and NodeLog: how daemons start, and the latest nodes
+	// that joined or left the running DVM (dvm grow/shrink).
+	Launcher string          `json:"launcher,omitempty"`
+	NodeLog  []nodeEventJSON `json:"node_log,omitempty"`
+}
+
+type nodeEventJSON struct {
+	Time  time.Time `json:"time"`
+	Event string    `json:"event"` // node.added, node.leaving, node.removed, node.up (a shrink gave up)
+	Node  string    `json:"node"`
+	Msg   string    `json:"msg"`
 }
 
 type nodeJSON struct {
@@ -68,7 +79,10 @@ func toStatusJSON(st wire.DVMState, name string) statusJSON {
 	out := statusJSON{
 		ID: st.ID, Name: name, PID: st.PID, Version: st.Version,
 		Started: unixNS(st.Started), Uptime: time.Duration(st.Uptime).Seconds(),
-		Nodes: []nodeJSON{}, Jobs: []jobJSON{},
+		Nodes: []nodeJSON{}, Jobs: []jobJSON{}, Launcher: st.Launcher,
+	}
+	for _, ev := range st.NodeLog {
+		out.NodeLog = append(out.NodeLog, nodeEventJSON{Time: unixNS(ev.Time), Event: ev.Kind, Node: ev.Node, Msg: ev.Msg})
 	}
 	for _, n := range st.Nodes {
 		out.Slots += int(n.Slots)
@@ -137,6 +151,15 @@ func writeStatus(w io.Writer, s statusJSON) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(s.NodeLog) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "node changes:")
+		now := s.Started.Add(time.Duration(s.Uptime * float64(time.Second))) // by the master's clock
+		for _, ev := range s.NodeLog {
+			ago := now.Sub(ev.Time).Round(time.Second)
+			fmt.Fprintf(w, "  %8s ago  %-13s %s\n", ago, ev.Event, ev.Msg)
+		}
 	}
 	fmt.Fprintln(w)
 	if len(s.Jobs) == 0 {

@@ -146,6 +146,12 @@ func sampleState() wire.DVMState {
 				Placement: []wire.Placement{{Node: "node0", Ranks: wire.Span(0, 27)}, {Node: "node1", Ranks: wire.Span(28, 30)}}},
 			{ID: 2, Job: "abcd2345.2", App: "sleep", State: wire.JobStateFailed, Argv: []string{"/usr/bin/sleep", strings.Repeat("9", 50)}, Code: 7, Started: t0 + 2e9, Ended: t0 + 3e9},
 		},
+		Launcher: "ssh",
+		NodeLog: []wire.Event{
+			{Time: t0 + 10e9, Kind: wire.EvNodeAdded, Node: "node3", Msg: "node node3 joined the DVM: 8 slots on host hostC"},
+			{Time: t0 + 60e9, Kind: wire.EvNodeLeaving, Node: "node3", Msg: "node node3 is leaving the DVM; moving the processes of 1 jobs out by SUB"},
+			{Time: t0 + 62e9, Kind: wire.EvNodeRemoved, Node: "node3", Msg: "node node3 left the DVM (drained by mpi://rte/solver/rc/2)"},
+		},
 	}
 }
 

@@ -128,6 +128,7 @@ type Alloc struct {
 	used   []int      // occupied slots per node
 	over   [][]uint32 // per node: oversubscribed (job, rank), oldest first
 	overJ  [][]*job
+	gone   []bool // nodes removed for good (RemoveNode): no slots, never chosen
 	free   int
 	jobs   map[string]*job
 }
@@ -144,6 +145,7 @@ func New(nodes []Node) (*Alloc, error) {
 		used:  make([]int, len(nodes)),
 		over:  make([][]uint32, len(nodes)),
 		overJ: make([][]*job, len(nodes)),
+		gone:  make([]bool, len(nodes)),
 		jobs:  make(map[string]*job),
 	}
 	seen := make(map[string]bool, len(nodes))
@@ -226,7 +228,7 @@ func (a *Alloc) Allocate(name string, n int, opts Options) ([]Proc, error) {
 	var least overHeap
 	if n > onSlots {
 		for i := range a.over {
-			if allowed == nil || allowed[i] {
+			if (allowed == nil || allowed[i]) && !a.gone[i] {
 				least = append(least, overNode{count: len(a.over[i]), idx: i})
 			}
 		}
@@ -275,6 +277,9 @@ func (a *Alloc) allowed(name string, nodes []int) (mask []bool, free, total int,
 	for _, i := range nodes {
 		if i < 0 || i >= len(a.nodes) {
 			return nil, 0, 0, wire.Errorf(wire.ErrInvalid, "alloc: job %s: no node with index %d", name, i)
+		}
+		if a.gone[i] {
+			return nil, 0, 0, wire.Errorf(wire.ErrInvalid, "alloc: job %s: node %s (index %d) has left the DVM", name, a.nodes[i].Name, i)
 		}
 		if !mask[i] {
 			mask[i] = true
@@ -478,6 +483,78 @@ func (a *Alloc) freeSlot(s int) {
 	a.used[node]--
 	a.free++
 }
+
+// AddNode appends a node (a DVM that grows at run time) and returns its
+// index. Its slots come after every existing slot, so the global slot
+// numbers of the other nodes do not change. Its name must not be that of
+// a node still in the table (a removed node's name may come back).
+func (a *Alloc) AddNode(n Node) (int, error) {
+	switch {
+	case n.Name == "":
+		return 0, wire.Errorf(wire.ErrInvalid, "alloc: a new node needs a name")
+	case n.Slots < 1:
+		return 0, wire.Errorf(wire.ErrInvalid, "alloc: new node %s has %d slots; need at least 1", n.Name, n.Slots)
+	}
+	for i, m := range a.nodes {
+		if m.Name == n.Name && !a.gone[i] {
+			return 0, wire.Errorf(wire.ErrExists, "alloc: node name %q is taken (node %d)", n.Name, i)
+		}
+	}
+	idx := len(a.nodes)
+	total := len(a.holder)
+	a.nodes = append(a.nodes, n)
+	a.base = append(a.base, total)
+	a.used = append(a.used, 0)
+	a.over = append(a.over, nil)
+	a.overJ = append(a.overJ, nil)
+	a.gone = append(a.gone, false)
+	for range n.Slots {
+		a.nodeOf = append(a.nodeOf, idx)
+		a.holder = append(a.holder, nil)
+		a.rankOf = append(a.rankOf, 0)
+	}
+	a.free += n.Slots
+	return idx, nil
+}
+
+// RemoveNode takes node i out of the table for good: it keeps its index
+// (jobs and records refer to nodes by index) but has no slots any more and
+// is never chosen again. It fails, changing nothing, while any process is
+// placed on the node. The global slots of the nodes after it move down by
+// its slot count (their processes' Slot fields with them).
+func (a *Alloc) RemoveNode(i int) error {
+	switch {
+	case i < 0 || i >= len(a.nodes):
+		return wire.Errorf(wire.ErrInvalid, "alloc: no node with index %d", i)
+	case a.gone[i]:
+		return wire.Errorf(wire.ErrState, "alloc: node %s (index %d) was removed already", a.nodes[i].Name, i)
+	case a.used[i] > 0 || len(a.over[i]) > 0:
+		return wire.Errorf(wire.ErrBusy, "alloc: node %s still holds %d processes", a.nodes[i].Name, a.used[i]+len(a.over[i]))
+	}
+	k := a.nodes[i].Slots
+	lo, hi := a.base[i], a.base[i]+k
+	// Renumber the processes on the slots above the node's.
+	for s := hi; s < len(a.holder); s++ {
+		if j := a.holder[s]; j != nil {
+			p := j.procs[a.rankOf[s]]
+			p.Slot = s - k
+			j.procs[a.rankOf[s]] = p
+		}
+	}
+	a.holder = slices.Delete(a.holder, lo, hi)
+	a.rankOf = slices.Delete(a.rankOf, lo, hi)
+	a.nodeOf = slices.Delete(a.nodeOf, lo, hi)
+	for n := i + 1; n < len(a.nodes); n++ {
+		a.base[n] -= k
+	}
+	a.nodes[i].Slots = 0
+	a.gone[i] = true
+	a.free -= k
+	return nil
+}
+
+// Gone reports whether node i was removed.
+func (a *Alloc) Gone(i int) bool { return i >= 0 && i < len(a.gone) && a.gone[i] }
 
 // Nodes returns the DVM's nodes in slot order.
 func (a *Alloc) Nodes() []Node { return slices.Clone(a.nodes) }

@@ -93,6 +93,26 @@ func check(t testing.TB, a *Alloc) {
 	if onSlots != nproc {
 		t.Fatalf("%d processes placed, %d recorded", onSlots, nproc)
 	}
+	// Slot numbering: each node's slots follow the previous node's, and a
+	// removed node has none and holds nothing.
+	total := 0
+	for i, n := range a.nodes {
+		if a.base[i] != total {
+			t.Fatalf("node %d starts at slot %d, want %d", i, a.base[i], total)
+		}
+		for s := total; s < total+n.Slots; s++ {
+			if a.nodeOf[s] != i {
+				t.Fatalf("slot %d belongs to node %d, want %d", s, a.nodeOf[s], i)
+			}
+		}
+		total += n.Slots
+		if a.gone[i] && (n.Slots != 0 || a.used[i] != 0 || len(a.over[i]) != 0) {
+			t.Fatalf("removed node %d: %d slots, %d used, %d oversubscribed", i, n.Slots, a.used[i], len(a.over[i]))
+		}
+	}
+	if total != len(a.holder) || len(a.nodeOf) != total || len(a.rankOf) != total {
+		t.Fatalf("%d slots in nodes, tables of %d/%d/%d", total, len(a.holder), len(a.nodeOf), len(a.rankOf))
+	}
 }
 
 // render draws the slot table like thesis fig. 7.1: one line per node, the

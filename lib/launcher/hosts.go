@@ -123,7 +123,7 @@ func parseHostLine(fields []string, defSlots int) (string, int, error) {
 // splitHostCount splits `host[:N]`.
 func splitHostCount(item string, defSlots int) (string, int, error) {
 	host, count, hasCount := strings.Cut(item, ":")
-	if err := checkHost(host); err != nil {
+	if err := CheckHost(host); err != nil {
 		return "", 0, err
 	}
 	if !hasCount {
@@ -141,9 +141,10 @@ func parseSlots(s string) (int, error) {
 	return n, nil
 }
 
-// checkHost accepts DNS names and IPv4 addresses. Anything else could be
-// taken by ssh for an option or by the remote shell for syntax.
-func checkHost(h string) error {
+// CheckHost accepts DNS names and IPv4 addresses, the host names of host
+// lists and of nodes that join a running DVM. Anything else could be taken
+// by ssh for an option or by the remote shell for syntax.
+func CheckHost(h string) error {
 	if h == "" {
 		return fmt.Errorf("empty host name")
 	}

@@ -34,7 +34,7 @@ func SSHCommand(sshArgv, remote []string, spec NodeSpec) ([]string, error) {
 	if err := spec.check(); err != nil {
 		return nil, err
 	}
-	if err := checkHost(spec.Host); err != nil {
+	if err := CheckHost(spec.Host); err != nil {
 		return nil, wire.Errorf(wire.ErrInvalid, "launcher: ssh: node %s: %w", spec.Name, err)
 	}
 	host, _, err := net.SplitHostPort(spec.Master)

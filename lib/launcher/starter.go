@@ -113,6 +113,14 @@ type Starter interface {
 	Start(ctx context.Context, spec NodeSpec) (*Daemon, error)
 }
 
+// Releaser is a Starter that holds resources for a node beyond its daemon
+// process (a Slurm allocation made to grow the DVM). The master calls
+// Release once the node has left the DVM (dvm shrink) and its daemon is
+// gone.
+type Releaser interface {
+	Release(ctx context.Context, node string) error
+}
+
 // New returns the Starter of opts.Kind.
 func New(opts Options) (Starter, error) {
 	if opts.Logger == nil {

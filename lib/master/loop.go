@@ -24,8 +24,9 @@ type state struct {
 	alloc      *alloc.Alloc
 	nodes      []*node          // by index
 	nodeByName map[string]*node //
-	registered int              // nodes that have registered at least once
-	allUp      chan struct{}    // closed once every node has registered
+	registered int              // nodes of the start that have registered at least once
+	initial    int              // nodes of the start (grow.go adds more later)
+	allUp      chan struct{}    // closed once every node of the start has registered
 
 	peers map[*wire.Conn]*peer // tool connections the master keeps state for
 
@@ -41,6 +42,9 @@ type state struct {
 
 	stopping bool
 	drained  chan struct{} // closed when stopping and no job is live
+
+	nodeLog   []wire.Event // the latest node.added/leaving/removed events (DVMState.NodeLog)
+	misplaced int          // processes placed on a node that is not fully in the DVM (must stay 0; grow.go)
 }
 
 // post queues f to run on the loop. It returns false once the loop has

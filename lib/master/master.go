@@ -115,6 +115,7 @@ type Master struct {
 	sess *sessState // session services (session.go); resource changes publish through it
 
 	stopOnce sync.Once
+	stopCh   chan struct{} // closed when the stop begins
 	done     chan struct{}
 }
 
@@ -188,6 +189,7 @@ func Start(ctx context.Context, cfg Config) (*Master, error) {
 		loopDone:    make(chan struct{}),
 		daemonMux:   wire.NewMux(),
 		toolMux:     wire.NewMux(),
+		stopCh:      make(chan struct{}),
 		done:        make(chan struct{}),
 	}
 	if m.grace <= 0 {
@@ -199,7 +201,7 @@ func Start(ctx context.Context, cfg Config) (*Master, error) {
 		Version: buildinfo.Read().Version, StartTime: started,
 	}
 	m.st = &state{
-		m: m, log: m.log, id: id, token: token, started: started, alloc: al,
+		m: m, log: m.log, id: id, token: token, started: started, alloc: al, initial: len(cfg.Nodes),
 		nodeByName: make(map[string]*node), allUp: make(chan struct{}),
 		peers: make(map[*wire.Conn]*peer), jobs: make(map[string]*job), apps: make(map[string]bool),
 	}
@@ -285,52 +287,41 @@ func (m *Master) start(ctx context.Context) error {
 	}
 
 	// The other nodes, through the launcher.
-	early := make(chan string, len(m.cfg.Nodes))
+	early := make(chan *launcher.Daemon, len(m.cfg.Nodes))
 	if len(m.cfg.Nodes) > 1 {
 		starter, err := m.starter()
 		if err != nil {
 			return err
 		}
-		addr := sock
-		if starter.Kind() == launcher.SSH {
-			addr = m.info.TCP
-		}
 		for i, n := range m.cfg.Nodes[1:] {
 			host := ""
 			if i+1 < len(m.cfg.Hosts) {
 				host = m.cfg.Hosts[i+1]
-			} else if starter.Kind() == launcher.SSH {
-				host = n.Name
 			}
-			d, err := starter.Start(ctx, launcher.NodeSpec{
-				Name: n.Name, Host: host, Slots: n.Slots, DVM: m.info.ID, Dir: m.dir, Master: addr, Token: m.info.Token,
-			})
+			d, err := m.startDaemon(ctx, starter, n.Name, host, n.Slots)
 			if err != nil {
-				return fmt.Errorf("master: start the daemon of node %s: %w", n.Name, err)
+				return err
 			}
-			if err := do(ctx, m, func(s *state) error { s.nodes[i+1].proc = d; return nil }); err != nil {
+			if err := do(ctx, m, func(s *state) error { s.nodes[i+1].proc, s.nodes[i+1].starter = d, starter; return nil }); err != nil {
 				d.Stop(m.grace)
 				return err
 			}
 			if done := d.Done(); done != nil {
 				go func() {
 					<-done
-					early <- n.Name
+					early <- d
 				}()
 			}
 		}
 	}
 
-	timeout := m.cfg.RegisterTimeout
-	if timeout <= 0 {
-		timeout = DefaultRegisterTimeout
-	}
+	timeout := m.registerTimeout()
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
 	case <-m.st.allUp:
-	case name := <-early:
-		return wire.Errorf(wire.ErrInternal, "master: the daemon of node %s exited before it registered", name)
+	case d := <-early:
+		return wire.Errorf(wire.ErrInternal, "master: %s", daemonExitMsg(d.Node, d))
 	case err := <-m.localDone:
 		m.localDone <- err // for shutdown
 		return fmt.Errorf("master: the daemon of node %s failed: %w", n0.Name, err)
@@ -455,7 +446,10 @@ func (m *Master) removeFiles() {
 }
 
 func (m *Master) stopAsync(grace time.Duration) {
-	m.stopOnce.Do(func() { go m.shutdown(grace) })
+	m.stopOnce.Do(func() {
+		close(m.stopCh)
+		go m.shutdown(grace)
+	})
 }
 
 // shutdown runs the ordered stop. It is called once.

@@ -28,11 +28,23 @@ type node struct {
 	joined  bool             // a daemon has registered at least once
 	local   bool             // the daemon runs inside the master process
 	proc    *launcher.Daemon // the started daemon process (nil: in-process or join)
+
+	// A DVM that grows and shrinks (grow.go). Placement skips a node that
+	// is pending, leaving or gone.
+	pending    bool             // added by dvm.grow, not usable until every node of that grow registered
+	leaving    bool             // dvm.shrink is taking it out
+	gone       bool             // left the DVM for good; its index stays (jobs refer to nodes by index)
+	starter    launcher.Starter // what started its daemon (grown nodes: released when it leaves)
+	registered chan struct{}    // grown nodes: closed at the first registration
 }
 
 func (n *node) info(used int) wire.NodeInfo {
 	st := wire.NodeDown
 	switch {
+	case n.pending:
+		st = wire.NodeStarting
+	case n.leaving:
+		st = wire.NodeLeaving
 	case n.up && n.suspect:
 		st = wire.NodeSuspect
 	case n.up:
@@ -60,11 +72,7 @@ func (s *state) register(c *wire.Conn, b *wire.NodeRegister) (*wire.NodeRegister
 	}
 	n := s.nodeByName[b.Name]
 	if n == nil {
-		names := make([]string, len(s.nodes))
-		for i, n := range s.nodes {
-			names[i] = n.name
-		}
-		return nil, wire.Errorf(wire.ErrNotFound, "master: DVM %s has no node %q (its nodes: %s)", s.id, b.Name, strings.Join(names, ", "))
+		return nil, s.noNode(b.Name)
 	}
 	if n.up {
 		return nil, wire.Errorf(wire.ErrExists, "master: node %s already has a daemon (pid %d)", n.name, n.pid)
@@ -78,13 +86,18 @@ func (s *state) register(c *wire.Conn, b *wire.NodeRegister) (*wire.NodeRegister
 	msg := ""
 	if n.joined {
 		msg = "rejoined"
+	}
+	if n.joined || n.registered != nil {
+		// A rejoined daemon, or one that joins a running DVM (grow.go):
+		// it learns the live jobs and their sets first.
 		s.resync(n)
 	}
 	s.publish(wire.Event{Kind: wire.EvNodeUp, Node: n.name, Msg: msg})
 	if !n.joined {
 		n.joined = true
-		s.registered++
-		if s.registered == len(s.nodes) {
+		if n.registered != nil {
+			close(n.registered)
+		} else if s.registered++; s.registered == s.initial {
 			close(s.allUp)
 		}
 	}
@@ -96,6 +109,17 @@ func (s *state) register(c *wire.Conn, b *wire.NodeRegister) (*wire.NodeRegister
 		go s.m.pingNode(n.idx, c)
 	}
 	return rep, nil
+}
+
+// noNode is the error for a node name the DVM does not have.
+func (s *state) noNode(name string) error {
+	var names []string
+	for _, n := range s.nodes {
+		if !n.gone {
+			names = append(names, n.name)
+		}
+	}
+	return wire.Errorf(wire.ErrNotFound, "master: DVM %s has no node %q (its nodes: %s)", s.id, name, strings.Join(names, ", "))
 }
 
 // nodeLost marks a node down when its daemon's connection closes. Its
@@ -119,6 +143,8 @@ func (s *state) nodeDown(n *node, why error, declared bool) {
 	s.dropPushes(n)
 	msg := fmt.Sprintf("daemon of node %s lost", n.name)
 	switch {
+	case n.leaving:
+		msg = fmt.Sprintf("daemon of node %s stopped: the node leaves the DVM", n.name)
 	case declared:
 		msg = fmt.Sprintf("daemon of node %s declared down: %v", n.name, why)
 	case s.stopping:

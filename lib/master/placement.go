@@ -8,8 +8,9 @@ import (
 	"github.com/dynrt/dynrt/wire"
 )
 
-// Placement skips nodes that cannot take processes now: down nodes and
-// suspect ones (a missed heartbeat, heartbeat.go). lib/alloc knows nothing
+// Placement skips nodes that cannot take processes now: down nodes,
+// suspect ones (a missed heartbeat, heartbeat.go), and nodes that are
+// joining or leaving the DVM or have left it (grow.go). lib/alloc knows nothing
 // of node states; the master narrows Options.Nodes to the live nodes, so
 // every placement (launch, ADD, PMI spawn, any --map-by) goes to live
 // nodes while they have room, and fails with a message naming the nodes
@@ -25,6 +26,14 @@ func (s *state) allocate(name string, n int, opts alloc.Options) ([]alloc.Proc, 
 	if err != nil && skipped != "" {
 		return nil, fmt.Errorf("%w (%s)", err, skipped)
 	}
+	for _, p := range ps {
+		// The invariant of grow.go, checked where it could break: nothing
+		// lands on a node that is not fully in the DVM.
+		if nd := s.nodes[p.Node]; nd.pending || nd.leaving || nd.gone {
+			s.misplaced++
+			s.log.Error("master: process placed on a node that is not in the DVM", "job", name, "rank", p.Rank, "node", nd.name)
+		}
+	}
 	return ps, err
 }
 
@@ -39,13 +48,20 @@ func (s *state) liveOnly(opts alloc.Options) (alloc.Options, string, error) {
 		}
 	}
 	var keep []int
-	var down, suspect []string
+	var down, suspect, moving []string
 	for _, i := range want {
 		if i < 0 || i >= len(s.nodes) {
 			keep = append(keep, i) // alloc names the bad index
 			continue
 		}
 		switch n := s.nodes[i]; {
+		case n.gone:
+			// Left for good: not worth naming, unless asked for by index.
+			if len(opts.Nodes) > 0 {
+				keep = append(keep, i) // alloc says it has left
+			}
+		case n.pending, n.leaving:
+			moving = append(moving, n.name)
 		case !n.up:
 			down = append(down, n.name)
 		case n.suspect:
@@ -54,7 +70,7 @@ func (s *state) liveOnly(opts alloc.Options) (alloc.Options, string, error) {
 			keep = append(keep, i)
 		}
 	}
-	if len(down)+len(suspect) == 0 {
+	if len(down)+len(suspect)+len(moving) == 0 && len(keep) == len(want) {
 		return opts, "", nil
 	}
 	var why []string
@@ -64,8 +80,17 @@ func (s *state) liveOnly(opts alloc.Options) (alloc.Options, string, error) {
 	if len(suspect) > 0 {
 		why = append(why, "suspect: "+strings.Join(suspect, ", "))
 	}
-	skipped := "nodes " + strings.Join(why, "; ")
+	if len(moving) > 0 {
+		why = append(why, "joining or leaving the DVM: "+strings.Join(moving, ", "))
+	}
+	skipped := ""
+	if len(why) > 0 {
+		skipped = "nodes " + strings.Join(why, "; ")
+	}
 	if len(keep) == 0 {
+		if skipped == "" {
+			return opts, skipped, wire.Errorf(wire.ErrNoResources, "master: no node can take processes (the ones asked for have left the DVM)")
+		}
 		return opts, skipped, wire.Errorf(wire.ErrNoResources, "master: no node can take processes (%s)", skipped)
 	}
 	opts.Nodes = keep

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,11 +19,13 @@ func (m *Master) handleState(ctx context.Context, _ *wire.Request, b *wire.DVMSt
 		now := time.Now()
 		st := &wire.DVMState{
 			ID: s.id, PID: os.Getpid(), Started: s.started.UnixNano(), Uptime: int64(now.Sub(s.started)),
-			Version: buildinfo.Read().Version,
+			Version: buildinfo.Read().Version, Launcher: s.m.launcherKind(),
 		}
 		usage := s.alloc.Usage()
 		for i, n := range s.nodes {
-			st.Nodes = append(st.Nodes, n.info(usage[i].Used))
+			if !n.gone { // a node that left has no slots: the slot numbering skips it
+				st.Nodes = append(st.Nodes, n.info(usage[i].Used))
+			}
 		}
 		for _, j := range s.order {
 			if !j.done || b.Ended {
@@ -30,6 +33,7 @@ func (m *Master) handleState(ctx context.Context, _ *wire.Request, b *wire.DVMSt
 			}
 		}
 		st.Slots = s.slotUse()
+		st.NodeLog = slices.Clone(s.nodeLog)
 		reply(st, nil)
 	})
 }

@@ -26,6 +26,8 @@ func (m *Master) routes() {
 	wire.HandleTyped(m.toolMux, wire.KindJobStdin, m.handleStdin)
 	wire.HandleTyped(m.toolMux, wire.KindDVMState, m.handleState)
 	wire.HandleTyped(m.toolMux, wire.KindDVMStop, m.handleStop)
+	wire.HandleTyped(m.toolMux, wire.KindDVMGrow, m.handleGrow)
+	wire.HandleTyped(m.toolMux, wire.KindDVMShrink, m.handleShrink)
 	wire.HandleTyped(m.toolMux, wire.KindEventSub, m.handleEventSub)
 	wire.HandleTyped(m.toolMux, wire.KindEventUnsub, m.handleEventUnsub)
 	wire.HandleTyped(m.toolMux, wire.KindPsetGet, m.handlePsetGet)

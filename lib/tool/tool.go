@@ -271,3 +271,19 @@ func (c *Client) dropSub(s *subscription) {
 	c.subs = slices.DeleteFunc(slices.Clone(c.subs), func(x *subscription) bool { return x == s })
 	c.mu.Unlock()
 }
+
+// Grow adds nodes to the DVM (see wire.DVMGrowReq) and returns them once
+// their daemons have registered.
+func (c *Client) Grow(ctx context.Context, req wire.DVMGrowReq) ([]wire.NodeInfo, error) {
+	var rep wire.DVMGrowReply
+	err := c.conn.Call(ctx, wire.KindDVMGrow, &req, &rep)
+	return rep.Nodes, err
+}
+
+// Shrink takes a node out of the DVM (see wire.DVMShrinkReq) and returns
+// once it has left.
+func (c *Client) Shrink(ctx context.Context, req wire.DVMShrinkReq) (wire.DVMShrinkReply, error) {
+	var rep wire.DVMShrinkReply
+	err := c.conn.Call(ctx, wire.KindDVMShrink, &req, &rep)
+	return rep, err
+}

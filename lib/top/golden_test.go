@@ -96,3 +96,24 @@ func TestGoldenColour(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// Hosts arriving and leaving (dvm grow, dvm shrink): the snapshot has
+// node4, which joined; then node3 begins to leave and node2 leaves: the
+// slot map marks node3 and drops node2 at once, and the events pane tells
+// the story.
+func TestGoldenNodesGrowShrink(t *testing.T) {
+	m := feed(newModel(Config{}), scene()...)
+	snap := scene()[1].(SnapshotMsg)
+	snap.State.Nodes = append(snap.State.Nodes, wire.NodeInfo{Name: "node4", Index: 4, Slots: 4, State: wire.NodeUp})
+	feed(m, snap, EventsMsg{
+		{Seq: 50, Time: at(100 * time.Millisecond), Kind: wire.EvNodeUp, Node: "node4"},
+		{Seq: 51, Time: at(100 * time.Millisecond), Kind: wire.EvNodeAdded, Node: "node4", Msg: "node node4 joined the DVM: 4 slots on host h4"},
+		{Seq: 52, Time: at(200 * time.Millisecond), Kind: wire.EvNodeLeaving, Node: "node3", Msg: "node node3 is leaving the DVM"},
+		{Seq: 53, Time: at(300 * time.Millisecond), Kind: wire.EvNodeDown, Node: "node2", Msg: "daemon of node node2 stopped: the node leaves the DVM"},
+		{Seq: 54, Time: at(300 * time.Millisecond), Kind: wire.EvNodeRemoved, Node: "node2", Msg: "node node2 left the DVM"},
+	})
+	for _, size := range [][2]int{{80, 24}, {120, 40}} {
+		m.Update(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		golden(t, "nodes-grow-shrink-"+itoa(size[0])+"x"+itoa(size[1]), m.View()+"\n")
+	}
+}

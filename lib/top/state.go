@@ -294,8 +294,13 @@ func (s *State) ApplyEvent(ev wire.Event) {
 		if ev.RC != nil {
 			s.ApplyRC(*ev.RC)
 		}
-	case wire.EvNodeUp, wire.EvNodeSuspect, wire.EvNodeDown:
-		st := map[string]string{wire.EvNodeUp: wire.NodeUp, wire.EvNodeSuspect: wire.NodeSuspect, wire.EvNodeDown: wire.NodeDown}[ev.Kind]
+	case wire.EvNodeRemoved:
+		// The node left the DVM: its row goes at once (the snapshot that
+		// follows no longer lists it).
+		s.Nodes = slices.DeleteFunc(s.Nodes, func(n Node) bool { return n.Name == ev.Node })
+	case wire.EvNodeUp, wire.EvNodeSuspect, wire.EvNodeDown, wire.EvNodeAdded, wire.EvNodeLeaving:
+		st := map[string]string{wire.EvNodeUp: wire.NodeUp, wire.EvNodeSuspect: wire.NodeSuspect, wire.EvNodeDown: wire.NodeDown,
+			wire.EvNodeAdded: wire.NodeUp, wire.EvNodeLeaving: wire.NodeLeaving}[ev.Kind]
 		for i := range s.Nodes {
 			if s.Nodes[i].Name == ev.Node {
 				s.Nodes[i].State = st

@@ -515,7 +515,7 @@ func (m *Model) eventText(ev wire.Event) string {
 				what += ": " + ev.RC.Reason
 			}
 		}
-	case wire.EvNodeUp, wire.EvNodeSuspect, wire.EvNodeDown:
+	case wire.EvNodeUp, wire.EvNodeSuspect, wire.EvNodeDown, wire.EvNodeAdded, wire.EvNodeLeaving, wire.EvNodeRemoved:
 		app = ev.Node
 		what = strings.TrimPrefix(ev.Kind, "node.")
 		if ev.Msg != "" {
@@ -742,15 +742,24 @@ func (m *Model) slotLines(w, rows int) []string {
 		switch n.State {
 		case wire.NodeDown:
 			return m.styles.Bad.Render(s)
-		case wire.NodeSuspect:
+		case wire.NodeSuspect, wire.NodeLeaving, wire.NodeStarting:
 			return m.styles.Warn.Render(s)
 		}
 		return s
 	}
+	// A node that is joining or leaving the DVM says so after its count
+	// (colour alone does not show on every terminal).
+	note := func(i int) string {
+		switch st := nodes[i].State; st {
+		case wire.NodeLeaving, wire.NodeStarting:
+			return " " + st
+		}
+		return ""
+	}
 	var out []string
 	if nameW+3+maxSlots*cw <= w && len(nodes) <= rows {
 		for i, n := range nodes {
-			out = append(out, fmt.Sprintf("%s │%s│ %d/%d", name(i), renderRow(i, true, 0, max(int(n.Slots), len(cells[i]))), used[i], n.Slots))
+			out = append(out, fmt.Sprintf("%s │%s│ %d/%d%s", name(i), renderRow(i, true, 0, max(int(n.Slots), len(cells[i]))), used[i], n.Slots, note(i)))
 		}
 		return out
 	}
