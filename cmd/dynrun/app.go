@@ -29,11 +29,15 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 	stdin  io.Reader // forwarded to rank 0 with --stdin 0
+	argv0  string    // how dynrun was invoked (an absolute path may imply --prefix)
 }
 
 // Main is dynrun: it starts DVMs and launches jobs on them.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	e := &env{get: os.Getenv, list: os.Environ, stdout: stdout, stderr: stderr, stdin: os.Stdin}
+	if len(args) > 0 {
+		e.argv0 = args[0]
+	}
 	if len(args) > 1 && args[1] == "-pmi_args" {
 		// Exec'd as `mpiexec` by an MPICH singleton (docs/mpi.md).
 		return runSingleton(ctx, args[2:], stderr)

@@ -24,7 +24,7 @@ func daemonCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:      "daemon",
 		Usage:     "run a node daemon (started by the DVM's launcher, or by hand with --join)",
-		UsageText: "dynrun daemon --master ADDR [--node NAME] [--slots S] [--dvm ID] [--dir DIR] [--join] [--token-stdin]",
+		UsageText: "dynrun daemon --master ADDR [--node NAME] [--slots S] [--dvm ID] [--dir DIR] [--join] [--token-stdin] [--prefix DIR]",
 		Hidden:    true,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: trimDash(launcher.FlagMaster), Usage: "master address: unix socket `PATH` or HOST:PORT"},
@@ -34,6 +34,7 @@ func daemonCommand(e *env) *cli.Command {
 			&cli.StringFlag{Name: trimDash(launcher.FlagDir), Usage: "rendezvous `DIR` for the daemon's socket (default: $DYNRT_DIR etc.)"},
 			&cli.BoolFlag{Name: trimDash(launcher.FlagJoin), Usage: "join a running DVM (started by ssh or by hand)"},
 			&cli.BoolFlag{Name: trimDash(launcher.FlagTokenStdin), Usage: "read the DVM token from the first line of stdin (else $DYNRT_TOKEN)"},
+			&cli.StringFlag{Name: trimDash(launcher.FlagPrefix), Usage: "dynrt's install `DIR`: DIR/bin and DIR/lib go first in the processes' PATH and LD_LIBRARY_PATH"},
 		},
 		Action: func(c *cli.Context) error { return runDaemon(c, e) },
 	}
@@ -47,7 +48,7 @@ func runDaemon(c *cli.Context, e *env) error {
 	}
 	cfg := daemon.Config{
 		Master: c.String("master"), Node: c.String("node"), Slots: c.Int("slots"),
-		DVM: c.String("dvm"), Dir: c.String("dir"), Token: e.get(launcher.EnvToken),
+		DVM: c.String("dvm"), Dir: c.String("dir"), Token: e.get(launcher.EnvToken), Prefix: c.String("prefix"),
 		Env: e.get, Logger: newLogger(e, "daemon"),
 	}
 	if cfg.Master == "" {

@@ -46,20 +46,16 @@ func dvmCommand(e *env) *cli.Command {
 			{
 				Name:      "start",
 				Usage:     "start a DVM (in the foreground unless --daemonize)",
-				UsageText: "dynrun dvm start [--nodes K --slots S | --host h1:s1,h2:s2 | --hostfile F] [--launcher local|ssh] [--daemonize] [--report-uri FILE|-] [--name NAME] [--bind ADDR]",
-				Flags: []cli.Flag{
+				UsageText: "dynrun dvm start [--nodes K --slots S | --host h1:s1,h2:s2 | --hostfile F] [--launcher local|ssh|join] [--launch-agent CMD] [--prefix DIR] [--daemonize] [--report-uri FILE|-] [--name NAME] [--bind ADDR]",
+				Flags: append([]cli.Flag{
 					&cli.IntFlag{Name: "nodes", Usage: "`K` virtual nodes on this host (default 1)"},
 					&cli.IntFlag{Name: "slots", Usage: "`S` slots per node (default: CPUs; with --host/--hostfile: for hosts without a count, default 1)"},
-					&cli.StringFlag{Name: "host", Usage: "nodes as `h1:s1,h2:s2` (a host without :s gets --slots or 1; repeats add up)"},
-					&cli.StringFlag{Name: "hostfile", Usage: "nodes from `FILE`: lines 'host slots=N', 'host:N' or 'host', # comments"},
-					&cli.StringFlag{Name: "launcher", Value: launcher.Local, Usage: "how daemons are started: `local` (this host), ssh or join"},
 					&cli.BoolFlag{Name: "daemonize", Usage: "run the DVM in the background; print its id once it is ready"},
 					&cli.StringFlag{Name: "report-uri", Usage: "write the DVM id and addresses to `FILE` (- for stdout) once ready"},
 					&cli.StringFlag{Name: "name", Usage: "human `NAME` of the DVM (usable with --dvm)"},
-					&cli.StringFlag{Name: "bind", Usage: "TCP listen `ADDR` of the master (default 127.0.0.1:0)"},
 					&cli.StringFlag{Name: "id", Hidden: true, Usage: "DVM id (set by --daemonize for its child)"},
 					heartbeatFlag(""), heartbeatMissesFlag(""),
-				},
+				}, clusterFlags("")...),
 				Action: func(c *cli.Context) error { return runDVMStart(c, e) },
 			},
 			{
@@ -89,35 +85,20 @@ func dvmCommand(e *env) *cli.Command {
 }
 
 // dvmNodes turns the node flags of `dvm start` into a node list of at
-// most lim.Nodes nodes.
-func dvmNodes(c *cli.Context, lim wire.Limits) ([]alloc.Node, error) {
-	nodes, err := dvmNodeList(c, lim)
+// most lim.Nodes nodes: the host list of cl (node 0 this host) or virtual
+// nodes. hosts[i] is the host of node i's daemon (nil: all here).
+func dvmNodes(c *cli.Context, cl *clusterOpts, lim wire.Limits) (nodes []alloc.Node, hosts []string, err error) {
+	nodes, hosts, err = cl.nodes(c.Context)
+	if err == nil && nodes == nil {
+		nodes, err = virtualNodes(c, lim)
+	}
 	if err == nil && len(nodes) > lim.Nodes {
 		err = cliutil.Usagef("%v", wire.Exceeded("dvm start: nodes", len(nodes), "nodes", lim.Nodes))
 	}
-	return nodes, err
+	return nodes, hosts, err
 }
 
-func dvmNodeList(c *cli.Context, lim wire.Limits) ([]alloc.Node, error) {
-	host, file := c.String("host"), c.String("hostfile")
-	switch {
-	case host != "" && file != "":
-		return nil, cliutil.Usagef("--host and --hostfile exclude each other")
-	case (host != "" || file != "") && c.IsSet("nodes"):
-		return nil, cliutil.Usagef("--nodes sizes virtual nodes; with --host/--hostfile the hosts are the nodes")
-	case host != "":
-		nodes, err := launcher.ParseHosts(host, c.Int("slots"))
-		if err != nil {
-			return nil, cliutil.Usagef("%v", err)
-		}
-		return nodes, nil
-	case file != "":
-		nodes, err := launcher.ReadHostfile(file, c.Int("slots"))
-		if err != nil {
-			return nil, cliutil.Usagef("%v", err)
-		}
-		return nodes, nil
-	}
+func virtualNodes(c *cli.Context, lim wire.Limits) ([]alloc.Node, error) {
 	k, s := 1, runtime.NumCPU()
 	if c.IsSet("nodes") {
 		k = c.Int("nodes")
@@ -143,14 +124,15 @@ func runDVMStart(c *cli.Context, e *env) error {
 	if err != nil {
 		return cliutil.Usagef("%v", err)
 	}
-	nodes, err := dvmNodes(c, lim)
+	cl, err := parseCluster(c, e)
 	if err != nil {
 		return err
 	}
-	kind := c.String("launcher")
-	if kind != launcher.Local && kind != launcher.SSH && kind != launcher.Join {
-		return cliutil.Usagef("--launcher %q: want local, ssh or join", kind)
+	nodes, hosts, err := dvmNodes(c, &cl, lim)
+	if err != nil {
+		return err
 	}
+	kind := cl.kind
 	dir, err := dvmdir.Open(e.get)
 	if err != nil {
 		return cliutil.Exitf(cliutil.ExitFail, "%v", err)
@@ -166,15 +148,11 @@ func runDVMStart(c *cli.Context, e *env) error {
 		}
 	}
 	if c.Bool("daemonize") {
-		return daemonize(c, e, dir)
+		return daemonize(c, e, dir, &cl)
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		return cliutil.Exitf(cliutil.ExitFail, "cannot find my own binary for the daemons: %v", err)
-	}
-	hosts := make([]string, len(nodes))
-	for i, n := range nodes {
-		hosts[i] = n.Name
 	}
 	hb, misses, err := heartbeatOpts(c)
 	if err != nil {
@@ -182,10 +160,11 @@ func runDVMStart(c *cli.Context, e *env) error {
 	}
 	log := newLogger(e, "master")
 	cfg := master.Config{
-		Dir: dir, ID: c.String("id"), Name: c.String("name"), Nodes: nodes, Launcher: kind, Hosts: hosts,
-		Bind: c.String("bind"), DaemonCommand: []string{exe, "daemon"}, Logger: log, Env: e.get,
+		Dir: dir, ID: c.String("id"), Name: c.String("name"), Nodes: nodes,
+		DaemonCommand: []string{exe, "daemon"}, Logger: log, Env: e.get,
 		HeartbeatInterval: hb, HeartbeatMisses: misses,
 	}
+	cl.config(&cfg, hosts)
 	if kind == launcher.Join && len(nodes) > 1 {
 		cfg.RegisterTimeout = joinWait
 		cfg.Listening = func(info dvmdir.Info) { printJoin(e.stderr, info, nodes) }
@@ -298,7 +277,7 @@ func reportURI(dest string, info dvmdir.Info, stdout io.Writer) error {
 // away with the DVM when it stops, and is kept as dvmdir.CrashLog when its
 // master dies without cleaning up) and waits until the child has written the rendezvous
 // file, or has died.
-func daemonize(c *cli.Context, e *env, dir string) error {
+func daemonize(c *cli.Context, e *env, dir string, cl *clusterOpts) error {
 	id := c.String("id")
 	if id == "" {
 		var err error
@@ -322,8 +301,10 @@ func daemonize(c *cli.Context, e *env, dir string) error {
 	if err != nil {
 		return cliutil.Exitf(cliutil.ExitFail, "cannot find my own binary: %v", err)
 	}
-	args := []string{exe, "dvm", "start", "--id", id, "--launcher", c.String("launcher")}
-	for _, f := range []string{"nodes", "slots", "host", "hostfile", "name", "bind", "heartbeat", "heartbeat-misses"} {
+	// The child runs as an absolute path: it gets the prefix decided here
+	// (possibly none) rather than one implied by that path.
+	args := []string{exe, "dvm", "start", "--id", id, "--launcher", cl.kind, "--prefix=" + cl.prefix}
+	for _, f := range []string{"nodes", "slots", "host", "hostfile", "name", "bind", "heartbeat", "heartbeat-misses", "launch-agent", "net"} {
 		if c.IsSet(f) {
 			v := c.Value(f)
 			if f == "hostfile" {
@@ -347,7 +328,7 @@ func daemonize(c *cli.Context, e *env, dir string) error {
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
 	wait := startWait
-	if c.String("launcher") == launcher.Join {
+	if cl.kind == launcher.Join {
 		wait = joinWait + 5*time.Second
 	}
 	deadline := time.After(wait)

@@ -48,7 +48,7 @@ func runLaunch(c *cli.Context, e *env) error {
 	if err != nil {
 		return cliutil.Usagef("%v", err)
 	}
-	o, err := parseLaunch(c, cwd, lim, e.get)
+	o, err := parseLaunch(c, cwd, lim, e)
 	if err != nil {
 		return err
 	}
@@ -142,13 +142,18 @@ func startPrivate(ctx context.Context, e *env, dir string, o *launchOpts, log *s
 	if err := dvmdir.Ensure(dir); err != nil {
 		return nil, nil, cliutil.Exitf(cliutil.ExitFail, "%v", trimPrefix(err))
 	}
-	k, s := max(o.nodes, 1), o.slots
-	if s == 0 {
-		s = runtime.NumCPU()
-	}
-	nodes, err := launcher.VirtualNodes(k, s)
+	nodes, hosts, err := o.cluster.nodes(ctx)
 	if err != nil {
-		return nil, nil, cliutil.Usagef("%v", err)
+		return nil, nil, err
+	}
+	if nodes == nil {
+		k, s := max(o.nodes, 1), o.slots
+		if s == 0 {
+			s = runtime.NumCPU()
+		}
+		if nodes, err = launcher.VirtualNodes(k, s); err != nil {
+			return nil, nil, cliutil.Usagef("%v", err)
+		}
 	}
 	// dynrun connects as soon as the master listens, while the daemons
 	// register (a connection only sends the hello until then).
@@ -160,9 +165,9 @@ func startPrivate(ctx context.Context, e *env, dir string, o *launchOpts, log *s
 	listening := false
 	// Further nodes are `<this binary> daemon` processes (the master's
 	// default daemon command).
-	m, err := master.Start(ctx, master.Config{
+	cfg := master.Config{
 		Dir: dir, Name: fmt.Sprintf("%s%d", privatePrefix, os.Getpid()), Nodes: nodes,
-		Launcher: launcher.Local, Private: true, Logger: log, Env: e.get,
+		Private: true, Logger: log, Env: e.get,
 		HeartbeatInterval: o.heartbeat, HeartbeatMisses: o.misses,
 		Listening: func(info dvmdir.Info) {
 			listening = true
@@ -171,7 +176,9 @@ func startPrivate(ctx context.Context, e *env, dir string, o *launchOpts, log *s
 				dial <- dialed{cl, err}
 			}()
 		},
-	})
+	}
+	o.cluster.config(&cfg, hosts)
+	m, err := master.Start(ctx, cfg)
 	if err != nil {
 		if listening {
 			if d := <-dial; d.cl != nil {

@@ -18,7 +18,7 @@ import (
 )
 
 func launchFlags() []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.StringFlag{Name: "dvm", Usage: "run on DVM `X` (id, name, file:PATH or uri:ADDR; default $DYNRT_DVM, else the only running DVM, else a private one)"},
 		&cli.IntFlag{Name: "n", Aliases: []string{"np"}, Usage: "start `N` processes (required, at least 1)"},
 		&cli.StringFlag{Name: "map-by", Value: "slot", Usage: "place processes by `slot` (fill nodes in order) or node (round robin)"},
@@ -38,7 +38,7 @@ func launchFlags() []cli.Flag {
 		&cli.IntFlag{Name: "nodes", Usage: "private DVM only: `K` virtual nodes (default 1)"},
 		&cli.IntFlag{Name: "slots", Usage: "private DVM only: `S` slots per node (default: CPUs)"},
 		heartbeatFlag("private DVM only: "), heartbeatMissesFlag("private DVM only: "),
-	}
+	}, clusterFlags("private DVM only: ")...)
 }
 
 // launchOpts is the launch form's command line, checked.
@@ -60,6 +60,7 @@ type launchOpts struct {
 	private     bool   // --nodes or --slots: always a private DVM
 	nodes       int
 	slots       int
+	cluster     clusterOpts   // --host, --launcher etc.: a private DVM
 	heartbeat   time.Duration // --heartbeat, private DVM (0: default)
 	misses      int           // --heartbeat-misses, private DVM (0: default)
 	argv        []string
@@ -68,7 +69,7 @@ type launchOpts struct {
 
 // parseLaunch checks the launch form's flags (usage errors exit 2), sizes
 // against lim.
-func parseLaunch(c *cli.Context, cwd string, lim wire.Limits, getenv func(string) string) (launchOpts, error) {
+func parseLaunch(c *cli.Context, cwd string, lim wire.Limits, e *env) (launchOpts, error) {
 	o := launchOpts{
 		sel: c.String("dvm"), n: c.Int("n"), mapBy: c.String("map-by"), over: c.Bool("oversubscribe"),
 		name: c.String("name"), xs: c.StringSlice("x"), stdin: c.String("stdin"), timeout: c.Duration("timeout"),
@@ -112,14 +113,17 @@ func parseLaunch(c *cli.Context, cwd string, lim wire.Limits, getenv func(string
 		return o, cliutil.Usagef("--timeout %s: must not be negative", o.timeout)
 	}
 	if !c.IsSet("timeout") {
-		if o.timeout, err = mpiexecTimeout(getenv(envMPIExecTimeout)); err != nil {
+		if o.timeout, err = mpiexecTimeout(e.get(envMPIExecTimeout)); err != nil {
 			return o, cliutil.Usagef("%v", err)
 		}
 	}
-	if c.IsSet("nodes") || c.IsSet("slots") {
+	if o.cluster, err = parseCluster(c, e); err != nil {
+		return o, err
+	}
+	if c.IsSet("nodes") || c.IsSet("slots") || o.cluster.listed != nil {
 		o.private = true
 		if o.sel != "" {
-			return o, cliutil.Usagef("--nodes/--slots size a private DVM and cannot be combined with --dvm")
+			return o, cliutil.Usagef("--nodes/--slots/--host/--hostfile size a private DVM and cannot be combined with --dvm")
 		}
 		if c.IsSet("nodes") && o.nodes < 1 {
 			return o, cliutil.Usagef("--nodes %d: need at least 1", o.nodes)

@@ -257,3 +257,22 @@ func TestParseUsize(t *testing.T) {
 		}
 	}
 }
+
+// Running dynrun as /DIR/bin/dynrun implies --prefix DIR (as mpirun);
+// any other path implies nothing.
+func TestImpliedPrefix(t *testing.T) {
+	cases := map[string]string{
+		"/opt/dynrt/bin/dynrun":    "/opt/dynrt",
+		"/opt/dynrt/bin/../bin/dy": "/opt/dynrt",
+		"/usr/bin/dynrun":          "/usr",
+		"dynrun":                   "",
+		"./bin/dynrun":             "",
+		"/tmp/go-build1/exe/dyn":   "",
+		"/dynrun":                  "",
+	}
+	for argv0, want := range cases {
+		if got := impliedPrefix(argv0); got != want {
+			t.Errorf("impliedPrefix(%q) = %q, want %q", argv0, got, want)
+		}
+	}
+}

@@ -203,6 +203,11 @@ func (a *Alloc) Allocate(name string, n int, opts Options) ([]Proc, error) {
 			name, n, free, total)
 	}
 	onSlots := min(n, free)
+	if n > onSlots && !a.canOversubscribe(allowed) {
+		return nil, wire.Errorf(wire.ErrNoResources,
+			"alloc: job %s: asked for %d processes but only %d of %d slots are free, and no node it may use has slots to oversubscribe",
+			name, n, free, total)
+	}
 	var slots []int
 	if opts.MapBy == MapByNode {
 		slots = a.pickByNode(onSlots, allowed)
@@ -228,7 +233,7 @@ func (a *Alloc) Allocate(name string, n int, opts Options) ([]Proc, error) {
 	var least overHeap
 	if n > onSlots {
 		for i := range a.over {
-			if (allowed == nil || allowed[i]) && !a.gone[i] {
+			if (allowed == nil || allowed[i]) && !a.gone[i] && a.nodes[i].Slots > 0 {
 				least = append(least, overNode{count: len(a.over[i]), idx: i})
 			}
 		}
@@ -246,6 +251,18 @@ func (a *Alloc) Allocate(name string, n int, opts Options) ([]Proc, error) {
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// canOversubscribe says whether an allowed node (nil: any) has slots: a
+// node with none (the master's host when the host list does not name it)
+// takes no process, not even oversubscribed.
+func (a *Alloc) canOversubscribe(allowed []bool) bool {
+	for i, n := range a.nodes {
+		if n.Slots > 0 && !a.gone[i] && (allowed == nil || allowed[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 // overNode is a node in the heap of Allocate: its oversubscribed count.

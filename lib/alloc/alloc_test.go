@@ -616,7 +616,8 @@ func TestRetract(t *testing.T) {
 
 // The heap that places oversubscribed processes keeps the documented rule
 // exactly: each goes to the allowed node with the fewest oversubscribed
-// processes at that moment, lowest index on ties. Checked against that
+// processes at that moment, lowest index on ties, never one with 0 slots.
+// Checked against that
 // rule, scanned linearly, over random sequences of grows and shrinks.
 func TestOversubscribedPlacementRule(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
@@ -648,7 +649,14 @@ func TestOversubscribedPlacementRule(t *testing.T) {
 			for i := range counts {
 				counts[i] = len(a.over[i])
 			}
+			eligible := false // a node with slots: 0-slot nodes take none
+			for i := range nodes {
+				eligible = eligible || nodes[i].Slots > 0 && (len(opts.Nodes) == 0 || slices.Contains(opts.Nodes, i))
+			}
 			procs, err := a.Allocate("j", 1+rng.IntN(9), opts)
+			if err != nil && !eligible && errors.Is(err, wire.ErrNoResources) {
+				continue
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -659,7 +667,7 @@ func TestOversubscribedPlacementRule(t *testing.T) {
 				}
 				want := -1
 				for i := range counts {
-					if (len(opts.Nodes) == 0 || slices.Contains(opts.Nodes, i)) && (want < 0 || counts[i] < counts[want]) {
+					if nodes[i].Slots > 0 && (len(opts.Nodes) == 0 || slices.Contains(opts.Nodes, i)) && (want < 0 || counts[i] < counts[want]) {
 						want = i
 					}
 				}
@@ -688,5 +696,54 @@ func BenchmarkOversubscribeManyNodes(b *testing.B) {
 		if _, err := a.Allocate("j", wire.DefaultProcsPerChange, Options{Oversubscribe: true}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A node with 0 slots (the master's host when the host list does not name
+// it) never gets a process: not by slot, not by node, not oversubscribed,
+// not when it is the only node asked for.
+func TestZeroSlotNode(t *testing.T) {
+	nodes := []Node{{Name: "h0", Slots: 0}, {Name: "h1", Slots: 2}, {Name: "h2", Slots: 1}}
+	cases := []struct {
+		name string
+		n    int
+		opts Options
+		err  string
+	}{
+		{name: "by slot", n: 3},
+		{name: "by node", n: 3, opts: Options{MapBy: MapByNode}},
+		{name: "oversubscribed", n: 7, opts: Options{Oversubscribe: true}},
+		{name: "oversubscribed by node", n: 7, opts: Options{Oversubscribe: true, MapBy: MapByNode}},
+		{name: "too many", n: 4, err: "only 3 of 3 slots are free"},
+		{name: "only node 0", n: 1, opts: Options{Nodes: []int{0}}, err: "only 0 of 0 slots"},
+		{name: "only node 0, oversubscribed", n: 1, opts: Options{Nodes: []int{0}, Oversubscribe: true}, err: "no node it may use has slots to oversubscribe"},
+	}
+	for _, c := range cases {
+		a := mustNew(t, nodes)
+		ps, err := a.Allocate("job", c.n, c.opts)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) || !errors.Is(err, wire.ErrNoResources) {
+				t.Errorf("%s: got %v, %v; want error %q", c.name, ps, err, c.err)
+			}
+			if a.Size("job") != 0 {
+				t.Errorf("%s: a failed allocation left %d processes", c.name, a.Size("job"))
+			}
+			continue
+		}
+		if err != nil || len(ps) != c.n {
+			t.Fatalf("%s: %v, %v", c.name, ps, err)
+		}
+		for _, p := range ps {
+			if p.Node == 0 {
+				t.Errorf("%s: rank %d placed on the 0-slot node", c.name, p.Rank)
+			}
+		}
+		check(t, a)
+	}
+	// With no node of any slots (a host list naming only this host with
+	// 0 slots cannot be written, but a DVM can shrink to it): no panic.
+	a := mustNew(t, []Node{{Name: "h0"}})
+	if _, err := a.Allocate("job", 1, Options{Oversubscribe: true}); !errors.Is(err, wire.ErrNoResources) {
+		t.Errorf("only a 0-slot node: %v", err)
 	}
 }

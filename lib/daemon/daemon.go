@@ -4,10 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,6 +44,10 @@ type Config struct {
 	Dir string
 	// Host is reported to the master; empty means os.Hostname().
 	Host string
+	// Prefix is dynrt's install prefix on this host (--prefix): DIR/bin
+	// and DIR/lib go first in the PATH and LD_LIBRARY_PATH of every
+	// process started, as with mpirun's --prefix.
+	Prefix string
 	// KillGrace is the default SIGTERM→SIGKILL grace; 0 means
 	// DefaultKillGrace.
 	KillGrace time.Duration
@@ -67,6 +74,9 @@ type Daemon struct {
 	index uint32
 	dvm   string
 	sock  string // client socket path
+	// sockDir is the DVM's socket directory on this host; madeDir the
+	// rendezvous directory if this daemon created it (removeDirs).
+	sockDir, madeDir string
 
 	master *wire.Conn
 	procs  *proc.Group[procKey]
@@ -285,6 +295,7 @@ func (d *Daemon) run(ctx context.Context) error {
 		} else {
 			_ = os.Remove(tmp.path)
 		}
+		d.removeDirs()
 	}()
 
 	var reg wire.NodeRegisterReply
@@ -348,10 +359,17 @@ func (d *Daemon) listen() (net.Listener, tmpSocket, error) {
 	dir := d.cfg.Dir
 	if dir == "" {
 		var err error
-		if dir, err = dvmdir.Open(d.cfg.Env); err != nil {
+		if dir, err = dvmdir.Path(d.cfg.Env); err != nil {
+			return nil, tmpSocket{}, fmt.Errorf("daemon %s: %w", d.node, err)
+		}
+		if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+			d.madeDir = dir // ours to remove at the end (removeDirs)
+		}
+		if err := dvmdir.Ensure(dir); err != nil {
 			return nil, tmpSocket{}, fmt.Errorf("daemon %s: %w", d.node, err)
 		}
 	}
+	d.sockDir = filepath.Join(dir, d.dvm)
 	path, err := dvmdir.SocketPath(dir, d.dvm, d.node+".sock")
 	if err != nil {
 		return nil, tmpSocket{}, fmt.Errorf("daemon %s: %w", d.node, err)
@@ -376,6 +394,20 @@ func (d *Daemon) listen() (net.Listener, tmpSocket, error) {
 	}
 	d.sock = path
 	return ln, tmpSocket{path: tmp, fi: fi}, nil
+}
+
+// removeDirs removes, once the daemon's socket is gone, the DVM's socket
+// directory if it is empty (on a host of its own, a daemon started by ssh
+// is its only user; elsewhere the master's files keep it) and the
+// rendezvous directory if this daemon created it and it is empty: a DVM
+// leaves nothing behind on its hosts.
+func (d *Daemon) removeDirs() {
+	if d.sockDir != "" {
+		_ = os.Remove(d.sockDir) // fails, as it should, while anything is in it
+	}
+	if d.madeDir != "" {
+		_ = os.Remove(d.madeDir)
+	}
 }
 
 // removeIfSame removes the published socket unless another daemon of the

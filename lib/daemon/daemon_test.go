@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dynrt/dynrt/lib/dvmdir"
+	"github.com/dynrt/dynrt/lib/proc"
 	"github.com/dynrt/dynrt/wire"
 )
 
@@ -302,5 +303,25 @@ func TestRunWrongDVM(t *testing.T) {
 	err := Run(context.Background(), Config{Master: sock, Node: "n1", DVM: "other", Dir: dir})
 	if err == nil || !strings.Contains(err.Error(), `runs DVM "dvm1", not "other"`) {
 		t.Errorf("Run: %v", err)
+	}
+}
+
+// --prefix puts DIR/bin and DIR/lib first, keeping what was there.
+func TestPrefixEnv(t *testing.T) {
+	cases := []struct {
+		in, want []string
+	}{
+		{in: []string{"A=1", "PATH=/usr/bin", "LD_LIBRARY_PATH=/x"}, want: []string{"A=1", "PATH=/p/bin:/usr/bin", "LD_LIBRARY_PATH=/p/lib:/x"}},
+		{in: []string{"A=1"}, want: []string{"A=1", "PATH=/p/bin:" + proc.DefaultPath, "LD_LIBRARY_PATH=/p/lib"}},
+		{in: []string{"PATH=", "LD_LIBRARY_PATH="}, want: []string{"PATH=/p/bin", "LD_LIBRARY_PATH=/p/lib"}},
+	}
+	for _, c := range cases {
+		in := slices.Clone(c.in)
+		if got := PrefixEnv(in, "/p"); !slices.Equal(got, c.want) {
+			t.Errorf("PrefixEnv(%q) = %q, want %q", c.in, got, c.want)
+		}
+		if !slices.Equal(in, c.in) {
+			t.Errorf("PrefixEnv changed its argument: %q", in)
+		}
 	}
 }

@@ -155,7 +155,34 @@ func (d *Daemon) baseEnv(b *wire.LaunchReq, size, index uint32) []string {
 		}
 		env = append(env, kv)
 	}
+	if d.cfg.Prefix != "" {
+		env = PrefixEnv(env, d.cfg.Prefix)
+	}
 	return append(env, ours...)
+}
+
+// PrefixEnv puts prefix/bin first in env's PATH and prefix/lib first in
+// its LD_LIBRARY_PATH (setting them when absent; PATH then keeps the
+// default search path after prefix/bin).
+func PrefixEnv(env []string, prefix string) []string {
+	out := slices.Clone(env)
+	for _, v := range []struct{ key, dir, def string }{
+		{"PATH", filepath.Join(prefix, "bin"), proc.DefaultPath},
+		{"LD_LIBRARY_PATH", filepath.Join(prefix, "lib"), ""},
+	} {
+		i := slices.IndexFunc(out, func(kv string) bool { return strings.HasPrefix(kv, v.key+"=") })
+		switch {
+		case i < 0 && v.def == "":
+			out = append(out, v.key+"="+v.dir)
+		case i < 0:
+			out = append(out, v.key+"="+v.dir+":"+v.def)
+		case out[i] == v.key+"=":
+			out[i] = v.key + "=" + v.dir
+		default:
+			out[i] = v.key + "=" + v.dir + ":" + strings.TrimPrefix(out[i], v.key+"=")
+		}
+	}
+	return out
 }
 
 func isOurs(kv string) bool {

@@ -13,13 +13,25 @@ type sshStarter struct{ opts Options }
 func (sshStarter) Kind() string { return SSH }
 
 func (s *sshStarter) Start(ctx context.Context, spec NodeSpec) (*Daemon, error) {
-	argv, err := SSHCommand(s.opts.SSH, s.opts.Remote, spec)
+	argv, err := SSHCommand(s.opts.SSH, s.remote(), spec)
 	if err != nil {
 		return nil, err
 	}
 	// The token travels on ssh's stdin: argv is visible to every user of
 	// both hosts (ps), stdin is not.
-	return start(ctx, s.opts, spec.Name, argv, s.opts.Env, spec.Token+"\n")
+	d, err := start(ctx, s.opts, spec.Name, argv, s.opts.Env, spec.Token+"\n")
+	if d != nil {
+		d.Host, d.Agent, d.Master = spec.Host, s.opts.SSH, spec.Master
+	}
+	return d, err
+}
+
+// remote is the remote command before the daemon's flags.
+func (s *sshStarter) remote() []string {
+	if s.opts.Prefix == "" {
+		return s.opts.Remote
+	}
+	return append(append([]string(nil), s.opts.Remote...), FlagPrefix, s.opts.Prefix)
 }
 
 // SSHCommand builds the local argv that starts the daemon of spec on
@@ -37,24 +49,15 @@ func SSHCommand(sshArgv, remote []string, spec NodeSpec) ([]string, error) {
 	if err := CheckHost(spec.Host); err != nil {
 		return nil, wire.Errorf(wire.ErrInvalid, "launcher: ssh: node %s: %w", spec.Name, err)
 	}
-	host, _, err := net.SplitHostPort(spec.Master)
-	if err != nil {
+	// A loopback master address is allowed: an ssh tunnel (-R) can make it
+	// reachable. Without one the daemon cannot connect, and its report
+	// (Failure.Hint) says to give --bind.
+	if _, _, err := net.SplitHostPort(spec.Master); err != nil {
 		return nil, wire.Errorf(wire.ErrInvalid, "launcher: ssh: master address %q is not host:port; remote daemons need the master's TCP address", spec.Master)
-	}
-	if ip := net.ParseIP(host); (ip != nil && ip.IsLoopback() || host == "localhost") && !isLocalName(spec.Host) {
-		return nil, wire.Errorf(wire.ErrInvalid, "launcher: ssh: the master listens on %s, which %s cannot reach; start the DVM with --bind <address reachable from the hosts>", spec.Master, spec.Host)
 	}
 	cmd := append(append([]string(nil), remote...), DaemonFlags(spec, true)...)
 	argv := append(append([]string(nil), sshArgv...), spec.Host, ShellJoin(cmd))
 	return argv, nil
-}
-
-func isLocalName(h string) bool {
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }
 
 // ShellJoin quotes words for a POSIX shell and joins them with spaces.

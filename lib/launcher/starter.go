@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +35,7 @@ const (
 	FlagDir        = "--dir"         // rendezvous directory, for the daemon's socket
 	FlagJoin       = "--join"        // started outside the master (ssh, by hand): dial TCP with the token
 	FlagTokenStdin = "--token-stdin" // read the token from the first line of stdin
+	FlagPrefix     = "--prefix"      // install prefix: DIR/bin and DIR/lib go first in the processes' PATH and LD_LIBRARY_PATH
 )
 
 // EnvToken passes the DVM token to a local daemon (the environment of a
@@ -88,8 +90,13 @@ type Options struct {
 	// e.g. {os.Executable(), "daemon"}; the flags are appended.
 	Command []string
 	// Remote is the argv that runs `dynrun daemon` on a remote host (ssh);
-	// nil means {"dynrun", "daemon"}, found in the remote PATH.
+	// nil means {Prefix+"/bin/dynrun", "daemon"} with a Prefix, else
+	// {"dynrun", "daemon"}, found in the remote PATH.
 	Remote []string
+	// Prefix is the install prefix of dynrt on the remote hosts (as
+	// mpirun's --prefix): the daemon runs as DIR/bin/dynrun and puts DIR/bin
+	// and DIR/lib first in the PATH and LD_LIBRARY_PATH of its processes.
+	Prefix string
 	// SSH is the ssh client argv before the host; nil means
 	// {"ssh", "-o", "BatchMode=yes"} (never prompt: a launch must fail,
 	// not hang, when keys are missing).
@@ -141,6 +148,12 @@ func New(opts Options) (Starter, error) {
 		}
 		if opts.Remote == nil {
 			opts.Remote = []string{"dynrun", "daemon"}
+			if opts.Prefix != "" {
+				opts.Remote[0] = path.Join(opts.Prefix, "bin", "dynrun")
+			}
+		}
+		if opts.Prefix != "" && !path.IsAbs(opts.Prefix) {
+			return nil, wire.Errorf(wire.ErrInvalid, "launcher: --prefix %q: want an absolute directory (the same on every host)", opts.Prefix)
 		}
 		if len(opts.SSH) == 0 || len(opts.Remote) == 0 {
 			return nil, wire.Errorf(wire.ErrInvalid, "launcher: ssh: empty ssh or remote command")
@@ -155,8 +168,12 @@ func New(opts Options) (Starter, error) {
 // Daemon is a started daemon: the local daemon process, the ssh client that
 // runs the remote one, or nothing (join).
 type Daemon struct {
-	Node string
-	p    *proc.Proc // nil for join
+	Node   string
+	Host   string     // host it runs on ("" = this host)
+	Agent  []string   // the ssh command (ssh launcher), for error reports
+	Master string     // the master address it dials, for error reports
+	p      *proc.Proc // nil for join
+	tail   *tail      // last lines of its output, for error reports
 }
 
 // Pid returns the pid of the local process (daemon or ssh), 0 for join.
@@ -195,6 +212,7 @@ func (d *Daemon) Stop(grace time.Duration) proc.ExitStatus {
 
 // start runs argv with the starter's environment, feeding stdin.
 func start(ctx context.Context, opts Options, node string, argv, env []string, stdin string) (*Daemon, error) {
+	d := &Daemon{Node: node, tail: newTail(tailLines, tailBytes)}
 	spec := proc.Spec{Path: argv[0], Args: argv, Env: env}
 	if stdin != "" {
 		spec.Stdin = strings.NewReader(stdin)
@@ -206,13 +224,17 @@ func start(ctx context.Context, opts Options, node string, argv, env []string, s
 			log.Info("daemon output", "stream", stream, "line", string(line))
 		}
 	}
-	spec.Output = func(stream int, line []byte) { out(node, stream, line) }
+	spec.Output = func(stream int, line []byte) {
+		d.tail.add(line)
+		out(node, stream, line)
+	}
 	p, err := proc.Start(ctx, spec)
 	if err != nil {
 		return nil, fmt.Errorf("launcher: node %s: start %s: %w", node, argv[0], err)
 	}
 	opts.Logger.Debug("daemon started", "node", node, "pid", p.Pid(), "argv", argv)
-	return &Daemon{Node: node, p: p}, nil
+	d.p = p
+	return d, nil
 }
 
 type localStarter struct{ opts Options }

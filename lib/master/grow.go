@@ -211,13 +211,10 @@ func (m *Master) registerTimeout() time.Duration {
 // daemonExitMsg says that the daemon of a node exited before it
 // registered, and how.
 func daemonExitMsg(name string, d *launcher.Daemon) string {
-	msg := fmt.Sprintf("the daemon of node %s exited before it registered", name)
-	if d != nil {
-		if st := d.Wait(); st.String() != "" {
-			msg += " (" + st.String() + ")"
-		}
+	if d == nil {
+		return fmt.Sprintf("the daemon of node %s exited before it registered", name)
 	}
-	return msg
+	return d.Failure().String() // with its host, output and a hint
 }
 
 // startDaemon starts the daemon of one node through starter: the spec

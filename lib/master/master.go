@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"sync"
@@ -23,6 +24,7 @@ import (
 // Defaults.
 const (
 	DefaultBind            = "127.0.0.1:0"
+	ClusterBind            = "0.0.0.0:0" // daemons on other hosts must reach the master
 	DefaultKillGrace       = daemon.DefaultKillGrace
 	DefaultRegisterTimeout = 30 * time.Second
 	DefaultCallTimeout     = 30 * time.Second
@@ -35,10 +37,18 @@ type Config struct {
 	Nodes    []alloc.Node // node 0 is the master's own node (its daemon runs in-process)
 	Launcher string       // local (default), ssh or join: how the other daemons start
 	Hosts    []string     // ssh: Hosts[i] is the host of node i (default: the node's name); Hosts[0] is unused
+	// SSH is the ssh command and its options (--launch-agent); nil means
+	// launcher's default. Prefix is dynrt's install prefix on the remote
+	// hosts (--prefix). Both only matter to the ssh launcher.
+	SSH    []string
+	Prefix string
 	// Listening, when set, is called once the master listens, before the
 	// daemons are started (the join launcher prints how to join then).
 	Listening func(dvmdir.Info)
-	Bind      string // TCP listen address; "" = DefaultBind
+	Bind      string // TCP listen address; "" = DefaultBind, or ClusterBind with the ssh and join launchers
+	// Net chooses the address published for a wildcard Bind and handed to
+	// daemons and processes (--net); the zero Net allows any.
+	Net launcher.Net
 	// DaemonCommand runs `dynrun daemon` on this host (local launcher);
 	// nil means {os.Executable(), "daemon"}.
 	DaemonCommand []string
@@ -236,13 +246,19 @@ func (m *Master) start(ctx context.Context) error {
 	m.info.Socket = sock
 	if m.wantsTCP() {
 		bind := cmp.Or(m.cfg.Bind, DefaultBind)
+		if m.cfg.Bind == "" && (m.cfg.Launcher == launcher.SSH || m.cfg.Launcher == launcher.Join) {
+			bind = ClusterBind
+		}
 		lnT, err := net.Listen("tcp", bind)
 		if err != nil {
 			lnU.Close()
 			return wire.Errorf(wire.ErrInvalid, "master: listen on %s: %w", bind, err)
 		}
-		m.info.TCP = lnT.Addr().String()
 		listeners = append(listeners, lnT)
+		if m.info.TCP, err = publicAddr(ctx, lnT.Addr(), m.cfg.Net); err != nil {
+			closeAll(listeners)
+			return fmt.Errorf("master: --bind %s: %w", bind, err)
+		}
 	}
 
 	srv := &wire.Server{
@@ -364,6 +380,30 @@ func (m *Master) PublishFile() {
 	})
 }
 
+// publicAddr is the address daemons and tools dial for the listener at
+// bound: a concrete one for a wildcard bind (launcher.PublicAddr).
+func publicAddr(ctx context.Context, bound net.Addr, n launcher.Net) (string, error) {
+	ap, err := netip.ParseAddrPort(bound.String())
+	if err != nil || !ap.Addr().IsUnspecified() {
+		return bound.String(), nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, launcher.ResolveTimeout)
+	defer cancel()
+	self := launcher.LocalSelf(lctx)
+	hostAddrs, _ := net.DefaultResolver.LookupNetIP(lctx, "ip", self.Name())
+	pub, err := launcher.PublicAddr(ap, n, self, hostAddrs)
+	if err != nil {
+		return "", err
+	}
+	return pub.String(), nil
+}
+
+func closeAll(lns []net.Listener) {
+	for _, ln := range lns {
+		ln.Close()
+	}
+}
+
 // wantsTCP says whether the master listens on TCP: always, except for a
 // private DVM of local daemons with no Bind, where nothing would use it.
 func (m *Master) wantsTCP() bool {
@@ -383,7 +423,7 @@ func (m *Master) starter() (launcher.Starter, error) {
 		}
 		cmd = []string{exe, "daemon"}
 	}
-	return launcher.New(launcher.Options{Kind: m.cfg.Launcher, Command: cmd, Logger: m.log})
+	return launcher.New(launcher.Options{Kind: m.cfg.Launcher, Command: cmd, SSH: m.cfg.SSH, Prefix: m.cfg.Prefix, Logger: m.log})
 }
 
 // Info describes the DVM as its rendezvous file does.

@@ -14,6 +14,9 @@ import (
 // fallback a POSIX shell uses.
 const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
+// DefaultPath is defaultPath, for callers that build a PATH themselves.
+const DefaultPath = defaultPath
+
 // lookPath resolves name the way exec.LookPath does, but against the
 // process's own environment and working directory rather than the daemon's.
 // It returns the path to hand to execve: names containing a slash are
