@@ -107,3 +107,40 @@ func BenchmarkPrivateTrue8(b *testing.B) {
 		}
 	}
 }
+
+// benchGrow measures `dvm grow` by one virtual node of 2 slots on a warm
+// DVM whose node 0 is full (a sleeping process holds its slot): from the
+// request until the reply, when the node's slots are placeable, and with
+// use, until a job of 2 × /bin/true has run on them. The shrink that takes
+// the node out again is not timed. The daemon is the test binary
+// re-executed (a little larger than `dynrun daemon`).
+func benchGrow(b *testing.B, use bool) {
+	d := startDVM(b, 1, 1)
+	ctx := context.Background()
+	if _, err := d.c.Launch(ctx, wire.JobLaunchReq{Argv: []string{"sleep", "600"}, N: 1, Env: d.env}); err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; b.Loop(); i++ {
+		name := "g" + strconv.Itoa(i)
+		if _, err := d.c.Grow(ctx, wire.DVMGrowReq{Hosts: []wire.GrowHost{{Name: name, Slots: 2}}}); err != nil {
+			b.Fatal(err)
+		}
+		if use {
+			rep, err := d.c.Launch(ctx, wire.JobLaunchReq{Argv: []string{"/bin/true"}, N: 2, Env: d.env})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if end, err := d.c.WaitJob(ctx, rep.Job); err != nil || end.State != wire.JobStateDone {
+				b.Fatalf("%+v %v", end, err)
+			}
+		}
+		b.StopTimer()
+		if _, err := d.c.Shrink(ctx, wire.DVMShrinkReq{Node: name}); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+}
+
+func BenchmarkGrowOneNode(b *testing.B)       { benchGrow(b, false) }
+func BenchmarkGrowOneNodeAndUse(b *testing.B) { benchGrow(b, true) }
