@@ -47,7 +47,9 @@ const maxNodeIndexFactor = 4
 
 // AddNodes adds nodes to the running DVM and starts their daemons with
 // starter (nil: the DVM's own launcher). hosts[i], when given, is the
-// host of nodes[i] (ssh; default: the node's name). It returns once every
+// host of nodes[i] (ssh; default: the node's name). A node without a name
+// is a virtual node of the master's host, named node<i> (virtualNodes),
+// with the slots of node 0 unless it has some. It returns once every
 // new daemon has registered, within timeout (0: Config.RegisterTimeout);
 // on any failure every node of the call is removed again and the error
 // names the ones that failed. Other launchers (Slurm) call it with their
@@ -164,12 +166,11 @@ func (m *Master) handleGrow(ctx context.Context, _ *wire.Request, b *wire.DVMGro
 		if b.Nodes > uint32(m.cfg.Limits.Nodes) {
 			return nil, wire.Exceeded("master: grow: nodes", int(b.Nodes), "nodes", m.cfg.Limits.Nodes)
 		}
-		var err error
-		nodes, err = ask(ctx, m, func(s *state, reply func([]alloc.Node, error)) {
-			reply(s.virtualNodes(int(b.Nodes), int(b.Slots)), nil)
-		})
-		if err != nil {
-			return nil, err
+		// Named in the loop, with the admission: two grows at once must
+		// not pick the same names.
+		nodes = make([]alloc.Node, b.Nodes)
+		for i := range nodes {
+			nodes[i].Slots = int(b.Slots)
 		}
 	default:
 		return nil, wire.Errorf(wire.ErrInvalid, "master: grow: no nodes to add (give hosts, or a number of virtual nodes)")
@@ -245,6 +246,7 @@ func (s *state) admitNodes(nodes []alloc.Node, starter launcher.Starter) ([]*nod
 	if len(nodes) == 0 {
 		return nil, wire.Errorf(wire.ErrInvalid, "master: grow: no nodes to add")
 	}
+	nodes = s.nameVirtual(nodes)
 	seen := map[string]bool{}
 	for _, n := range nodes {
 		if err := launcher.CheckHost(n.Name); err != nil {
@@ -296,20 +298,26 @@ func (s *state) admitNodes(nodes []alloc.Node, starter launcher.Starter) ([]*nod
 	return added, nil
 }
 
-// virtualNodes names k new virtual nodes of the local launcher: node<i>
-// with the lowest free i from the node count on, as `dvm start --nodes`
-// names them.
-func (s *state) virtualNodes(k, slots int) []alloc.Node {
-	if slots <= 0 {
-		slots = s.nodes[0].slots
-	}
-	out := make([]alloc.Node, 0, k)
+// nameVirtual returns nodes with the unnamed ones (virtual nodes of the
+// local launcher) named node<i>, the lowest free i from the node count
+// on, as `dvm start --nodes` names them, and given node 0's slots unless
+// they have some.
+func (s *state) nameVirtual(nodes []alloc.Node) []alloc.Node {
+	out := slices.Clone(nodes)
 	taken := func(name string) bool {
 		return s.nodeByName[name] != nil || slices.ContainsFunc(out, func(n alloc.Node) bool { return n.Name == name })
 	}
-	for i := len(s.nodes); len(out) < k; i++ {
-		if name := "node" + strconv.Itoa(i); !taken(name) {
-			out = append(out, alloc.Node{Name: name, Slots: slots})
+	i := len(s.nodes)
+	for k := range out {
+		if out[k].Name != "" {
+			continue
+		}
+		for taken("node" + strconv.Itoa(i)) {
+			i++
+		}
+		out[k].Name = "node" + strconv.Itoa(i)
+		if out[k].Slots <= 0 {
+			out[k].Slots = s.nodes[0].slots
 		}
 	}
 	return out

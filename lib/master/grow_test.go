@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"strings"
 	"sync"
@@ -456,4 +457,161 @@ func TestGrowShrinkConcurrent(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestGrowShrinkRandom: a seeded random sequence of grows, shrinks (with
+// and without drain, of jobs that never accept), launches and kills, two
+// at a time, over real daemons. Every operation either does its work or
+// fails with one of the refusals it may meet; the invariants hold after
+// every step; at the end every node but node 0 can leave, and the DVM is
+// back to one node. TEST_GROW_SEED replays a sequence.
+func TestGrowShrinkRandom(t *testing.T) {
+	seed := time.Now().UnixNano()
+	if s := os.Getenv("TEST_GROW_SEED"); s != "" {
+		fmt.Sscan(s, &seed)
+	}
+	t.Logf("seed %d (TEST_GROW_SEED=%d replays it)", seed, seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	d := startDVM(t, 2, 2)
+	var (
+		mu   sync.Mutex
+		jobs []string
+	)
+	allowed := []error{wire.ErrBusy, wire.ErrAborted, wire.ErrInvalid, wire.ErrNotFound, wire.ErrState, wire.ErrNoResources}
+	expected := func(err error) bool {
+		for _, e := range allowed {
+			if errors.Is(err, e) {
+				return true
+			}
+		}
+		return false
+	}
+	pickNode := func() string {
+		st, err := d.c.State(context.Background())
+		if err != nil || len(st.Nodes) < 2 {
+			return "none"
+		}
+		return st.Nodes[1+rng.IntN(len(st.Nodes)-1)].Name
+	}
+	type op struct {
+		what string
+		run  func() error
+	}
+	newOp := func() op {
+		switch rng.IntN(5) {
+		case 0:
+			k, s := 1+rng.IntN(2), 1+rng.IntN(3)
+			return op{fmt.Sprintf("grow %d×%d", k, s), func() error {
+				_, err := d.grow(wire.DVMGrowReq{Nodes: uint32(k), Slots: uint32(s)})
+				return err
+			}}
+		case 1:
+			name, drain := pickNode(), rng.IntN(2) == 0
+			return op{fmt.Sprintf("shrink %s drain=%v", name, drain), func() error {
+				_, err := d.shrink(wire.DVMShrinkReq{Node: name, Drain: drain, TimeoutMS: 300})
+				return err
+			}}
+		case 2, 3:
+			n := 1 + rng.IntN(3)
+			return op{fmt.Sprintf("launch %d", n), func() error {
+				rep, err := d.launch(wire.JobLaunchReq{Argv: []string{"sleep", "30"}, N: uint32(n)})
+				if err == nil {
+					mu.Lock()
+					jobs = append(jobs, rep.Job)
+					mu.Unlock()
+				}
+				return err
+			}}
+		}
+		mu.Lock()
+		var job string
+		if len(jobs) > 0 {
+			i := rng.IntN(len(jobs))
+			job = jobs[i]
+			jobs = append(jobs[:i], jobs[i+1:]...)
+		}
+		mu.Unlock()
+		return op{"kill " + job, func() error {
+			if job != "" {
+				d.kill(job)
+				d.wait(job)
+			}
+			return nil
+		}}
+	}
+	for step := range 20 {
+		ops := []op{newOp(), newOp()}
+		var wg sync.WaitGroup
+		for _, o := range ops {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := o.run(); err != nil && !expected(err) {
+					t.Errorf("step %d: %s: unexpected error: %v", step, o.what, err)
+				}
+			}()
+		}
+		wg.Wait()
+		d.checkNodes()
+		if t.Failed() {
+			return
+		}
+	}
+	mu.Lock()
+	left := jobs
+	mu.Unlock()
+	for _, j := range left {
+		d.kill(j)
+		d.wait(j)
+	}
+	st, err := d.c.State(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range st.Nodes[1:] {
+		if _, err := d.shrink(wire.DVMShrinkReq{Node: n.Name}); err != nil {
+			t.Errorf("final shrink of %s: %v", n.Name, err)
+		}
+	}
+	if states, slots := d.nodeStates(); len(states) != 1 || slots != 2 {
+		t.Fatalf("at the end: nodes %v, %d slots; want node0 alone", states, slots)
+	}
+	d.checkNodes()
+}
+
+// TestGrowVirtualNamesConcurrent: grows of local virtual nodes at the same
+// time get distinct names (found by TestGrowShrinkRandom: the names were
+// chosen in one turn of the loop and admitted in another, so two grows
+// could pick the same one and the second failed with "already has a
+// node").
+func TestGrowVirtualNamesConcurrent(t *testing.T) {
+	d := startDVM(t, 1, 1)
+	const k = 6
+	names := make(chan string, k)
+	var wg sync.WaitGroup
+	for range k {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nodes, err := d.grow(wire.DVMGrowReq{Nodes: 1})
+			if err != nil {
+				t.Errorf("grow: %v", err)
+				return
+			}
+			names <- nodes[0].Name
+		}()
+	}
+	wg.Wait()
+	close(names)
+	seen := map[string]bool{}
+	for n := range names {
+		if seen[n] {
+			t.Errorf("two grows named a node %s", n)
+		}
+		seen[n] = true
+	}
+	if states, _ := d.nodeStates(); len(states) != 1+k {
+		t.Fatalf("%d nodes after %d grows by one, want %d", len(states), k, 1+k)
+	}
+	d.checkNodes()
 }
