@@ -15,9 +15,14 @@ func statusOf(t *testing.T, id string) statusJSON {
 	if code != 0 {
 		t.Fatalf("dvm status: exit %d, %q", code, errOut)
 	}
+	return parseStatus(t, out)
+}
+
+func parseStatus(t *testing.T, out string) statusJSON {
+	t.Helper()
 	var st statusJSON
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
-		t.Fatal(err)
+		t.Fatalf("dvm status --json: %v: %q", err, out)
 	}
 	return st
 }

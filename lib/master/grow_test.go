@@ -238,8 +238,9 @@ func TestGrowDaemonFails(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	_, err = d.m.AddNodes(ctx, bad, []alloc.Node{{Name: "nodeA", Slots: 2}, {Name: "nodeB", Slots: 2}}, nil, 10*time.Second)
-	if err == nil || !strings.Contains(err.Error(), "node nodeA exited before it registered (exited with code 3)") || !strings.Contains(err.Error(), "unchanged") {
-		t.Fatalf("grow with a failing daemon: %v; want the node, its exit status and 'unchanged'", err)
+	if err == nil || !strings.Contains(err.Error(), "node nodeA exited before it registered (exited with code 3)") ||
+		!strings.Contains(err.Error(), "no such daemon") || !strings.Contains(err.Error(), "unchanged") {
+		t.Fatalf("grow with a failing daemon: %v; want the node, its exit status, its stderr and 'unchanged'", err)
 	}
 	states, slots := d.nodeStates()
 	if len(states) != 2 || slots != 2 {
