@@ -99,7 +99,7 @@ func WaitClean(t testing.TB, dir, mark string, limit time.Duration) {
 	var files []string
 	var procs []int
 	for deadline := time.Now().Add(limit); ; time.Sleep(10 * time.Millisecond) {
-		files, procs = filesBelow(dir), MarkedProcs(mark)
+		files, procs = FilesBelow(dir), MarkedProcs(mark)
 		if len(files) == 0 && len(procs) == 0 || time.Now().After(deadline) {
 			break
 		}
@@ -138,7 +138,8 @@ func Cmdline(pid int) []string {
 	return strings.Split(string(bytes.TrimRight(b, "\x00")), "\x00")
 }
 
-func filesBelow(dir string) []string {
+// FilesBelow lists the files and directories below dir, relative to it.
+func FilesBelow(dir string) []string {
 	var out []string
 	_ = filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
 		if err == nil && p != dir {

@@ -81,8 +81,6 @@ type hosts struct {
 	c    *nshosts.Cluster
 	bin  string // <progs>/bin
 	mark string // DYNRT_TEST_MARK of what the test starts on h0
-	// sshDir holds an ssh wrapper adding -F <the cluster's config>.
-	sshDir string
 }
 
 // Heartbeat of the test DVMs: short enough that a cut link is found
@@ -98,32 +96,23 @@ func startHosts(t *testing.T) *hosts {
 		t.Skip(why)
 	}
 	bin := filepath.Join(progs, "bin")
-	c := nshosts.Start(t, nshosts.Config{
-		Prefix: prefix, K: 3, SSH: true,
-		// sshd gives sessions a fixed PATH; the programs are found the
-		// way a user's would be, through PATH.
-		Env: []string{"PATH=" + bin + ":/usr/local/bin:/usr/bin:/bin"},
-	})
-	sshDir := filepath.Join(c.Dir(), "sshbin")
-	wrapper := "#!/bin/sh\nexec /usr/bin/ssh -F " + c.SSHConfig() + " \"$@\"\n"
-	if err := os.MkdirAll(sshDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(sshDir, "ssh"), []byte(wrapper), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return &hosts{t: t, c: c, bin: bin, mark: leakcheck.NewMark(t), sshDir: sshDir}
+	// The hosts' ssh sessions get sshd's fixed PATH, without dynrun: the
+	// tests reach it with --prefix, as on a cluster where dynrt is
+	// installed in the same directory everywhere.
+	c := nshosts.Start(t, nshosts.Config{Prefix: prefix, K: 3, SSH: true})
+	return &hosts{t: t, c: c, bin: bin, mark: leakcheck.NewMark(t)}
 }
 
-// cmd returns argv to run on host, marked for leak checks, with an ssh
-// first on PATH that uses the cluster's client config (main has no
-// --launch-agent yet).
+// cmd returns argv to run on host, as a user there whose PATH finds the
+// programs, marked for leak checks.
 func (h *hosts) cmd(ctx context.Context, host string, argv ...string) *exec.Cmd {
 	cmd := h.c.Command(ctx, host, argv...)
-	cmd.Env = append(cmd.Env, leakcheck.EnvMark+"="+h.mark,
-		"PATH="+h.sshDir+":"+h.bin+":/usr/local/bin:/usr/bin:/bin")
+	cmd.Env = append(cmd.Env, leakcheck.EnvMark+"="+h.mark, "PATH="+h.bin+":/usr/local/bin:/usr/bin:/bin")
 	return cmd
 }
+
+// agent is the ssh command of the launcher: the cluster's client config.
+func (h *hosts) agent() string { return "ssh -F " + h.c.SSHConfig() }
 
 // run runs argv on host and returns its stdout, stderr and exit code.
 func (h *hosts) run(host string, argv ...string) (string, string, int) {
@@ -322,6 +311,7 @@ func (h *hosts) startDVM(slots int, extra ...string) string {
 	h.t.Helper()
 	hostList := fmt.Sprintf("h0:%d,h1:%d,h2:%d", slots, slots, slots)
 	args := append([]string{"dynrun", "dvm", "start", "--launcher", "ssh", "--host", hostList,
+		"--launch-agent", h.agent(), "--prefix", progs,
 		"--bind", h.c.Host("h0").Addr.String() + ":0", "--daemonize",
 		"--heartbeat", heartbeat.String(), "--heartbeat-misses", strconv.Itoa(misses)}, extra...)
 	out := strings.TrimSpace(h.ok("h0", args...))
@@ -344,7 +334,7 @@ func (h *hosts) assertNothingLeft() {
 			if left, err = h.c.Leftovers(context.Background(), host.Name); err != nil {
 				h.t.Fatal(err)
 			}
-			files = filesBelow(host.Dir)
+			files = leakcheck.FilesBelow(host.Dir)
 			if len(left) == 0 && len(files) == 0 || time.Now().After(deadline) {
 				break
 			}
@@ -361,18 +351,7 @@ func (h *hosts) assertNothingLeft() {
 	}
 }
 
-func filesBelow(dir string) []string {
-	var out []string
-	_ = filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
-		if err == nil && p != dir {
-			out = append(out, strings.TrimPrefix(p, dir+"/"))
-		}
-		return nil
-	})
-	return out
-}
-
-// sortedHosts returns the sorted words of out.
+// sortedWords returns the sorted words of out.
 func sortedWords(out string) string {
 	w := strings.Fields(out)
 	slices.Sort(w)
