@@ -3,6 +3,7 @@ package sshe2e
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -228,16 +229,18 @@ func mpichAcrossHosts(t *testing.T, h *hosts, dvm string) {
 	}
 }
 
-// linkCut: h2's link is cut while a job runs on all three hosts. The
+// linkCut: h2's link is cut while jobs run on all three hosts. The
 // master declares node h2 down within the configured heartbeat time; the
 // job without --keep-going is torn down (the ranks of h2 count as killed
-// by SIGKILL: exit 137), the one with --keep-going finishes on h0 and h1;
-// the daemon cut off on h2 kills its ranks and exits; the DVM runs jobs
-// on h0 and h1 afterwards.
+// by SIGKILL: exit 137), the one with --keep-going goes on and finishes on
+// h0 and h1 once told to (a file, after the node is down); the daemon cut
+// off on h2 kills its ranks and exits; the DVM runs jobs on h0 and h1
+// afterwards.
 func linkCut(t *testing.T, h *hosts, dvm string) {
+	flag := filepath.Join(t.TempDir(), "finish")
 	abort := h.start("h0", "dynrun", "--dvm", dvm, "-n", "3", "--map-by", "node", "--name", "cut-abort", "sh", "-c", "echo started; exec sleep 120")
 	keep := h.start("h0", "dynrun", "--dvm", dvm, "-n", "3", "--map-by", "node", "--name", "cut-keep", "--keep-going",
-		"sh", "-c", "echo started; sleep 6; echo done $(hostname)")
+		"sh", "-c", `echo started; while [ ! -e "$0" ]; do sleep 0.1; done; echo done $(hostname)`, flag)
 	for _, j := range []*bg{abort, keep} {
 		j.waitLines(t, "3 started lines", func(ls []string) bool { return len(withWord(ls, "started")) == 3 })
 	}
@@ -275,6 +278,9 @@ func linkCut(t *testing.T, h *hosts, dvm string) {
 	if !strings.Contains(abort.stderr(), "h2") {
 		t.Errorf("the report does not name node h2: %q", abort.stderr())
 	}
+	if err := os.WriteFile(flag, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if code := keep.wait(t, 30*time.Second); code != 137 {
 		t.Errorf("the --keep-going job exited %d, want 137 (its first failure); stderr %q", code, keep.stderr())
 	}
@@ -285,10 +291,24 @@ func linkCut(t *testing.T, h *hosts, dvm string) {
 	if out := h.ok("h0", "dynrun", "--dvm", dvm, "-n", "4", "--map-by", "node", "hostname"); sortedWords(out) != "h0 h0 h1 h1" {
 		t.Errorf("after the cut, ranks ran on %q, want h0 h0 h1 h1", sortedWords(out))
 	}
-	// The daemon on h2, cut off from its master, ended its ranks and
-	// itself; once the link is back, its ssh session ends too.
-	restore()
+	// The daemon on h2, cut off from its master, ends its ranks and
+	// itself while the link is still cut: only sshd's side of its session
+	// is left, which cannot tell the client. Once the link is back, that
+	// ends too.
 	var left []string
+	for deadline := time.Now().Add(limit + 10*time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		var err error
+		if left, err = h.c.Leftovers(t.Context(), "h2"); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(left, func(p string) bool { return !strings.Contains(p, " sshd: ") }) {
+			break
+		}
+	}
+	if slices.ContainsFunc(left, func(p string) bool { return !strings.Contains(p, " sshd: ") }) {
+		t.Errorf("on h2, cut off, the daemon or its ranks still run: %q", left)
+	}
+	restore()
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		var err error
 		if left, err = h.c.Leftovers(t.Context(), "h2"); err != nil {

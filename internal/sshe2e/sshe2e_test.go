@@ -83,11 +83,12 @@ type hosts struct {
 	mark string // DYNRT_TEST_MARK of what the test starts on h0
 }
 
-// Heartbeat of the test DVMs: short enough that a cut link is found
-// quickly, with misses enough that a loaded machine does not lose a node.
+// Heartbeat of the test DVMs (not the defaults, to see that the setting
+// is what counts): short enough that a cut link is found quickly, with
+// misses enough that a loaded machine does not lose a node.
 const (
-	heartbeat = 500 * time.Millisecond
-	misses    = 4
+	heartbeat = 600 * time.Millisecond
+	misses    = 5
 )
 
 func startHosts(t *testing.T) *hosts {
