@@ -25,7 +25,6 @@ func TestSSHCluster(t *testing.T) {
 	}{
 		{"dvm over three hosts", dvmOverHosts},
 		{"job across hosts", jobAcrossHosts},
-		{"tools in a rank on another host", toolsInRanks},
 		{"put fence get across hosts", putFenceGet},
 		{"communicator allreduce across hosts", commAllreduce},
 		{"grow and shrink across hosts", growShrink},
@@ -87,28 +86,6 @@ func jobAcrossHosts(t *testing.T, h *hosts, dvm string) {
 		if host, node, _ := strings.Cut(w, "="); host != node {
 			t.Errorf("a rank on host %s was told it runs on node %q", host, node)
 		}
-	}
-}
-
-// toolsInRanks: a rank on h2, whose host has no rendezvous file of the
-// DVM, runs `dynrun dvm status` and `dynrc` on the DVM by the reference it
-// was given (no --dvm, no shared rendezvous directory).
-func toolsInRanks(t *testing.T, h *hosts, dvm string) {
-	script := `[ "$(hostname)" = h2 ] || exit 0
-dynrun dvm status --json | tr -d '\n' | sed 's/^/STATUS /'; echo
-dynrc list >/dev/null && echo RC ok`
-	out := h.ok("h0", "dynrun", "--dvm", dvm, "-n", "3", "--map-by", "node", "sh", "-c", script)
-	ls := strings.Split(strings.TrimSpace(out), "\n")
-	st := withWord(ls, "STATUS")
-	if len(st) != 1 {
-		t.Fatalf("want one STATUS line from the rank on h2:\n%s", out)
-	}
-	var v status
-	if err := json.Unmarshal([]byte(strings.TrimPrefix(st[0], "STATUS ")), &v); err != nil || v.ID != dvm || len(v.Nodes) != 3 {
-		t.Errorf("dvm status in a rank on h2: %v %+v", err, v)
-	}
-	if len(withWord(ls, "RC")) != 1 {
-		t.Errorf("dynrc in a rank on h2 failed:\n%s", out)
 	}
 }
 
