@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -75,6 +76,18 @@ func TestDVMGrowShrinkCLI(t *testing.T) {
 	st = statusOf(t, id)
 	if names := nodeNames(st); !slices.Equal(names, []string{"node0"}) || st.Slots != 1 || st.NodeLog[len(st.NodeLog)-1].Event != "node.removed" {
 		t.Fatalf("status after the shrink: nodes %v, %d slots, log %+v", names, st.Slots, st.NodeLog)
+	}
+	// A hostfile names the new nodes (on a local DVM they are virtual
+	// nodes of this host, named as listed).
+	hf := filepath.Join(t.TempDir(), "hosts")
+	if err := os.WriteFile(hf, []byte("# more\nhx slots=2\nhy:1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := runBin(t, "dvm", "grow", "--dvm", id, "--hostfile", hf); code != 0 || !strings.Contains(out, "node hx joined") || !strings.Contains(out, "node hy joined") {
+		t.Fatalf("dvm grow --hostfile: exit %d, %q, %q", code, out, errOut)
+	}
+	if st := statusOf(t, id); !slices.Equal(nodeNames(st), []string{"node0", "hx", "hy"}) || st.Slots != 4 {
+		t.Fatalf("after the grow by a hostfile: nodes %v, %d slots", nodeNames(st), st.Slots)
 	}
 	code, out, _ = runBin(t, "dvm", "status", "--dvm", id)
 	if code != 0 || !strings.Contains(out, "node changes:") || !strings.Contains(out, "node node1 left the DVM") {

@@ -33,6 +33,7 @@ type Config struct {
 
 	Nodes, Slots int      // virtual nodes; 0 = 4 nodes of 4 slots
 	DVMArgs      []string // extra `dvm start` flags (heartbeat settings)
+	Elastic      bool     // nodes join and leave too (GenConfig.Elastic)
 
 	// ConfirmTimeout of the harness's changes (0 = 10s); SettleLimit
 	// bounds the wait for the DVM to settle after a step (0 = 45s).
@@ -53,6 +54,7 @@ type Summary struct {
 	Faults     map[string]int // faults injected, by kind (and target)
 	Refused    int            // requests the DVM refused (no slots, busy, ...): not violations
 	Rejoins    int            // nodes rejoined after their daemon died
+	Drained    int            // SUBs made by shrinks with --drain (elastic runs)
 	Violations []Report
 	Elapsed    time.Duration
 	Leftover   []int // marked processes alive after the final stop (must be none)
@@ -93,7 +95,7 @@ func (s Summary) String() string {
 	for _, k := range slices.Sorted(maps.Keys(s.Ops)) {
 		fmt.Fprintf(&b, " %s=%d", k, s.Ops[k])
 	}
-	fmt.Fprintf(&b, " (refused requests: %d, rejoins: %d)\n  faults:", s.Refused, s.Rejoins)
+	fmt.Fprintf(&b, " (refused requests: %d, rejoins: %d, drain SUBs: %d)\n  faults:", s.Refused, s.Rejoins, s.Drained)
 	for _, k := range slices.Sorted(maps.Keys(s.Faults)) {
 		fmt.Fprintf(&b, " %s=%d", k, s.Faults[k])
 	}
@@ -179,7 +181,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	steps, err := Generate(cfg.Seed, GenConfig{Steps: cfg.Steps, Faults: cfg.Faults, FaultRate: cfg.FaultRate})
+	steps, err := Generate(cfg.Seed, GenConfig{Steps: cfg.Steps, Faults: cfg.Faults, FaultRate: cfg.FaultRate, Elastic: cfg.Elastic})
 	if err != nil {
 		return Summary{}, err
 	}

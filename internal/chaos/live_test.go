@@ -60,3 +60,44 @@ func TestChaosShort(t *testing.T) {
 		t.Errorf("ran %d steps with %d faults, want %d steps and at least %d faults", sum.Steps, sum.InjectedFaults(), shortSteps, shortSteps/3)
 	}
 }
+
+// elasticSeed, elasticSteps: a seed whose elastic steps grow the DVM 3
+// times and shrink it 5 times (one drain with a SUB, refusals of a node
+// that holds a whole job), with faults.
+const elasticSeed, elasticSteps = 39, 30
+
+// TestChaosElastic is TestChaosShort for a DVM that gains and loses
+// nodes: the seeded steps also grow the DVM by a virtual node and shrink
+// one with --drain (a SUB of each job's ranks there, accepted by the
+// malleable program), among changes and faults, with every invariant
+// checked after every step.
+func TestChaosElastic(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a DVM and jobs")
+	}
+	dir := filepath.Join(t.TempDir(), "d")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	mark := leakcheck.NewMark(t)
+	t.Cleanup(func() { leakcheck.WaitClean(t, dir, mark, 10*time.Second) })
+	var log strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	sum, err := Run(ctx, Config{
+		Dynrun: progs.Build(t, "github.com/dynrt/dynrt/cmd/dynrun"), Malleable: progs.Build(t, "github.com/dynrt/dynrt/internal/malleable"),
+		Dir: dir, Mark: mark, Seed: elasticSeed, Steps: elasticSteps, Faults: AllFaults, FaultRate: 0.3, Elastic: true,
+		StopAtViolation: true, Log: &log,
+	})
+	t.Logf("run:\n%s%s", log.String(), sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Violations) > 0 {
+		t.Errorf("invariants broken (replay: go run ./scripts/chaos -elastic -seed %d -steps %d -fault-rate 0.3):\n%s", sum.Seed, elasticSteps, sum.Violations[0])
+	}
+	if sum.Steps != elasticSteps || sum.Ops[OpGrow] < 3 || sum.Ops[OpShrink] < 3 || sum.Drained < 1 {
+		t.Errorf("ran %d steps with %d grows, %d shrinks and %d drain SUBs; want %d steps, at least 3 grows and shrinks, and a drain",
+			sum.Steps, sum.Ops[OpGrow], sum.Ops[OpShrink], sum.Drained, elasticSteps)
+	}
+}

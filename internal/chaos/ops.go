@@ -25,7 +25,7 @@ func (h *harness) step(ctx context.Context, s Step) error {
 	defer f.end()
 	j := h.pickJob(s.JobPick, nil)
 	op := s.Op
-	if j == nil && op != OpLaunch && op != OpIdle {
+	if j == nil && op != OpLaunch && op != OpIdle && op != OpGrow && op != OpShrink {
 		h.note("no job: launch instead of %s", op)
 		op, s.Count = OpLaunch, 2
 	}
@@ -79,8 +79,59 @@ func (h *harness) step(ctx context.Context, s Step) error {
 		h.endJob(j)
 	case OpIdle:
 		f.change(ctx, j, wire.RC{})
+	case OpGrow:
+		nodes, err := h.d.cl.Grow(ctx, wire.DVMGrowReq{Nodes: 1, Slots: uint32(h.cfg.Slots)})
+		if err != nil {
+			h.sum.Refused++
+			h.note("grow refused: %v", err)
+		} else {
+			h.note("grow: %s joined", nodes[0].Name)
+		}
+		f.change(ctx, j, wire.RC{})
+	case OpShrink:
+		h.shrink(ctx, s)
+		f.change(ctx, j, wire.RC{})
 	}
 	return nil
+}
+
+// shrink takes a node other than node 0 out with --drain, preferably one
+// where processes run: the jobs there get a SUB of their ranks on it,
+// which the malleable program accepts.
+func (h *harness) shrink(ctx context.Context, s Step) {
+	st, err := h.d.cl.State(ctx)
+	if err != nil || len(st.Nodes) < 2 {
+		h.note("shrink: no node to take out")
+		return
+	}
+	// A node where processes run, when there is one: that is what a drain
+	// is about.
+	cands := st.Nodes[1:]
+	var busy []wire.NodeInfo
+	for _, n := range cands {
+		if n.Used > 0 {
+			busy = append(busy, n)
+		}
+	}
+	if len(busy) > 0 {
+		cands = busy
+	}
+	name := cands[int(s.NodePick%uint32(len(cands)))].Name
+	rep, err := h.d.cl.Shrink(ctx, wire.DVMShrinkReq{Node: name, Drain: true, TimeoutMS: h.cfg.ConfirmTimeout.Milliseconds()})
+	for _, rc := range rep.Drained {
+		h.limits[rc.Delta] = h.cfg.ConfirmTimeout + changeSlack
+		h.sum.Drained++
+	}
+	if err != nil {
+		h.sum.Refused++
+		h.note("shrink %s --drain refused: %v", name, err)
+		return
+	}
+	var ds []string
+	for _, rc := range rep.Drained {
+		ds = append(ds, rc.Delta+" "+rc.Ranks.String())
+	}
+	h.note("shrink %s --drain: left (drained: %s)", name, strings.Join(ds, ", "))
 }
 
 func errOr(err error, ok string) string {

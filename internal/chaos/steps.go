@@ -21,6 +21,8 @@ const (
 	OpConcurrent Op = "concurrent" // ADD on one job and SUB on another at once, plus a second request that must be refused as busy
 	OpEnd        Op = "end"        // end a job: SIGTERM to its dynrun
 	OpIdle       Op = "idle"       // nothing but the step's fault
+	OpGrow       Op = "grow"       // elastic runs: dvm grow by one virtual node
+	OpShrink     Op = "shrink"     // elastic runs: dvm shrink --drain of a node (not node 0)
 )
 
 // Fault is a failure a step injects while its operation runs.
@@ -126,6 +128,9 @@ type GenConfig struct {
 	Steps     int     // how many
 	Faults    []Fault // fault kinds that may be injected
 	FaultRate float64 // probability that a step injects a fault (0..1)
+	// Elastic adds dvm grow and dvm shrink --drain steps (the DVM gains
+	// and loses nodes). Off, the steps of a seed are those of before.
+	Elastic bool
 }
 
 // Validate reports a configuration that cannot generate a run.
@@ -188,10 +193,13 @@ func Generate(seed uint64, c GenConfig) ([]Step, error) {
 		s := Step{N: i + 1, JobPick: r.Uint32(), PeerPick: r.Uint32(), ProcPick: r.Uint32(), NodePick: r.Uint32()}
 		// The first steps start jobs, without faults: the others need a
 		// job.
-		if i < 2 {
+		switch {
+		case i < 2:
 			s.Op = OpLaunch
-		} else {
-			s.Op = pickOp(r)
+		case c.Elastic:
+			s.Op = pickOp(r, elasticOps)
+		default:
+			s.Op = pickOp(r, ops)
 		}
 		shapeOp(r, &s)
 		if i >= 2 && len(c.Faults) > 0 && r.Float64() < c.FaultRate {
@@ -208,7 +216,17 @@ var ops = []struct {
 	w  int
 }{{OpLaunch, 2}, {OpAdd, 6}, {OpSub, 4}, {OpSubRanks, 2}, {OpCancel, 2}, {OpConcurrent, 2}, {OpEnd, 1}, {OpIdle, 1}}
 
-func pickOp(r *rand.Rand) Op {
+// elasticOps are the weights of an elastic run: ops plus nodes that join
+// and leave.
+var elasticOps = append(slices.Clone(ops), []struct {
+	op Op
+	w  int
+}{{OpGrow, 2}, {OpShrink, 2}}...)
+
+func pickOp(r *rand.Rand, ops []struct {
+	op Op
+	w  int
+}) Op {
 	total := 0
 	for _, o := range ops {
 		total += o.w

@@ -58,6 +58,14 @@
 // recordExit (an exit that belongs to a change is not a job failure) and
 // endJob (the change in flight is aborted).
 //
+// # Nodes that join and leave
+//
+// grow.go adds nodes to the running DVM (dvm.grow, AddNodes with any
+// launcher.Starter) and takes them out (dvm.shrink, Shrink), draining a
+// node by a SUB of each job's ranks there through the engine above. A
+// node keeps its index for the life of the DVM; one that left has no
+// slots and is never placed on again.
+//
 // # Adding a session service
 //
 // Put the service in its own file: its state as fields of *state (or a

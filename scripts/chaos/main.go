@@ -38,6 +38,7 @@ func run() int {
 	slots := flag.Int("slots", 4, "slots per node")
 	dynrun := flag.String("dynrun", "bin/dynrun", "the dynrun binary")
 	malleable := flag.String("malleable", "bin/malleable", "the malleable test program (go build -o bin/malleable ./internal/malleable)")
+	elastic := flag.Bool("elastic", false, "nodes join and leave too: dvm grow and dvm shrink --drain steps (another step sequence per seed)")
 	stop := flag.Bool("stop", false, "stop at the first step that breaks an invariant")
 	quiet := flag.Bool("quiet", false, "print only violations and the summary, not every step")
 	flag.Parse()
@@ -67,7 +68,7 @@ func run() int {
 	defer cancel()
 	cfg := chaos.Config{
 		Dynrun: *dynrun, Malleable: *malleable, Dir: filepath.Join(dir, "d"), Mark: "chaos-" + hex.EncodeToString(mark),
-		Seed: *seed, Steps: *steps, Faults: fs, FaultRate: *rate, Nodes: *nodes, Slots: *slots, StopAtViolation: *stop,
+		Seed: *seed, Steps: *steps, Faults: fs, FaultRate: *rate, Nodes: *nodes, Slots: *slots, StopAtViolation: *stop, Elastic: *elastic,
 	}
 	if *quiet {
 		cfg.Log = violationsOnly{os.Stdout}
