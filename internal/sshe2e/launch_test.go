@@ -8,7 +8,7 @@ import (
 
 // TestSSHLaunch: what a user meets starting DVMs over ssh on the hosts,
 // whose ssh sessions do not find dynrun on their PATH: a clear error
-// without --prefix, a prefix implied by running dynrun by its absolute
+// without --prefix, a clear error when a host cannot be reached, a prefix implied by running dynrun by its absolute
 // path, prterun's host lists (the master's host takes no processes unless
 // listed), the ssh command from $DYNRT_SSH, and a private DVM over hosts
 // from the launch form. Nothing is left on any host after each.
@@ -29,6 +29,25 @@ func TestSSHLaunch(t *testing.T) {
 			!strings.Contains(errs, "dynrun: command not found") || !strings.Contains(errs, "--prefix") {
 			t.Errorf("the report does not name the host, the remote error and --prefix:\n%s", errs)
 		}
+		h.assertNothingLeft()
+	})
+
+	t.Run("host unreachable", func(t *testing.T) {
+		h := h.on(t)
+		if err := h.c.Cut(t.Context(), "h2"); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := h.c.Restore(t.Context(), "h2"); err != nil {
+				t.Error(err)
+			}
+		}()
+		_, errs, code := h.run("h0", "dynrun", "dvm", "start", "--host", "h0:1,h1:1,h2:1",
+			"--launch-agent", h.agent()+" -o ConnectTimeout=2", "--prefix", progs, "--bind", bind, "--daemonize")
+		if code != 1 || !strings.Contains(errs, "(host h2)") || !strings.Contains(errs, "timed out") || !strings.Contains(errs, "ssh -F") {
+			t.Errorf("dvm start with h2 unreachable: exit %d, want 1 and a report naming host h2, ssh's error and the ssh command:\n%s", code, errs)
+		}
+		// h1's daemon, which did start, is gone with the failed start.
 		h.assertNothingLeft()
 	})
 
