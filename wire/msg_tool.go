@@ -31,6 +31,11 @@ type DVMState struct {
 	// NodeLog holds the latest node.added, node.leaving and node.removed
 	// events (at most 16, oldest first): how the DVM got its nodes.
 	NodeLog []Event `msgpack:"nlog,omitempty"`
+	// LauncherInfo says, for people, how the launcher was chosen and on
+	// what, e.g. "slurm: job 12, 3 nodes, slots from SLURM_TASKS_PER_NODE
+	// (chosen because SLURM_JOB_ID is set)"; empty when there is nothing
+	// to add to Launcher.
+	LauncherInfo string `msgpack:"linfo,omitempty"`
 }
 
 // SlotUse says which process holds one slot. Slots are numbered globally

@@ -159,7 +159,7 @@ func samples() map[string]any {
 
 		"DVMStateReq": &DVMStateReq{Ended: true},
 		"DVMState": &DVMState{ID: "ab12cd", PID: 77, Started: 1, Uptime: 2, Version: "v0.1.0", Nodes: []NodeInfo{node},
-			Jobs: []JobInfo{job}, RCs: []RC{rc}, Slots: []SlotUse{slot, {Slot: -1, Node: 0, Job: "dvm1.2", Rank: 0}}, Launcher: "ssh",
+			Jobs: []JobInfo{job}, RCs: []RC{rc}, Slots: []SlotUse{slot, {Slot: -1, Node: 0, Job: "dvm1.2", Rank: 0}}, Launcher: "ssh", LauncherInfo: "slurm: job 12 (chosen because SLURM_JOB_ID is set)",
 			NodeLog: []Event{{Seq: 9, Time: 3, Kind: EvNodeAdded, Node: "h3", Msg: "node h3 joined the DVM: 8 slots on host h3"}}},
 		"SlotUse":        &slot,
 		"DVMStopReq":     &DVMStopReq{GraceMS: 100},

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"path/filepath"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -26,7 +27,7 @@ func clusterFlags(prefix string) []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "host", Aliases: []string{"H"}, Usage: prefix + "nodes as `h1:s1,h2:s2` (a host without :s gets --slots or 1; repeats add up; this host takes processes only if listed)"},
 		&cli.StringFlag{Name: "hostfile", Usage: prefix + "nodes from `FILE`: lines 'host slots=N', 'host:N' or 'host', # comments"},
-		&cli.StringFlag{Name: "launcher", Usage: prefix + "how daemons are started: `local` (this host), ssh or join (default: ssh with --host/--hostfile, else local)"},
+		&cli.StringFlag{Name: "launcher", Usage: prefix + "how daemons are started: `local` (this host), ssh, join or slurm (default: ssh with --host/--hostfile, else slurm inside a Slurm allocation unless --nodes/--slots, else local)"},
 		&cli.StringFlag{Name: "launch-agent", Usage: prefix + "ssh `CMD` and its options, split as shell words (default $" + envSSH + ", else 'ssh -o BatchMode=yes')"},
 		&cli.StringFlag{Name: "prefix", Usage: prefix + "dynrt is installed in `DIR` on the remote hosts: the daemon is DIR/bin/dynrun, DIR/bin and DIR/lib go first in PATH and LD_LIBRARY_PATH (default $" + envPrefix + ", else implied by running dynrun as /abs/DIR/bin/dynrun)"},
 		&cli.StringFlag{Name: "bind", Usage: prefix + "TCP listen `ADDR` of the master (default 127.0.0.1:0; with ssh or join 0.0.0.0:0, published as a concrete address)"},
@@ -42,6 +43,9 @@ type clusterOpts struct {
 	prefix string
 	bind   string
 	net    launcher.Net
+	auto   bool   // kind was chosen without --launcher (slurm inside an allocation)
+	why    string // how kind was chosen, for slurm
+	info   string // slurm: the allocation and why, for dvm status (set by nodes)
 }
 
 // parseCluster reads clusterFlags. argv0 is how dynrun was invoked (an
@@ -67,10 +71,22 @@ func parseCluster(c *cli.Context, e *env) (clusterOpts, error) {
 	switch {
 	case o.kind == "" && o.listed != nil:
 		o.kind = launcher.SSH
+	case o.kind == "" && !c.IsSet("nodes") && !c.IsSet("slots") && e.get(launcher.EnvSlurmJobID) != "":
+		// Inside a Slurm allocation the nodes are the allocation's, as
+		// with mpirun; --nodes/--slots ask for virtual nodes here instead.
+		o.kind, o.auto = launcher.Slurm, true
+		o.why = "chosen because " + launcher.EnvSlurmJobID + " is set; --launcher local or --nodes/--slots keep the DVM on this host"
 	case o.kind == "":
 		o.kind = launcher.Local
+	case o.kind == launcher.Slurm:
+		for _, f := range []string{"host", "hostfile", "nodes", "slots"} {
+			if c.IsSet(f) {
+				return o, cliutil.Usagef("--launcher slurm takes the nodes and slots from the Slurm allocation; drop --%s", f)
+			}
+		}
+		o.why = "--launcher slurm"
 	case o.kind != launcher.Local && o.kind != launcher.SSH && o.kind != launcher.Join:
-		return o, cliutil.Usagef("--launcher %q: want local, ssh or join", o.kind)
+		return o, cliutil.Usagef("--launcher %q: want %s", o.kind, strings.Join(launcher.Kinds(), ", "))
 	}
 	agent, origin := c.String("launch-agent"), "--launch-agent"
 	if !c.IsSet("launch-agent") {
@@ -116,7 +132,19 @@ func impliedPrefix(argv0 string) string {
 
 // nodes turns the host list into the DVM's nodes and their hosts (node 0
 // is this host, launcher.HostNodes). Without a host list it returns nil.
-func (o *clusterOpts) nodes(ctx context.Context) ([]alloc.Node, []string, error) {
+func (o *clusterOpts) nodes(ctx context.Context, e *env) ([]alloc.Node, []string, error) {
+	if o.kind == launcher.Slurm {
+		sd, err := slurmSetup(ctx, e, o.why)
+		if err != nil {
+			return nil, nil, cliutil.Exitf(cliutil.ExitFail, "%s", trimPrefix(err))
+		}
+		o.info = sd.info
+		hosts := make([]string, len(sd.nodes))
+		for i, n := range sd.nodes {
+			hosts[i] = n.Name
+		}
+		return sd.nodes, hosts, nil
+	}
 	if o.listed == nil {
 		return nil, nil, nil
 	}
@@ -131,4 +159,5 @@ func (o *clusterOpts) nodes(ctx context.Context) ([]alloc.Node, []string, error)
 // config fills the launcher fields of a master configuration.
 func (o *clusterOpts) config(cfg *master.Config, hosts []string) {
 	cfg.Launcher, cfg.Hosts, cfg.SSH, cfg.Prefix, cfg.Bind, cfg.Net = o.kind, hosts, o.agent, o.prefix, o.bind, o.net
+	cfg.LauncherInfo = o.info
 }

@@ -24,7 +24,7 @@ func daemonCommand(e *env) *cli.Command {
 	return &cli.Command{
 		Name:      "daemon",
 		Usage:     "run a node daemon (started by the DVM's launcher, or by hand with --join)",
-		UsageText: "dynrun daemon --master ADDR [--node NAME] [--slots S] [--dvm ID] [--dir DIR] [--join] [--token-stdin] [--prefix DIR]",
+		UsageText: "dynrun daemon --master ADDR [--node NAME | --node-env VAR] [--slots S] [--dvm ID] [--dir DIR] [--join] [--token-stdin] [--prefix DIR]",
 		Hidden:    true,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: trimDash(launcher.FlagMaster), Usage: "master address: unix socket `PATH` or HOST:PORT"},
@@ -35,6 +35,7 @@ func daemonCommand(e *env) *cli.Command {
 			&cli.BoolFlag{Name: trimDash(launcher.FlagJoin), Usage: "join a running DVM (started by ssh or by hand)"},
 			&cli.BoolFlag{Name: trimDash(launcher.FlagTokenStdin), Usage: "read the DVM token from the first line of stdin (else $DYNRT_TOKEN)"},
 			&cli.StringFlag{Name: trimDash(launcher.FlagPrefix), Usage: "dynrt's install `DIR`: DIR/bin and DIR/lib go first in the processes' PATH and LD_LIBRARY_PATH"},
+			&cli.StringFlag{Name: trimDash(launcher.FlagNodeEnv), Usage: "take the node name from environment variable `VAR` (the slurm launcher: SLURMD_NODENAME); the slots are then the master's"},
 		},
 		Action: func(c *cli.Context) error { return runDaemon(c, e) },
 	}
@@ -54,7 +55,17 @@ func runDaemon(c *cli.Context, e *env) error {
 	if cfg.Master == "" {
 		return cliutil.Usagef("daemon: --master is required")
 	}
-	if c.Bool("join") {
+	if v := c.String("node-env"); v != "" {
+		if c.IsSet("node") {
+			return cliutil.Usagef("daemon: --node and --node-env exclude each other")
+		}
+		if cfg.Node = e.get(v); cfg.Node == "" {
+			return cliutil.Exitf(cliutil.ExitFail, "daemon: --node-env %s: the variable is not set in the daemon's environment", v)
+		}
+		if !c.IsSet("slots") {
+			cfg.Slots = 0 // the master knows the node's slots; 0 reports none
+		}
+	} else if c.Bool("join") {
 		if cfg.Node == "" {
 			cfg.Node, _ = os.Hostname()
 		}
@@ -62,7 +73,7 @@ func runDaemon(c *cli.Context, e *env) error {
 			cfg.Slots = runtime.NumCPU()
 		}
 	}
-	if cfg.Node == "" || cfg.Slots < 1 {
+	if cfg.Node == "" || cfg.Slots < 1 && c.String("node-env") == "" {
 		return cliutil.Usagef("daemon: --node and --slots (at least 1) are required without --join")
 	}
 	if c.Bool("token-stdin") {

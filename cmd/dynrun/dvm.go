@@ -46,7 +46,7 @@ func dvmCommand(e *env) *cli.Command {
 			{
 				Name:      "start",
 				Usage:     "start a DVM (in the foreground unless --daemonize)",
-				UsageText: "dynrun dvm start [--nodes K --slots S | --host h1:s1,h2:s2 | --hostfile F] [--launcher local|ssh|join] [--launch-agent CMD] [--prefix DIR] [--daemonize] [--report-uri FILE|-] [--name NAME] [--bind ADDR]",
+				UsageText: "dynrun dvm start [--nodes K --slots S | --host h1:s1,h2:s2 | --hostfile F] [--launcher local|ssh|join|slurm] [--launch-agent CMD] [--prefix DIR] [--daemonize] [--report-uri FILE|-] [--name NAME] [--bind ADDR]",
 				Flags: append([]cli.Flag{
 					&cli.IntFlag{Name: "nodes", Usage: "`K` virtual nodes on this host (default 1)"},
 					&cli.IntFlag{Name: "slots", Usage: "`S` slots per node (default: CPUs; with --host/--hostfile: for hosts without a count, default 1)"},
@@ -87,8 +87,8 @@ func dvmCommand(e *env) *cli.Command {
 // dvmNodes turns the node flags of `dvm start` into a node list of at
 // most lim.Nodes nodes: the host list of cl (node 0 this host) or virtual
 // nodes. hosts[i] is the host of node i's daemon (nil: all here).
-func dvmNodes(c *cli.Context, cl *clusterOpts, lim wire.Limits) (nodes []alloc.Node, hosts []string, err error) {
-	nodes, hosts, err = cl.nodes(c.Context)
+func dvmNodes(c *cli.Context, e *env, cl *clusterOpts, lim wire.Limits) (nodes []alloc.Node, hosts []string, err error) {
+	nodes, hosts, err = cl.nodes(c.Context, e)
 	if err == nil && nodes == nil {
 		nodes, err = virtualNodes(c, lim)
 	}
@@ -128,7 +128,7 @@ func runDVMStart(c *cli.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	nodes, hosts, err := dvmNodes(c, &cl, lim)
+	nodes, hosts, err := dvmNodes(c, e, &cl, lim)
 	if err != nil {
 		return err
 	}
@@ -168,6 +168,9 @@ func runDVMStart(c *cli.Context, e *env) error {
 	if kind == launcher.Join && len(nodes) > 1 {
 		cfg.RegisterTimeout = joinWait
 		cfg.Listening = func(info dvmdir.Info) { printJoin(e.stderr, info, nodes) }
+	}
+	if cl.info != "" {
+		log.Info("dvm start: launcher " + cl.info)
 	}
 	m, err := master.Start(c.Context, cfg)
 	if err != nil {
@@ -303,7 +306,10 @@ func daemonize(c *cli.Context, e *env, dir string, cl *clusterOpts) error {
 	}
 	// The child runs as an absolute path: it gets the prefix decided here
 	// (possibly none) rather than one implied by that path.
-	args := []string{exe, "dvm", "start", "--id", id, "--launcher", cl.kind, "--prefix=" + cl.prefix}
+	args := []string{exe, "dvm", "start", "--id", id, "--prefix=" + cl.prefix}
+	if !cl.auto {
+		args = append(args, "--launcher", cl.kind) // else the child chooses the same, and says why
+	}
 	for _, f := range []string{"nodes", "slots", "host", "hostfile", "name", "bind", "heartbeat", "heartbeat-misses", "launch-agent", "net"} {
 		if c.IsSet(f) {
 			v := c.Value(f)

@@ -142,7 +142,7 @@ func startPrivate(ctx context.Context, e *env, dir string, o *launchOpts, log *s
 	if err := dvmdir.Ensure(dir); err != nil {
 		return nil, nil, cliutil.Exitf(cliutil.ExitFail, "%v", trimPrefix(err))
 	}
-	nodes, hosts, err := o.cluster.nodes(ctx)
+	nodes, hosts, err := o.cluster.nodes(ctx, e)
 	if err != nil {
 		return nil, nil, err
 	}

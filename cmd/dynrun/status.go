@@ -26,8 +26,10 @@ type statusJSON struct {
 	Jobs    []jobJSON  `json:"jobs"`
 	// Launcher and NodeLog: how daemons start, and the latest nodes
 	// that joined or left the running DVM (dvm grow/shrink).
-	Launcher string          `json:"launcher,omitempty"`
-	NodeLog  []nodeEventJSON `json:"node_log,omitempty"`
+	Launcher string `json:"launcher,omitempty"`
+	// LauncherInfo: how the launcher was chosen and on what (free text).
+	LauncherInfo string          `json:"launcher_info,omitempty"`
+	NodeLog      []nodeEventJSON `json:"node_log,omitempty"`
 }
 
 type nodeEventJSON struct {
@@ -77,7 +79,7 @@ func unixNS(ns int64) time.Time {
 // rendezvous file (the master's state does not carry it).
 func toStatusJSON(st wire.DVMState, name string) statusJSON {
 	out := statusJSON{
-		ID: st.ID, Name: name, PID: st.PID, Version: st.Version,
+		ID: st.ID, Name: name, PID: st.PID, Version: st.Version, LauncherInfo: st.LauncherInfo,
 		Started: unixNS(st.Started), Uptime: time.Duration(st.Uptime).Seconds(),
 		Nodes: []nodeJSON{}, Jobs: []jobJSON{}, Launcher: st.Launcher,
 	}
@@ -143,6 +145,9 @@ func writeStatus(w io.Writer, s statusJSON) error {
 		fmt.Fprintf(w, "  %s", s.Version)
 	}
 	fmt.Fprintln(w)
+	if s.LauncherInfo != "" {
+		fmt.Fprintf(w, "launcher %s\n", s.LauncherInfo)
+	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tHOST\tUSED\tLOAD\tPID\tSTATE")

@@ -116,7 +116,7 @@ func expandItem(item string, limit int) ([]string, error) {
 		names = next
 	}
 	for _, n := range names {
-		if err := checkHost(n); err != nil {
+		if err := CheckHost(n); err != nil {
 			return nil, err
 		}
 	}
@@ -242,7 +242,7 @@ func ReadSlurmAllocation(get func(string) string, hostnames func(expr string) ([
 		if h, err2 := hostnames(expr); err2 == nil && len(h) > 0 {
 			hosts, err = h, nil
 			for _, n := range h {
-				if err = checkHost(n); err != nil {
+				if err = CheckHost(n); err != nil {
 					break
 				}
 			}

@@ -20,10 +20,11 @@ const (
 	Local = "local" // daemons as child processes on this host (virtual nodes)
 	SSH   = "ssh"   // daemons started through ssh on remote hosts
 	Join  = "join"  // nothing started: daemons are started by hand and join
+	Slurm = "slurm" // daemons started by one srun step inside a Slurm allocation
 )
 
 // Kinds lists the launcher kinds New accepts.
-func Kinds() []string { return []string{Local, SSH, Join} }
+func Kinds() []string { return []string{Local, SSH, Join, Slurm} }
 
 // Daemon command-line flags. cmd/dynrun's hidden `daemon` command defines
 // them; they are listed here because this package builds the command lines.
@@ -89,9 +90,11 @@ type Options struct {
 	// Command is the argv that runs `dynrun daemon` on this host (local),
 	// e.g. {os.Executable(), "daemon"}; the flags are appended.
 	Command []string
-	// Remote is the argv that runs `dynrun daemon` on a remote host (ssh);
-	// nil means {Prefix+"/bin/dynrun", "daemon"} with a Prefix, else
-	// {"dynrun", "daemon"}, found in the remote PATH.
+	// Remote is the argv that runs `dynrun daemon` on a remote host; nil
+	// means {Prefix+"/bin/dynrun", "daemon"} with a Prefix, else (ssh)
+	// {"dynrun", "daemon"} found in the remote PATH, or (slurm) Command:
+	// the nodes of an allocation share this host's software, and srun
+	// hands the tasks this environment.
 	Remote []string
 	// Prefix is the install prefix of dynrt on the remote hosts (as
 	// mpirun's --prefix): the daemon runs as DIR/bin/dynrun and puts DIR/bin
@@ -101,6 +104,11 @@ type Options struct {
 	// {"ssh", "-o", "BatchMode=yes"} (never prompt: a launch must fail,
 	// not hang, when keys are missing).
 	SSH []string
+	// Srun is the srun argv before its options (slurm); nil means {"srun"}.
+	Srun []string
+	// SlurmJob is the Slurm job the daemons' step runs in (slurm); empty
+	// means the allocation of Env (SLURM_JOB_ID).
+	SlurmJob string
 	// Env is the environment of the started processes (the daemon, or the
 	// ssh client); nil means os.Environ().
 	Env []string
@@ -161,6 +169,20 @@ func New(opts Options) (Starter, error) {
 		return &sshStarter{opts: opts}, nil
 	case Join:
 		return joinStarter{}, nil
+	case Slurm:
+		if opts.Srun == nil {
+			opts.Srun = []string{"srun"}
+		}
+		if opts.Remote == nil {
+			opts.Remote = opts.Command
+			if opts.Prefix != "" {
+				opts.Remote = []string{path.Join(opts.Prefix, "bin", "dynrun"), "daemon"}
+			}
+		}
+		if len(opts.Srun) == 0 || len(opts.Remote) == 0 {
+			return nil, wire.Errorf(wire.ErrInvalid, "launcher: slurm: empty srun or daemon command")
+		}
+		return &slurmStarter{opts: opts}, nil
 	}
 	return nil, wire.Errorf(wire.ErrInvalid, "launcher: unknown launcher %q (want %s)", opts.Kind, strings.Join(Kinds(), ", "))
 }

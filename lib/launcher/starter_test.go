@@ -144,7 +144,7 @@ func TestStopKillsDaemon(t *testing.T) {
 }
 
 func TestStartErrors(t *testing.T) {
-	if _, err := New(Options{Kind: "slurm"}); !errors.Is(err, wire.ErrInvalid) || !strings.Contains(err.Error(), "local, ssh, join") {
+	if _, err := New(Options{Kind: "pbs"}); !errors.Is(err, wire.ErrInvalid) || !strings.Contains(err.Error(), "local, ssh, join, slurm") {
 		t.Errorf("unknown kind: %v", err)
 	}
 	if _, err := New(Options{Kind: Local}); !errors.Is(err, wire.ErrInvalid) {

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,13 +36,20 @@ type Config struct {
 	Dir      string       // rendezvous directory; "" = dvmdir.Open(Env)
 	ID, Name string       // DVM id (generated if empty) and human name
 	Nodes    []alloc.Node // node 0 is the master's own node (its daemon runs in-process)
-	Launcher string       // local (default), ssh or join: how the other daemons start
+	Launcher string       // local (default), ssh, join or slurm: how the other daemons start
 	Hosts    []string     // ssh: Hosts[i] is the host of node i (default: the node's name); Hosts[0] is unused
 	// SSH is the ssh command and its options (--launch-agent); nil means
 	// launcher's default. Prefix is dynrt's install prefix on the remote
 	// hosts (--prefix). Both only matter to the ssh launcher.
 	SSH    []string
 	Prefix string
+	// LauncherInfo says how the launcher was chosen and on what, for
+	// people (`dvm status`), e.g. "slurm: job 12 (SLURM_JOB_ID is set)";
+	// "" shows Launcher.
+	LauncherInfo string
+	// SlurmJob is the Slurm job of the daemons' srun step (slurm); "" is
+	// the allocation of the environment.
+	SlurmJob string
 	// Listening, when set, is called once the master listens, before the
 	// daemons are started (the join launcher prints how to join then).
 	Listening func(dvmdir.Info)
@@ -246,7 +254,7 @@ func (m *Master) start(ctx context.Context) error {
 	m.info.Socket = sock
 	if m.wantsTCP() {
 		bind := cmp.Or(m.cfg.Bind, DefaultBind)
-		if m.cfg.Bind == "" && (m.cfg.Launcher == launcher.SSH || m.cfg.Launcher == launcher.Join) {
+		if m.cfg.Bind == "" && (m.cfg.Launcher == launcher.SSH || m.cfg.Launcher == launcher.Join || m.cfg.Launcher == launcher.Slurm) {
 			bind = ClusterBind
 		}
 		lnT, err := net.Listen("tcp", bind)
@@ -305,29 +313,8 @@ func (m *Master) start(ctx context.Context) error {
 	// The other nodes, through the launcher.
 	early := make(chan *launcher.Daemon, len(m.cfg.Nodes))
 	if len(m.cfg.Nodes) > 1 {
-		starter, err := m.starter()
-		if err != nil {
+		if err := m.startOthers(ctx, early); err != nil {
 			return err
-		}
-		for i, n := range m.cfg.Nodes[1:] {
-			host := ""
-			if i+1 < len(m.cfg.Hosts) {
-				host = m.cfg.Hosts[i+1]
-			}
-			d, err := m.startDaemon(ctx, starter, n.Name, host, n.Slots)
-			if err != nil {
-				return err
-			}
-			if err := do(ctx, m, func(s *state) error { s.nodes[i+1].proc, s.nodes[i+1].starter = d, starter; return nil }); err != nil {
-				d.Stop(m.grace)
-				return err
-			}
-			if done := d.Done(); done != nil {
-				go func() {
-					<-done
-					early <- d
-				}()
-			}
 		}
 	}
 
@@ -411,6 +398,75 @@ func (m *Master) wantsTCP() bool {
 	return !m.cfg.Private || m.cfg.Bind != "" || !local
 }
 
+// startOthers starts the daemons of nodes 1.. through the DVM's launcher:
+// with one command when it starts groups (slurm), else one per node. Each
+// started process that ends is sent on early (before registration, that
+// is a failed start).
+func (m *Master) startOthers(ctx context.Context, early chan<- *launcher.Daemon) error {
+	starter, err := m.starter()
+	if err != nil {
+		return err
+	}
+	// record makes d the process of nodes first..first+count-1.
+	record := func(d *launcher.Daemon, first, count int) error {
+		if err := do(ctx, m, func(s *state) error {
+			for _, n := range s.nodes[first : first+count] {
+				n.proc, n.starter = d, starter
+			}
+			return nil
+		}); err != nil {
+			d.Stop(m.grace)
+			return err
+		}
+		if done := d.Done(); done != nil {
+			go func() {
+				<-done
+				early <- d
+			}()
+		}
+		return nil
+	}
+	others := m.cfg.Nodes[1:]
+	if gs, ok := starter.(launcher.GroupStarter); ok {
+		d, err := m.startGroup(ctx, gs, others)
+		if err != nil {
+			return err
+		}
+		return record(d, 1, len(others))
+	}
+	for i, n := range others {
+		host := ""
+		if i+1 < len(m.cfg.Hosts) {
+			host = m.cfg.Hosts[i+1]
+		}
+		d, err := m.startDaemon(ctx, starter, n.Name, host, n.Slots)
+		if err != nil {
+			return err
+		}
+		if err := record(d, i+1, 1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startGroup starts the daemons of nodes with one command of a starter
+// that starts groups (slurm: one srun step for all of them).
+func (m *Master) startGroup(ctx context.Context, gs launcher.GroupStarter, nodes []alloc.Node) (*launcher.Daemon, error) {
+	specs := make([]launcher.NodeSpec, len(nodes))
+	names := make([]string, len(nodes))
+	for i, n := range nodes {
+		specs[i] = launcher.NodeSpec{Name: n.Name, Slots: n.Slots, DVM: m.info.ID, Dir: m.dir, Master: m.info.TCP, Token: m.info.Token}
+		names[i] = n.Name
+	}
+	m.log.Info("master: starting the daemons of several nodes with one command", "launcher", gs.Kind(), "nodes", len(specs))
+	d, err := gs.StartGroup(ctx, specs)
+	if err != nil {
+		return nil, fmt.Errorf("master: start the daemons of nodes %s: %w", strings.Join(names, ", "), err)
+	}
+	return d, nil
+}
+
 func (m *Master) starter() (launcher.Starter, error) {
 	if m.cfg.Starter != nil {
 		return m.cfg.Starter, nil
@@ -423,7 +479,7 @@ func (m *Master) starter() (launcher.Starter, error) {
 		}
 		cmd = []string{exe, "daemon"}
 	}
-	return launcher.New(launcher.Options{Kind: m.cfg.Launcher, Command: cmd, SSH: m.cfg.SSH, Prefix: m.cfg.Prefix, Logger: m.log})
+	return launcher.New(launcher.Options{Kind: m.cfg.Launcher, Command: cmd, SSH: m.cfg.SSH, Prefix: m.cfg.Prefix, SlurmJob: m.cfg.SlurmJob, Logger: m.log})
 }
 
 // Info describes the DVM as its rendezvous file does.
@@ -529,8 +585,10 @@ func (m *Master) shutdown(grace time.Duration) {
 	var stops []stopping
 	var procs []*launcher.Daemon
 	_ = do(context.Background(), m, func(s *state) error {
+		seen := map[*launcher.Daemon]bool{} // one srun runs the daemons of many nodes
 		for _, n := range s.nodes {
-			if n.proc != nil {
+			if n.proc != nil && !seen[n.proc] {
+				seen[n.proc] = true
 				procs = append(procs, n.proc)
 			}
 			if !n.up {

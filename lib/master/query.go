@@ -19,7 +19,7 @@ func (m *Master) handleState(ctx context.Context, _ *wire.Request, b *wire.DVMSt
 		now := time.Now()
 		st := &wire.DVMState{
 			ID: s.id, PID: os.Getpid(), Started: s.started.UnixNano(), Uptime: int64(now.Sub(s.started)),
-			Version: buildinfo.Read().Version, Launcher: s.m.launcherKind(),
+			Version: buildinfo.Read().Version, Launcher: s.m.launcherKind(), LauncherInfo: s.m.cfg.LauncherInfo,
 		}
 		usage := s.alloc.Usage()
 		for i, n := range s.nodes {

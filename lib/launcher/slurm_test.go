@@ -1,0 +1,137 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dynrt/dynrt/wire"
+)
+
+func slurmSpecs(names ...string) []NodeSpec {
+	specs := make([]NodeSpec, len(names))
+	for i, n := range names {
+		specs[i] = NodeSpec{Name: n, Slots: 4, DVM: "abcd2345", Master: "10.0.0.1:40123", Token: "secret"}
+	}
+	return specs
+}
+
+// The srun argv is the contract with Slurm: one golden line per argument.
+func TestSrunCommandGolden(t *testing.T) {
+	cases := []struct {
+		name         string
+		srun, remote []string
+		job          string
+		specs        []NodeSpec
+	}{
+		{name: "allocation of the environment", remote: []string{"/opt/dynrt/bin/dynrun", "daemon"}, specs: slurmSpecs("h1", "h2")},
+		{name: "another job (dvm grow)", srun: []string{"/usr/bin/srun", "--quiet"}, remote: []string{"dynrun", "daemon"}, job: "42", specs: slurmSpecs("gpu07")},
+	}
+	var b strings.Builder
+	for _, c := range cases {
+		s, err := New(Options{Kind: Slurm, Srun: c.srun, Remote: c.remote, SlurmJob: c.job})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := s.(*slurmStarter).opts
+		argv, err := SrunCommand(o.Srun, o.Remote, o.SlurmJob, c.specs)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if strings.Contains(strings.Join(argv, " "), "secret") {
+			t.Fatalf("%s: token in argv: %q", c.name, argv)
+		}
+		b.WriteString("# " + c.name + "\n")
+		for _, a := range argv {
+			b.WriteString(a + "\n")
+		}
+	}
+	golden := filepath.Join("testdata", "srun.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.String() != string(want) {
+		t.Fatalf("srun argv differs from %s (run with -update if intended):\n%s", golden, b.String())
+	}
+}
+
+func TestSrunCommandRejects(t *testing.T) {
+	cases := []struct {
+		name  string
+		job   string
+		specs func() []NodeSpec
+		err   string
+	}{
+		{"no nodes", "", func() []NodeSpec { return nil }, "no nodes to start"},
+		{"unix master", "", func() []NodeSpec { s := slurmSpecs("h1"); s[0].Master = "/tmp/m.sock"; return s }, "not host:port"},
+		{"loopback master", "", func() []NodeSpec { s := slurmSpecs("h1"); s[0].Master = "127.0.0.1:9"; return s }, "--bind"},
+		{"mixed masters", "", func() []NodeSpec { s := slurmSpecs("h1", "h2"); s[1].Master = "10.0.0.2:1"; return s }, "must share master"},
+		{"host differs", "", func() []NodeSpec { s := slurmSpecs("h1"); s[0].Host = "h9"; return s }, "host h9 differs from the node name"},
+		{"bad name", "", func() []NodeSpec { return slurmSpecs("h1;x") }, "character ';'"},
+		{"twice", "", func() []NodeSpec { return slurmSpecs("h1", "h1") }, "node h1 given twice"},
+		{"no slots", "", func() []NodeSpec { s := slurmSpecs("h1"); s[0].Slots = 0; return s }, "0 slots"},
+		{"bad job", "4;2", func() []NodeSpec { return slurmSpecs("h1") }, `"4;2" is not a Slurm job id`},
+	}
+	for _, c := range cases {
+		_, err := SrunCommand([]string{"srun"}, []string{"dynrun", "daemon"}, c.job, c.specs())
+		if !errors.Is(err, wire.ErrInvalid) || !strings.Contains(err.Error(), c.err) {
+			t.Errorf("%s: got %v, want %q", c.name, err, c.err)
+		}
+	}
+}
+
+// The slurm starter runs srun (here the test binary) once for all nodes,
+// the token in its environment, and records its last output lines.
+func TestSlurmStarterRuns(t *testing.T) {
+	var c capture
+	env := []string{roleEnv + "=echo", "SLURM_JOB_ID=7", "SLURM_JOB_NODELIST=h[1-3]", "SLURM_CONF=/etc/x.conf"}
+	s, err := New(Options{Kind: Slurm, Srun: []string{self(t)}, Command: []string{"/bin/dynrun", "daemon"}, Env: env, Output: c.out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs, ok := s.(GroupStarter)
+	if !ok || s.Kind() != Slurm {
+		t.Fatalf("slurm starter %T is not a GroupStarter", s)
+	}
+	d, err := gs.StartGroup(context.Background(), slurmSpecs("h2", "h3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Node != "h2,h3" {
+		t.Fatalf("Node %q", d.Node)
+	}
+	if st := d.Wait(); st.Code() != 3 {
+		t.Fatalf("exit %v", st)
+	}
+	got := c.get()
+	for _, l := range []string{"h2,h3/1/arg:--nodelist=h2,h3", "h2,h3/1/arg:/bin/dynrun", "h2,h3/1/arg:--node-env", "h2,h3/2/token:secret"} {
+		if !slices.Contains(got, l) {
+			t.Errorf("missing %q in %q", l, got)
+		}
+	}
+	if out := d.Output(); len(out) == 0 || out[len(out)-1] != "stdin:" {
+		t.Errorf("output %q", d.Output())
+	}
+}
+
+// A step in another job drops the surrounding allocation's variables
+// (srun would read them) but keeps SLURM_CONF.
+func TestWithoutSlurmJob(t *testing.T) {
+	env := []string{"PATH=/bin", "SLURM_JOB_ID=7", "SLURM_JOB_NODELIST=h[1-3]", "SLURM_NNODES=3", "SLURM_CONF=/etc/x.conf"}
+	if got := withoutSlurmJob(env, ""); !slices.Equal(got, env) {
+		t.Errorf("same job: %q", got)
+	}
+	if got, want := withoutSlurmJob(env, "9"), []string{"PATH=/bin", "SLURM_CONF=/etc/x.conf"}; !slices.Equal(got, want) {
+		t.Errorf("other job: %q, want %q", got, want)
+	}
+}
