@@ -3,8 +3,6 @@ package launcher
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -42,27 +40,9 @@ func TestSrunCommandGolden(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		if strings.Contains(strings.Join(argv, " "), "secret") {
-			t.Fatalf("%s: token in argv: %q", c.name, argv)
-		}
-		b.WriteString("# " + c.name + "\n")
-		for _, a := range argv {
-			b.WriteString(a + "\n")
-		}
+		writeArgv(t, &b, c.name, argv)
 	}
-	golden := filepath.Join("testdata", "srun.golden")
-	if *update {
-		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b.String() != string(want) {
-		t.Fatalf("srun argv differs from %s (run with -update if intended):\n%s", golden, b.String())
-	}
+	checkGolden(t, "srun.golden", b.String())
 }
 
 func TestSrunCommandRejects(t *testing.T) {

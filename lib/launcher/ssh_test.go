@@ -42,27 +42,9 @@ func TestSSHCommandGolden(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		if strings.Contains(strings.Join(argv, " "), "secret") {
-			t.Fatalf("%s: token in argv: %q", c.name, argv)
-		}
-		b.WriteString("# " + c.name + "\n")
-		for _, a := range argv {
-			b.WriteString(a + "\n")
-		}
+		writeArgv(t, &b, c.name, argv)
 	}
-	golden := filepath.Join("testdata", "ssh.golden")
-	if *update {
-		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b.String() != string(want) {
-		t.Fatalf("ssh argv differs from %s (run with -update if intended):\n%s", golden, b.String())
-	}
+	checkGolden(t, "ssh.golden", b.String())
 }
 
 func TestSSHCommandRejects(t *testing.T) {
@@ -119,5 +101,36 @@ func TestJoinCommand(t *testing.T) {
 	want = "DYNRT_TOKEN='ab cd' dynrun daemon --master 10.0.0.1:5000 --node n2 --slots 4 --join"
 	if got != want {
 		t.Fatalf("got %q\nwant %q", got, want)
+	}
+}
+
+// writeArgv appends argv to b, one argument a line under "# name", and
+// fails if the token "secret" shows in it (it must never be in an argv).
+func writeArgv(t *testing.T, b *strings.Builder, name string, argv []string) {
+	t.Helper()
+	if strings.Contains(strings.Join(argv, " "), "secret") {
+		t.Fatalf("%s: token in argv: %q", name, argv)
+	}
+	b.WriteString("# " + name + "\n")
+	for _, a := range argv {
+		b.WriteString(a + "\n")
+	}
+}
+
+// checkGolden compares got with testdata/name (rewritten with -update).
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	golden := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Fatalf("argv differs from %s (run with -update if intended):\n%s", golden, got)
 	}
 }
