@@ -239,13 +239,11 @@ func ReadSlurmAllocation(get func(string) string, hostnames func(expr string) ([
 	}
 	hosts, err := ExpandHostlist(expr)
 	if err != nil && hostnames != nil {
-		if h, err2 := hostnames(expr); err2 == nil && len(h) > 0 {
+		// Slurm's parser accepts some junk (scontrol expands "h[0-" to
+		// "h]"): its answer counts only if every name is a host name, and
+		// otherwise our error stands.
+		if h, err2 := hostnames(expr); err2 == nil && len(h) > 0 && !slices.ContainsFunc(h, func(n string) bool { return CheckHost(n) != nil }) {
 			hosts, err = h, nil
-			for _, n := range h {
-				if err = CheckHost(n); err != nil {
-					break
-				}
-			}
 		}
 	}
 	if err != nil {

@@ -105,8 +105,11 @@ func TestParseCountList(t *testing.T) {
 
 func TestReadSlurmAllocation(t *testing.T) {
 	scontrol := func(expr string) ([]string, error) {
-		if expr == "weird{1..2}" {
+		switch expr {
+		case "weird{1..2}":
 			return []string{"weird1", "weird2"}, nil
+		case "h[0-":
+			return []string{"h]"}, nil // what Slurm 22.05's scontrol answers
 		}
 		return nil, fmt.Errorf("scontrol: invalid hostlist")
 	}
@@ -134,6 +137,8 @@ func TestReadSlurmAllocation(t *testing.T) {
 			want: nodes{nd("weird1", 2), nd("weird2", 2)}, from: "SLURM_TASKS_PER_NODE"},
 		{name: "scontrol refuses too", sc: scontrol, env: map[string]string{"SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "h[1-"},
 			err: "SLURM_JOB_NODELIST: host list \"h[1-\": '[' is never closed"},
+		{name: "scontrol answers junk", sc: scontrol, env: map[string]string{"SLURM_JOB_ID": "7", "SLURM_JOB_NODELIST": "h[0-"},
+			err: "SLURM_JOB_NODELIST: host list \"h[0-\": '[' is never closed"},
 		{name: "no job", env: map[string]string{"SLURM_JOB_NODELIST": "h1"}, err: "SLURM_JOB_ID is not set; run inside a Slurm allocation"},
 		{name: "bad job id", env: map[string]string{"SLURM_JOB_ID": "12;x", "SLURM_JOB_NODELIST": "h1"}, err: "SLURM_JOB_ID=\"12;x\" is not a job id"},
 		{name: "no node list", env: map[string]string{"SLURM_JOB_ID": "12"}, err: "job 12: neither SLURM_JOB_NODELIST nor SLURM_NODELIST is set"},
