@@ -22,7 +22,7 @@ SEED ?= 1
 FAULTS ?= all
 TEST_TIMEOUT ?= 12m
 
-.PHONY: help build install test deps-tmux deps-hosts deps-mpi deps-mpich-src mpich-suite bench fuzz chaos verify demo clean
+.PHONY: help build install test deps-tmux deps-hosts deps-slurm deps-mpi deps-mpich-src mpich-suite bench fuzz chaos verify demo clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -34,7 +34,7 @@ build: ## build the four binaries into bin/
 install: ## install the binaries into $GOBIN (or $GOPATH/bin)
 	$(GO) install -tags '$(BUILDTAGS)' -ldflags '$(LDFLAGS)' $(addprefix ./cmd/,$(CMDS))
 
-test: deps-tmux deps-hosts deps-mpi deps-mpich-src ## run every test with the race detector, then each fuzz target for FUZZTIME_TEST (5s)
+test: deps-tmux deps-hosts deps-slurm deps-mpi deps-mpich-src ## run every test with the race detector, then each fuzz target for FUZZTIME_TEST (5s)
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME_TEST)
 
@@ -60,6 +60,19 @@ deps-hosts: ## install iproute2, util-linux and openssh-server (Debian) for the 
 	  fi; \
 	  { $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 apt-get install -y -qq iproute2 util-linux openssh-server openssh-client >/dev/null; } \
 	    || echo "warning: could not install them; the namespace-host tests will be skipped"; \
+	  if [ -n "$$ours" ]; then $$SUDO rm -f $$policy; fi; }
+
+deps-slurm: deps-hosts ## install Debian's Slurm (slurmctld, slurmd, slurm-client) and munge for the Slurm tests, if missing, without starting Debian's daemons
+	@{ command -v slurmctld && command -v slurmd && command -v salloc && command -v munged; } >/dev/null 2>&1 || { \
+	  echo "installing slurmctld, slurmd, slurm-client and munge for the Slurm tests"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  policy=/usr/sbin/policy-rc.d; ours=; \
+	  if [ ! -e $$policy ]; then \
+	    printf '#!/bin/sh\n# dynrt make deps-slurm: start no service while installing\nexit 101\n' | $$SUDO tee $$policy >/dev/null \
+	      && $$SUDO chmod 755 $$policy && ours=1; \
+	  fi; \
+	  { $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 apt-get install -y -qq --no-install-recommends slurmctld slurmd slurm-client munge >/dev/null; } \
+	    || echo "warning: could not install them; the Slurm tests will be skipped"; \
 	  if [ -n "$$ours" ]; then $$SUDO rm -f $$policy; fi; }
 
 deps-mpi: ## install Debian's MPICH (mpich, libmpich-dev) for the MPI tests, if missing

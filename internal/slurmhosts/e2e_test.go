@@ -1,0 +1,292 @@
+package slurmhosts_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dynrt/dynrt/internal/leakcheck"
+	"github.com/dynrt/dynrt/internal/slurmhosts"
+)
+
+// The end-to-end tests of the slurm launcher on a real Slurm: three
+// namespace hosts h0..h2 of 4 CPUs, slurmctld on h0, commands typed on h0
+// as a user of the cluster would (salloc, then dynrun inside).
+
+const prefix = "dyn-slurme2e"
+
+// bin holds dynrun and testapp, built once by TestMain.
+var bin string
+
+func TestMain(m *testing.M) { os.Exit(testMain(m)) }
+
+func testMain(m *testing.M) int {
+	if slurmhosts.Unsupported() != "" {
+		return m.Run() // every test skips, saying why
+	}
+	dir, err := os.MkdirTemp("", "dynrt-slurme2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	bin = dir
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "go env GOMOD:", err)
+		return 1
+	}
+	build := exec.Command("go", "build", "-o", dir+"/", "./cmd/dynrun", "./internal/testapp")
+	build.Dir = filepath.Dir(strings.TrimSpace(string(out)))
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building dynrun:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+type cluster struct {
+	t    *testing.T
+	c    *slurmhosts.Cluster
+	mark string
+}
+
+func start(t *testing.T) *cluster {
+	c := slurmhosts.Start(t, slurmhosts.Config{Prefix: prefix, K: 3})
+	return &cluster{t: t, c: c, mark: leakcheck.NewMark(t)}
+}
+
+func (c *cluster) on(t *testing.T) *cluster {
+	d := *c
+	d.t = t
+	return &d
+}
+
+// run runs argv on host with dynrun on the PATH; it returns stdout,
+// stderr and the exit code.
+func (c *cluster) run(host string, argv ...string) (string, string, int) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := c.c.Command(ctx, host, argv...)
+	cmd.Env = append(cmd.Env, leakcheck.EnvMark+"="+c.mark, "PATH="+bin+":/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		return out.String(), errb.String(), ee.ExitCode()
+	case err != nil:
+		c.t.Fatalf("%v: %v", argv, err)
+	}
+	return out.String(), errb.String(), 0
+}
+
+// salloc runs script with sh inside `salloc -N n [args]` on h0 and fails
+// the test unless it exits 0.
+func (c *cluster) salloc(n int, script string, args ...string) string {
+	c.t.Helper()
+	argv := append([]string{"salloc", "-N", strconv.Itoa(n)}, args...)
+	out, errs, code := c.run("h0", append(argv, "sh", "-c", script)...)
+	if code != 0 {
+		c.t.Fatalf("salloc -N %d: exit %d\nscript:\n%s\nstdout:\n%s\nstderr:\n%s", n, code, script, out, errs)
+	}
+	return out
+}
+
+// assertNothingLeft checks that the hosts run nothing but Slurm and
+// munge, and no process of the test is alive.
+func (c *cluster) assertNothingLeft() {
+	c.t.Helper()
+	daemons := []string{"slurmd", "slurmctld", "munged", ": slurmscriptd", "slurmscriptd"}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var left []string
+		for _, h := range c.c.Hosts() {
+			pids, err := c.c.Pids(context.Background(), h.Name)
+			if err != nil {
+				c.t.Fatal(err)
+			}
+			for _, pid := range pids {
+				cl := leakcheck.Cmdline(pid)
+				if len(cl) == 0 || slices.Contains(daemons, cl[0]) {
+					continue
+				}
+				left = append(left, fmt.Sprintf("%s: %d %s", h.Name, pid, strings.Join(cl, " ")))
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("left on the hosts:\n%s", strings.Join(left, "\n"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+type status struct {
+	ID           string `json:"id"`
+	LauncherInfo string `json:"launcher_info"`
+	Nodes        []struct {
+		Name  string `json:"name"`
+		Host  string `json:"host"`
+		Slots int    `json:"slots"`
+		State string `json:"state"`
+	} `json:"nodes"`
+}
+
+// lines returns the words after tag of the lines of out that start with it.
+func lines(out, tag string) []string {
+	var got []string
+	for _, l := range strings.Split(out, "\n") {
+		if rest, ok := strings.CutPrefix(l, tag+" "); ok {
+			got = append(got, rest)
+		}
+	}
+	return got
+}
+
+func count(words []string) map[string]int {
+	m := map[string]int{}
+	for _, w := range words {
+		m[w]++
+	}
+	return m
+}
+
+// TestSlurm runs the slurm launcher against the real Slurm; the steps
+// share the cluster and run in order.
+func TestSlurm(t *testing.T) {
+	c := start(t)
+	steps := []struct {
+		name string
+		run  func(*cluster)
+	}{
+		{"salloc then dynrun -n 12", sallocLaunch},
+		{"dvm over the allocation", dvmOverAllocation},
+		{"killing the master ends the step", killMaster},
+		{"a bad allocation is a clear error", badAllocation},
+	}
+	for _, s := range steps {
+		if !t.Run(s.name, func(t *testing.T) {
+			c := c.on(t)
+			s.run(c)
+			c.assertNothingLeft()
+		}) {
+			break
+		}
+	}
+}
+
+// sallocLaunch: `salloc -N 3` then `dynrun -n 12 prog` runs 4 ranks on
+// each host (slots from the allocation, no flag naming them), and put,
+// fence and get work across the hosts.
+func sallocLaunch(c *cluster) {
+	out := c.salloc(3, `dynrun -n 12 sh -c 'echo HOST $(hostname)'`)
+	if got := count(lines(out, "HOST")); got["h0"] != 4 || got["h1"] != 4 || got["h2"] != 4 {
+		c.t.Errorf("ranks per host %v, want 4 on each of h0 h1 h2:\n%s", got, out)
+	}
+	out = c.salloc(3, `dynrun -n 6 --map-by node testapp exchange`)
+	if n := len(lines(out, "exchange")); n != 6 || strings.Contains(out, "ERROR") {
+		c.t.Errorf("want 6 exchange lines and no ERROR:\n%s", out)
+	}
+}
+
+// dvmOverAllocation: `dvm start` inside the allocation has one node per
+// host, each daemon in its host (the host it reports), started by one srun
+// step named after the DVM on the other hosts; the step is gone once the
+// DVM is stopped.
+func dvmOverAllocation(c *cluster) {
+	script := `set -e
+dvm=$(dynrun dvm start --daemonize)
+echo "STATUS $(dynrun dvm status --json | tr -d '\n')"
+echo "STEP $(squeue -h -s -j "$SLURM_JOB_ID" -o '%j/%N' | tr '\n' ' ')"
+dynrun -n 12 sh -c 'echo HOST $(hostname)'
+dynrun dvm stop >/dev/null
+for i in $(seq 100); do [ -z "$(squeue -h -s -j "$SLURM_JOB_ID")" ] && break; sleep 0.1; done
+echo "AFTER $(squeue -h -s -j "$SLURM_JOB_ID" | tr '\n' ' ')"`
+	out := c.salloc(3, script)
+	var st status
+	if s := lines(out, "STATUS"); len(s) != 1 || json.Unmarshal([]byte(s[0]), &st) != nil {
+		c.t.Fatalf("no status:\n%s", out)
+	}
+	if len(st.Nodes) != 3 {
+		c.t.Fatalf("%d nodes, want 3: %+v", len(st.Nodes), st.Nodes)
+	}
+	for i, n := range st.Nodes {
+		want := fmt.Sprintf("h%d", i)
+		if n.Name != want || n.Host != want || n.Slots != 4 || n.State != "up" {
+			c.t.Errorf("node %d: %+v, want %s on host %s with 4 slots, up", i, n, want, want)
+		}
+	}
+	if !strings.HasPrefix(st.LauncherInfo, "slurm: job ") || !strings.Contains(st.LauncherInfo, "SLURM_TASKS_PER_NODE") {
+		c.t.Errorf("launcher info %q", st.LauncherInfo)
+	}
+	if step := lines(out, "STEP"); len(step) != 1 || strings.TrimSpace(step[0]) != "dynrt-"+st.ID+"/h[1-2]" {
+		c.t.Errorf("daemon step %q, want one step dynrt-%s on h[1-2]:\n%s", step, st.ID, out)
+	}
+	if got := count(lines(out, "HOST")); got["h0"] != 4 || got["h1"] != 4 || got["h2"] != 4 {
+		c.t.Errorf("ranks per host %v, want 4 on each:\n%s", got, out)
+	}
+	if after := lines(out, "AFTER"); len(after) != 1 || strings.TrimSpace(after[0]) != "" {
+		c.t.Errorf("steps left after dvm stop: %q", after)
+	}
+}
+
+// killMaster: SIGKILL to a DVM's master ends its daemons' step by itself
+// (the daemons lose their master and exit; srun dies with the master).
+func killMaster(c *cluster) {
+	script := `set -e
+dynrun dvm start --daemonize >/dev/null
+pid=$(dynrun dvm status --json | sed -n 's/^  "pid": \([0-9]*\),$/\1/p')
+echo "BEFORE $(squeue -h -s -j "$SLURM_JOB_ID" | wc -l)"
+kill -9 "$pid"
+for i in $(seq 300); do [ -z "$(squeue -h -s -j "$SLURM_JOB_ID")" ] && break; sleep 0.1; done
+echo "AFTER $(squeue -h -s -j "$SLURM_JOB_ID" | wc -l)"
+dynrun dvm list >/dev/null 2>&1 || true`
+	out := c.salloc(3, script)
+	if b, a := lines(out, "BEFORE"), lines(out, "AFTER"); len(b) != 1 || b[0] != "1" || len(a) != 1 || a[0] != "0" {
+		c.t.Errorf("steps before the kill %q, 30 s after %q; want 1 then 0:\n%s", b, a, out)
+	}
+}
+
+// badAllocation: a broken allocation environment, and a master outside
+// its allocation, fail at once with a message naming the cause.
+func badAllocation(c *cluster) {
+	cases := []struct {
+		name, script string
+		args         []string
+		want         string
+	}{
+		{"bad node list", `SLURM_JOB_NODELIST='h[0-' dynrun -n 1 true`, nil,
+			`slurm: SLURM_JOB_NODELIST: host list "h[0-": '[' is never closed`},
+		{"tasks do not cover the nodes", `SLURM_TASKS_PER_NODE=4 dynrun dvm start`, nil,
+			`SLURM_TASKS_PER_NODE="4" gives 1 counts for the 3 hosts`},
+		{"master outside the allocation", `dynrun -n 1 true`, []string{"-w", "h1,h2"},
+			"h0 is not a node of job"},
+	}
+	for _, k := range cases {
+		n := 3
+		if k.args != nil {
+			n = 2
+		}
+		argv := append(append([]string{"salloc", "-N", strconv.Itoa(n)}, k.args...), "sh", "-c", k.script)
+		out, errs, code := c.run("h0", argv...)
+		if code != 1 || !strings.Contains(errs, k.want) {
+			c.t.Errorf("%s: exit %d, stderr %q; want 1 and %q (stdout %q)", k.name, code, errs, k.want, out)
+		}
+	}
+}
