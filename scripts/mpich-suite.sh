@@ -27,7 +27,9 @@
 #   TIMEOUT=30         at most this many seconds per test (default: the
 #                      testlist's timeLimit, else 180)
 #   LISTS=testlist,testlist.dtp,testlist.cvar  testlist files (default testlist)
-#   RUNNERS=hydra,dynrun-private,dynrun-warm   (default: all three)
+#   RUNNERS=hydra,dynrun-private,dynrun-warm,dynrun-hosts   (default: all
+#                      four; dynrun-hosts only as root, where namespace hosts
+#                      can be built: internal/nshosts)
 #   VERBOSE=1          print each result as it comes
 set -euo pipefail
 
@@ -102,9 +104,9 @@ done
 
 work_dir mpich-suite
 cd "$root"
-go build -tags urfave_cli_no_docs,netgo -o "$work/dynrun" ./cmd/dynrun
+go build -tags urfave_cli_no_docs,netgo -o "$work/bin/dynrun" ./cmd/dynrun
 go build -o "$work/mpichsuite" ./internal/mpichsuite/cmd/mpichsuite
-args=(-cache "$CACHE" -dynrun "$work/dynrun" -out "$root/bench-out/mpich-suite")
+args=(-cache "$CACHE" -dynrun "$work/bin/dynrun" -out "$root/bench-out/mpich-suite")
 [[ -n ${BUILDS:-} ]] && args+=(-builds "$BUILDS")
 [[ -n ${DIRS:-} ]] && args+=(-dirs "$DIRS")
 [[ -n ${SUBSET:-} ]] && args+=(-subset "$SUBSET")

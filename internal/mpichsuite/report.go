@@ -148,16 +148,17 @@ func Summary(w io.Writer, builds []string, results []Result) {
 // time in seconds.
 func Table(w io.Writer, results []Result) error {
 	order, m := rows(results)
+	runners := present(results)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	head := []string{"build", "test", "np"}
-	for _, rn := range Runners {
+	for _, rn := range runners {
 		head = append(head, string(rn), "s")
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	for _, k := range order {
 		rw := m[k]
 		cells := []string{k.build, testCell(rw.test), strconv.Itoa(rw.test.NP)}
-		for _, rn := range Runners {
+		for _, rn := range runners {
 			r, ok := rw.by[rn]
 			if !ok {
 				cells = append(cells, "-", "-")
@@ -168,6 +169,23 @@ func Table(w io.Writer, results []Result) error {
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	return tw.Flush()
+}
+
+// present lists the runners that have results, in table order: a run
+// without a runner (RUNNERS=, or dynrun-hosts where it cannot run) gets no
+// empty column for it.
+func present(results []Result) []Runner {
+	seen := map[Runner]bool{}
+	for _, r := range results {
+		seen[r.Runner] = true
+	}
+	var out []Runner
+	for _, rn := range Runners {
+		if seen[rn] {
+			out = append(out, rn)
+		}
+	}
+	return out
 }
 
 func testCell(t Test) string {

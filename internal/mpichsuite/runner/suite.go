@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -72,26 +73,57 @@ func (c Config) lists() []string {
 func (c Config) Run(ctx context.Context, tests map[string][]mpichsuite.Test) ([]mpichsuite.Result, error) {
 	var results []mpichsuite.Result
 	for _, b := range c.Builds {
-		var warm *WarmDVM
+		var dvms shared
 		if slices.Contains(c.Runners, mpichsuite.DynrunWarm) {
-			var err error
-			warm, err = StartWarm(ctx, c.Dynrun, c.workDir(), mpichsuite.WarmSlots(tests[b.Name]), b.environ())
+			w, err := StartWarm(ctx, c.Dynrun, c.workDir(), mpichsuite.WarmSlots(tests[b.Name]), b.environ())
 			if err != nil {
 				return results, err
 			}
+			dvms.warm = w
 		}
-		rs, err := c.runBuild(ctx, b, tests[b.Name], warm)
-		results = append(results, rs...)
-		if warm != nil {
-			if serr := warm.Stop(context.WithoutCancel(ctx)); serr != nil && err == nil {
-				err = serr
+		if slices.Contains(c.Runners, mpichsuite.DynrunHosts) {
+			h, err := StartHosts(ctx, c.log(), c.Dynrun, mpichsuite.HostSlots(tests[b.Name]), b.environ())
+			if err != nil {
+				dvms.stop(ctx)
+				return results, err
 			}
+			dvms.hosts = h
+		}
+		rs, err := c.runBuild(ctx, b, tests[b.Name], &dvms)
+		results = append(results, rs...)
+		if serr := dvms.stop(ctx); serr != nil && err == nil {
+			err = serr
 		}
 		if err != nil {
 			return results, err
 		}
 	}
 	return results, nil
+}
+
+// shared holds the DVMs that the runners dynrun-warm and dynrun-hosts
+// start once per build.
+type shared struct {
+	warm  *WarmDVM
+	hosts *HostsDVM
+}
+
+func (s *shared) stop(ctx context.Context) error {
+	var errs []error
+	if s.warm != nil {
+		errs = append(errs, s.warm.Stop(context.WithoutCancel(ctx)))
+	}
+	if s.hosts != nil {
+		errs = append(errs, s.hosts.Stop(context.WithoutCancel(ctx)))
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) log() *slog.Logger {
+	if c.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return c.Log
 }
 
 func (c Config) workDir() string {
@@ -101,7 +133,7 @@ func (c Config) workDir() string {
 	return os.TempDir()
 }
 
-func (c Config) runBuild(ctx context.Context, b Build, tests []mpichsuite.Test, warm *WarmDVM) ([]mpichsuite.Result, error) {
+func (c Config) runBuild(ctx context.Context, b Build, tests []mpichsuite.Test, dvms *shared) ([]mpichsuite.Result, error) {
 	var results []mpichsuite.Result
 	td := c.TestDir(b)
 	progRoot := td
@@ -118,7 +150,7 @@ func (c Config) runBuild(ctx context.Context, b Build, tests []mpichsuite.Test, 
 				run.NotRun = missing
 			default:
 				var err error
-				run, res.Elapsed, err = c.runOne(ctx, b, t, rn, warm, progRoot)
+				run, res.Elapsed, err = c.runOne(ctx, b, t, rn, dvms, progRoot)
 				if err != nil {
 					return results, err
 				}
@@ -133,22 +165,28 @@ func (c Config) runBuild(ctx context.Context, b Build, tests []mpichsuite.Test, 
 	return results, nil
 }
 
-func (c Config) runOne(ctx context.Context, b Build, t mpichsuite.Test, rn mpichsuite.Runner, warm *WarmDVM, progRoot string) (mpichsuite.Run, time.Duration, error) {
+func (c Config) runOne(ctx context.Context, b Build, t mpichsuite.Test, rn mpichsuite.Runner, dvms *shared, progRoot string) (mpichsuite.Run, time.Duration, error) {
 	bin, dvmID := b.Mpiexec, ""
 	env := b.environ()
 	var dvmProcs map[int]bool
+	var wrap []string
+	dvmExe := ""
 	if rn != mpichsuite.Hydra {
 		bin = c.Dynrun
 	}
-	if rn == mpichsuite.DynrunWarm {
-		dvmID, env, dvmProcs = warm.ID, warm.env, warm.procs
+	switch rn {
+	case mpichsuite.DynrunWarm:
+		dvmID, env, dvmProcs, dvmExe = dvms.warm.ID, dvms.warm.env, dvms.warm.procs, dvms.warm.exe
+	case mpichsuite.DynrunHosts:
+		h := dvms.hosts
+		dvmID, env, dvmProcs, dvmExe, wrap = h.ID, h.env, h.procs, h.exe, h.wrap
 	}
 	l, err := mpichsuite.Command(rn, t, bin, dvmID)
 	if err != nil {
 		return mpichsuite.Run{NotRun: err.Error()}, 0, nil
 	}
 	e := exec1{
-		argv:     l.Argv,
+		argv:     append(slices.Clone(wrap), l.Argv...),
 		dir:      filepath.Join(c.TestDir(b), t.Dir, path.Dir(t.Name)),
 		env:      append(slices.Clone(env), l.Env...),
 		limit:    mpichsuite.Limit(t, mpichsuite.DefaultLimit, c.Ceiling),
@@ -156,16 +194,20 @@ func (c Config) runOne(ctx context.Context, b Build, t mpichsuite.Test, rn mpich
 		mark:     randomHex(8),
 		progRoot: progRoot,
 		dvm:      dvmProcs,
-	}
-	if dvmProcs != nil {
-		e.dvmExe = warm.exe
+		dvmExe:   dvmExe,
 	}
 	run, elapsed := e.run(ctx)
-	if rn == mpichsuite.DynrunWarm && !warm.Alive() {
-		// The test broke the DVM: it fails, and the rest needs a new one.
+	// A test that broke its DVM fails, and the rest needs a new one.
+	switch {
+	case rn == mpichsuite.DynrunWarm && !dvms.warm.Alive():
 		run.Harm = "the warm DVM lost a process during this test (restarted)"
-		if err := warm.restart(ctx); err != nil {
+		if err := dvms.warm.restart(ctx); err != nil {
 			return run, elapsed, fmt.Errorf("restart the warm DVM after %s: %w", t.ID(), err)
+		}
+	case rn == mpichsuite.DynrunHosts && !dvms.hosts.Alive():
+		run.Harm = "the DVM over the hosts lost a process during this test (restarted)"
+		if err := dvms.hosts.restart(ctx); err != nil {
+			return run, elapsed, fmt.Errorf("restart the DVM over the hosts after %s: %w", t.ID(), err)
 		}
 	}
 	return run, elapsed, nil

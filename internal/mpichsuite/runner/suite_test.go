@@ -11,6 +11,7 @@ import (
 
 	"github.com/dynrt/dynrt/internal/dvmtest"
 	"github.com/dynrt/dynrt/internal/mpichsuite"
+	"github.com/dynrt/dynrt/internal/nshosts"
 )
 
 var progs = &dvmtest.Programs{}
@@ -33,7 +34,8 @@ func cacheDir() string {
 // (the test logs that it does).
 var knownDifferences = map[string]string{}
 
-// runSubset runs a named subset with build b under the three runners and
+// runSubset runs a named subset with build b under every runner (the
+// namespace hosts' only where they can be built) and
 // fails naming every test that passes under Hydra but not under dynrun.
 // With strictHydra, a test Hydra fails fails the test too (the subset is
 // meant to hold tests Hydra passes; the ci subset has xfail= tests).
@@ -46,14 +48,22 @@ func runSubset(t *testing.T, b Build, subset string, ceiling time.Duration, know
 	if err != nil {
 		t.Fatal(err)
 	}
+	dynrun := progs.Build(t, "github.com/dynrt/dynrt/cmd/dynrun")
+	runners := []mpichsuite.Runner{mpichsuite.Hydra, mpichsuite.DynrunPrivate, mpichsuite.DynrunWarm}
+	if why := nshosts.Unsupported(true); why != "" {
+		t.Logf("runner %s skipped: %s", mpichsuite.DynrunHosts, why)
+	} else {
+		dynrun = binDynrun(t)
+		runners = append(runners, mpichsuite.DynrunHosts)
+	}
 	cfg := Config{
 		SrcDir:  src,
 		Cache:   cacheDir(),
-		Dynrun:  progs.Build(t, "github.com/dynrt/dynrt/cmd/dynrun"),
+		Dynrun:  dynrun,
 		Builds:  []Build{b},
 		Dirs:    mpichsuite.Dirs(names),
 		Subset:  names,
-		Runners: mpichsuite.Runners,
+		Runners: runners,
 		Ceiling: ceiling,
 		Jobs:    2,
 		WorkDir: t.TempDir(),

@@ -54,7 +54,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	dirs := fs.String("dirs", "", "directories of test/mpi (default "+DefaultDirs+", or the subset's)")
 	subset := fs.String("subset", "", "a named subset of tests (fast, ci)")
 	lists := fs.String("lists", "testlist", "testlist files per directory (runtests' make testing also reads testlist.dtp,testlist.cvar)")
-	runners := fs.String("runners", "hydra,dynrun-private,dynrun-warm", "runners")
+	runners := fs.String("runners", "", "runners (default hydra,dynrun-private,dynrun-warm, and dynrun-hosts where namespace hosts can be built)")
 	ceiling := fs.Duration("timeout", 0, "at most this time limit per test (default: the testlist's timeLimit, else 180s)")
 	jobs := fs.Int("j", 2, "make -j for the test programs")
 	out := fs.String("out", "bench-out/mpich-suite", "directory for the result file (results-<time>.tsv and results.tsv)")
@@ -85,7 +85,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if _, err := os.Stat(filepath.Join(cfg.SrcDir, "runtests.in")); err != nil {
 		return fail(fmt.Errorf("%s is not MPICH's test/mpi (no runtests.in): run scripts/mpich-suite.sh, which fetches the sources, or give -src", cfg.SrcDir))
 	}
-	for _, r := range split(*runners) {
+	chosen := split(*runners)
+	if len(chosen) == 0 {
+		chosen = []string{"hydra", "dynrun-private", "dynrun-warm"}
+		if why := runner.HostsUnsupported(*dynrun); why != "" {
+			fmt.Fprintf(stderr, "mpichsuite: runner dynrun-hosts skipped: %s\n", why)
+		} else {
+			chosen = append(chosen, "dynrun-hosts")
+		}
+	}
+	for _, r := range chosen {
 		if _, err := mpichsuite.Command(mpichsuite.Runner(r), mpichsuite.Test{NP: 1, Name: "x"}, "x", "x"); err != nil {
 			return fail(err)
 		}
