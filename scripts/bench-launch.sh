@@ -64,50 +64,9 @@ build_base
 # The floor: the least any launcher on this machine can do. A static Go
 # program forks N x prog from one locked thread per CPU (vfork + exec, as
 # lib/proc does, without pipes, process groups or any protocol) and reaps
-# them. Its time includes its own process start, as dynrun's does.
-mkdir -p "$work/floor"
-cat >"$work/floor/main.go" <<'EOF'
-// forkfloor N prog: fork/exec N x prog from runtime.NumCPU() threads, wait.
-package main
-
-import (
-	"os"
-	"runtime"
-	"strconv"
-	"sync"
-	"syscall"
-)
-
-func main() {
-	n, _ := strconv.Atoi(os.Args[1])
-	prog := os.Args[2]
-	attr := &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}}
-	workers := runtime.NumCPU()
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var pids []int
-			for i := w; i < n; i += workers {
-				pid, err := syscall.ForkExec(prog, []string{prog}, attr)
-				if err != nil {
-					os.Exit(1)
-				}
-				pids = append(pids, pid)
-			}
-			for _, pid := range pids {
-				var ws syscall.WaitStatus
-				if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil || ws.ExitStatus() != 0 {
-					os.Exit(1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-}
-EOF
-(cd "$work/floor" && GOFLAGS= GO111MODULE=on CGO_ENABLED=0 go build -o "$work/forkfloor" main.go)
+# them (scripts/forkfloor). Its time includes its own process start, as
+# dynrun's does.
+(cd "$root" && CGO_ENABLED=0 go build -o "$work/forkfloor" ./scripts/forkfloor)
 
 # --- peers -----------------------------------------------------------------
 need_pkgs=()

@@ -5,6 +5,11 @@
 //
 // With -expect S a run counts only if its stdout holds S exactly n times
 // (e.g. one "hello rank=" line per MPI process).
+//
+// A field "@then" ends the timed command: what follows it runs after each
+// run, untimed (e.g. `dvm stop` after a timed `dvm start`); if it fails, the
+// variant is reported as failed. -peers names the variants that get a
+// ratio column (default hydra); scripts/bench-hosts.sh uses both.
 package main
 
 import (
@@ -26,8 +31,32 @@ type variant struct {
 	n     int
 	env   []string
 	argv  []string
+	then  []string // untimed, after each run
 	times []time.Duration
 	err   string
+}
+
+// parseSpec reads one spec line: variant TAB n TAB [VAR=VAL TAB ...] argv...
+// [TAB @then TAB argv...]. ok is false for a line with too few fields.
+func parseSpec(line string) (v *variant, ok bool) {
+	f := strings.Split(line, "\t")
+	if len(f) < 3 {
+		return nil, false
+	}
+	n, _ := strconv.Atoi(f[1])
+	v = &variant{name: f[0], n: n}
+	rest := f[2:]
+	for len(rest) > 0 && strings.Contains(rest[0], "=") && !strings.HasPrefix(rest[0], "/") {
+		v.env, rest = append(v.env, rest[0]), rest[1:]
+	}
+	for i, a := range rest {
+		if a == "@then" {
+			rest, v.then = rest[:i], rest[i+1:]
+			break
+		}
+	}
+	v.argv = rest
+	return v, len(v.argv) > 0
 }
 
 // run times one run. timeout stops a run that hangs (mpirun.openmpi does at
@@ -56,6 +85,13 @@ func (v *variant) run(timeout time.Duration, expect string) (time.Duration, erro
 			return d, fmt.Errorf("%d lines with %q, want %d", got, expect, v.n)
 		}
 	}
+	if len(v.then) > 0 {
+		then := exec.CommandContext(ctx, v.then[0], v.then[1:]...)
+		then.Env = cmd.Env
+		if out, err := then.CombinedOutput(); err != nil {
+			return d, fmt.Errorf("after the run, %s: %v: %s", strings.Join(v.then, " "), err, strings.TrimSpace(string(out)))
+		}
+	}
 	return d, nil
 }
 
@@ -76,22 +112,14 @@ func main() {
 	timeout := flag.Duration("timeout", 60*time.Second, "a run taking longer is killed and its variant reported as failed")
 	expect := flag.String("expect", "", "a run must print this string exactly n times on stdout")
 	seed := flag.Uint64("seed", 1, "seed of the run order")
+	peers := flag.String("peers", "hydra", "comma-separated variants to give a ratio column (to the peer with the same N)")
 	flag.Parse()
 	var vs []*variant
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
-		f := strings.Split(sc.Text(), "\t")
-		if len(f) < 3 {
-			continue
+		if v, ok := parseSpec(sc.Text()); ok {
+			vs = append(vs, v)
 		}
-		n, _ := strconv.Atoi(f[1])
-		v := &variant{name: f[0], n: n}
-		rest := f[2:]
-		for len(rest) > 0 && strings.Contains(rest[0], "=") && !strings.HasPrefix(rest[0], "/") {
-			v.env, rest = append(v.env, rest[0]), rest[1:]
-		}
-		v.argv = rest
-		vs = append(vs, v)
 	}
 	for _, v := range vs {
 		for i := 0; i < *warmup && v.err == ""; i++ {
@@ -116,24 +144,39 @@ func main() {
 			v.times = append(v.times, d)
 		}
 	}
-	hydra := map[int]time.Duration{}
-	for _, v := range vs {
-		if v.name == "hydra" && v.err == "" {
-			hydra[v.n] = pct(v.times, 50)
+	names := strings.Split(*peers, ",")
+	peer := make([]map[int]time.Duration, len(names)) // per peer: its median by N
+	head, rule := "| N | variant | median ms | p10 ms | p90 ms |", "|---:|---|---:|---:|---:|"
+	for i, name := range names {
+		peer[i] = map[int]time.Duration{}
+		for _, v := range vs {
+			if v.name == name && v.err == "" {
+				peer[i][v.n] = pct(v.times, 50)
+			}
 		}
+		title := name
+		if name == "hydra" {
+			title = "Hydra"
+		}
+		head += " ratio to " + title + " |"
+		rule += "---:|"
 	}
-	fmt.Printf("| N | variant | median ms | p10 ms | p90 ms | ratio to Hydra |\n|---:|---|---:|---:|---:|---:|\n")
+	fmt.Printf("%s\n%s\n", head, rule)
 	for _, v := range vs {
 		if v.err != "" {
-			fmt.Printf("| %d | %s | failed | | | |\n", v.n, v.name)
+			fmt.Printf("| %d | %s | failed | | |%s\n", v.n, v.name, strings.Repeat(" |", len(names)))
 			fmt.Fprintf(os.Stderr, "# %s N=%d failed: %s\n", v.name, v.n, v.err)
 			continue
 		}
 		med := pct(v.times, 50)
-		ratio := "-"
-		if h, ok := hydra[v.n]; ok {
-			ratio = strconv.FormatFloat(float64(med)/float64(h), 'f', 2, 64)
+		row := fmt.Sprintf("| %d | %s | %s | %s | %s |", v.n, v.name, ms(med), ms(pct(v.times, 10)), ms(pct(v.times, 90)))
+		for i := range names {
+			ratio := "-"
+			if p, ok := peer[i][v.n]; ok {
+				ratio = strconv.FormatFloat(float64(med)/float64(p), 'f', 2, 64)
+			}
+			row += " " + ratio + " |"
 		}
-		fmt.Printf("| %d | %s | %s | %s | %s | %s |\n", v.n, v.name, ms(med), ms(pct(v.times, 10)), ms(pct(v.times, 90)), ratio)
+		fmt.Println(row)
 	}
 }

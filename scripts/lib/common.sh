@@ -6,6 +6,7 @@
 #   . "$root/scripts/lib/common.sh"
 #   work_dir bench-rc            # sets $work and installs the traps
 #   dvm=… master_pid=… job_pid=… # set as things start; stop_all uses them
+#   script_cleanup() { …; }      # optional: more to undo, run after stop_all
 
 note() { printf '# %s\n' "$*" >&2; }
 
@@ -45,6 +46,9 @@ _common_cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
 	stop_all
+	if declare -F script_cleanup >/dev/null; then
+		script_cleanup || true
+	fi
 	rm -rf "$work"
 	exit "$rc"
 }

@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# bench-hosts.sh — dynrt across hosts: DVM start, warm launch and dvm grow on
+# network-namespace hosts (internal/nshosts; docs/clusters.md, "Test hosts"),
+# against Hydra (and srun) in the same run. Needs root; issue 12 item 8.
+#
+# Hosts h0 h1 h2 (the DVM, 16 slots each, master on h0 and h0 listed) and h3
+# (for the grow), each with its own address, hostname and sshd; every command
+# is typed on h0, as a user logged in there would. ssh is `ssh -F <cluster
+# config>` through a one-line wrapper ($work/ssh), the same for dynrun
+# (--launch-agent) and Hydra (-launcher-exec, which takes a path only).
+#
+# Variants (N is the column the ratios are grouped by):
+#   N=3   dvm-start-ssh   dynrun dvm start --daemonize --launcher ssh --host h0:16,h1:16,h2:16
+#                         until it has printed the DVM id (every daemon registered); the
+#                         `dvm stop` after it is not timed
+#         hydra           mpiexec.hydra -launcher ssh -hosts h0,h1,h2 -n 3 /bin/true: Hydra's
+#                         whole start, launch and teardown over the same hosts
+#         ssh-floor       two ssh round trips in parallel (h1, h2: what dvm start must do)
+#   N=8, 48 (NS)
+#         dynrt-warm      dynrun --dvm <warm DVM> -n N --map-by node /bin/true
+#         hydra           mpiexec.hydra -launcher ssh -hosts h0,h1,h2 -n N /bin/true
+#                         (round robin, so both place 3/3/2 at N=8 and 16/16/16 at N=48;
+#                         checked before the timed runs with `hostname`)
+#         srun            srun -n N /bin/true in an allocation of the 3 hosts (Slurm only)
+#         fork-floor      scripts/forkfloor N /bin/true: fork/exec/wait of N x /bin/true
+#                         on h0. The hosts share this machine's CPUs, so this is the CPU
+#                         floor of any launch across them
+#   N=1   grow-ssh        dynrun dvm grow --host h3:8 on the warm DVM
+#         grow-ssh+job    the same, then a job of 4 ranks --map-by node (one on h3) has run:
+#                         "until its slots are usable"; `dvm shrink --node h3` after each
+#                         run is not timed
+#         ssh-floor       one ssh round trip (h3)
+#
+# Every variant runs once per round, in a fresh random order (scripts/benchtimer),
+# so a machine that gets busier or quieter during the run affects all alike.
+# Reported: median, p10, p90 and the ratio to the peers of the same N.
+#
+# Everything it starts (hosts, sshds, DVMs) is torn down when it exits, also
+# on failure or Ctrl-C. Without root it only says why it cannot run; without
+# Slurm it skips the Slurm variants with a message.
+#
+# Usage: scripts/bench-hosts.sh               (as root, from anywhere in the repository)
+#        ROUNDS=5 NS="8" scripts/bench-hosts.sh
+set -euo pipefail
+
+ROUNDS=${ROUNDS:-10}
+WARMUP=${WARMUP:-1}
+NS=${NS:-"8 48"}
+SLOTS=16
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+. "$root/scripts/lib/common.sh"
+
+if [[ $(id -u) -ne 0 ]]; then
+	note "skipping bench-hosts: needs root to build the network-namespace hosts (internal/nshosts); run it as root"
+	exit 0
+fi
+work_dir bench-hosts
+pfx=dyn-bench-$$
+hosts_up=0
+warm=""
+
+script_cleanup() {
+	if [[ -n $warm ]]; then
+		onh0 "$bin" dvm stop --dvm "$warm" >/dev/null 2>&1 || true
+	fi
+	if ((hosts_up)); then
+		"$work/nshosts" down --prefix "$pfx" >&2 || true
+	fi
+}
+
+# onh0 CMD... runs CMD on h0 (its network and UTS namespace, its /etc/hosts,
+# DYNRT_DIR of h0).
+onh0() { "$work/nshosts" exec --prefix "$pfx" h0 "$@"; }
+
+# spread CMD... runs CMD on h0 and prints how many output lines each host
+# printed, as "h0:3 h1:3 h2:2".
+spread() { onh0 "$@" | sort | uniq -c | awk '{printf "%s%s:%s", sep, $2, $1; sep=" "}'; }
+
+# --- build -----------------------------------------------------------------
+note "building dynrun, nshosts, benchtimer and forkfloor in $work"
+# dynrun in a prefix layout (DIR/bin/dynrun): run by that path on h0 it
+# implies --prefix DIR, so the remote daemons find it (docs/clusters.md, ssh).
+# The build tags of `make build`.
+mkdir -p "$work/dynrt/bin"
+bin=$work/dynrt/bin/dynrun
+(cd "$root" && go build -tags urfave_cli_no_docs,netgo -o "$bin" ./cmd/dynrun)
+(cd "$root" && go build -o "$work/nshosts" ./internal/nshosts/cmd/nshosts)
+(cd "$root" && go build -o "$work/benchtimer" ./scripts/benchtimer)
+(cd "$root" && CGO_ENABLED=0 go build -o "$work/forkfloor" ./scripts/forkfloor)
+
+if ! command -v mpiexec.hydra >/dev/null; then
+	note "installing mpich (mpiexec.hydra) with apt-get"
+	{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mpich; } >"$work/apt.log" 2>&1 ||
+		note "apt-get failed; Hydra will be skipped"
+fi
+
+# --- hosts -----------------------------------------------------------------
+hosts_up=1 # from here on, also a half-built cluster is torn down
+if ! "$work/nshosts" up --prefix "$pfx" --hosts h0,h1,h2,h3 2>"$work/up.err" >"$work/up.env"; then
+	cat "$work/up.err" >&2
+	die "cannot build the namespace hosts (make deps-hosts installs what they need)"
+fi
+. "$work/up.env"
+cat "$work/up.err" >&2
+ssh=$work/ssh
+printf '#!/bin/sh\nexec ssh -F %q "$@"\n' "$NSHOSTS_SSH_CONFIG" >"$ssh"
+chmod 755 "$ssh"
+onh0 "$ssh" h1 true || die "ssh from h0 to h1 does not work"
+
+have_hydra=0
+hydra=(mpiexec.hydra -launcher ssh -launcher-exec "$ssh" -hosts h0,h1,h2)
+if command -v mpiexec.hydra >/dev/null && onh0 "${hydra[@]}" -n 3 /bin/true >/dev/null 2>"$work/hydra.err"; then
+	have_hydra=1
+	hydra[0]=$(command -v mpiexec.hydra)
+else
+	note "skipping hydra: mpiexec.hydra is missing or cannot run across the hosts: $(tail -2 "$work/hydra.err" 2>/dev/null)"
+fi
+
+# Slurm: the namespace hosts would need slurmctld, a slurmd per host and munge
+# (the slurm helper's test cluster); not there yet.
+note "skipping the Slurm variants (DVM start by Slurm, srun, dvm grow --nodes): no Slurm cluster on the namespace hosts in this tree"
+
+# --- warm DVM and the spread check ------------------------------------------
+warm=$(onh0 "$bin" dvm start --daemonize --launcher ssh --launch-agent "$ssh" \
+	--host "h0:$SLOTS,h1:$SLOTS,h2:$SLOTS" --name bench-warm 2>"$work/warm.err") ||
+	{ cat "$work/warm.err" >&2; die "the warm DVM did not start"; }
+note "warm DVM $warm: h0 h1 h2 x $SLOTS slots, master on h0"
+
+for n in $NS; do
+	want=$(python3 -c 'import sys; n=int(sys.argv[1]); print(" ".join("h%d:%d" % (i, n//3 + (i < n%3)) for i in range(3)))' "$n")
+	got=$(spread "$bin" --dvm "$warm" -n "$n" --map-by node hostname)
+	[[ $got == "$want" ]] || die "dynrun -n $n --map-by node placed $got, want $want"
+	if ((have_hydra)); then
+		got=$(spread "${hydra[@]}" -n "$n" hostname)
+		[[ $got == "$want" ]] || die "mpiexec.hydra -n $n placed $got, want $want"
+	fi
+	note "N=$n: dynrun and Hydra both place $want"
+done
+# grow_job CMD: grow the warm DVM by h3, then run `dynrun -n 4 --map-by node
+# CMD` on it (one rank on h3): a shell command line for sh -c.
+grow_job() {
+	printf '%q dvm grow --dvm %q --host h3:8 >/dev/null && %q --dvm %q -n 4 --map-by node %q' "$bin" "$warm" "$bin" "$warm" "$1"
+}
+got=$(onh0 sh -c "$(grow_job hostname)" | sort | tr '\n' ' ')
+onh0 "$bin" dvm shrink --dvm "$warm" --node h3 >/dev/null
+[[ $got == "h0 h1 h2 h3 " ]] || die "after dvm grow --host h3:8, a job of 4 --map-by node ran on: $got (want h0 h1 h2 h3)"
+note "dvm grow --host h3:8: a job of 4 --map-by node then runs on h0 h1 h2 h3"
+
+# --- spec --------------------------------------------------------------------
+spec=$work/spec
+t=$'\t'
+line() { # line VARIANT N ARGV...  (tab-separated)
+	local IFS=$t
+	echo "$*" >>"$spec"
+}
+: >"$spec"
+line dvm-start-ssh 3 "$bin" dvm start --daemonize --launcher ssh --launch-agent "$ssh" \
+	--host "h0:$SLOTS,h1:$SLOTS,h2:$SLOTS" --name bench-start @then "$bin" dvm stop --dvm bench-start
+((have_hydra)) && line hydra 3 "${hydra[@]}" -n 3 /bin/true
+line ssh-floor 3 /bin/sh -c "$ssh h1 true & $ssh h2 true & wait"
+for n in $NS; do
+	line dynrt-warm "$n" "$bin" --dvm "$warm" -n "$n" --map-by node /bin/true
+	((have_hydra)) && line hydra "$n" "${hydra[@]}" -n "$n" /bin/true
+	line fork-floor "$n" "$work/forkfloor" "$n" /bin/true
+done
+line grow-ssh 1 "$bin" dvm grow --dvm "$warm" --host h3:8 @then "$bin" dvm shrink --dvm "$warm" --node h3
+line grow-ssh+job 1 /bin/sh -c "$(grow_job /bin/true)" @then "$bin" dvm shrink --dvm "$warm" --node h3
+line ssh-floor 1 "$ssh" h3 true
+
+state() {
+	printf 'load average %s, %s running, %s processes' "$(cut -d' ' -f1-3 /proc/loadavg)" \
+		"$(awk '/^procs_running/ {print $2}' /proc/stat)" "$(ls -d /proc/[0-9]* | wc -l)"
+}
+note "$ROUNDS rounds (+$WARMUP warm-up runs per variant), $(nproc) CPUs, kernel $(uname -r), $(git -C "$root" rev-parse --short HEAD)"
+note "before: $(state)"
+onh0 "$work/benchtimer" -rounds "$ROUNDS" -warmup "$WARMUP" -peers hydra,srun,ssh-floor <"$spec"
+note "after: $(state)"
+
+# What one ssh connection costs in CPU, client and server: the floor under
+# every variant that uses ssh, and on a loaded machine the reason its wall
+# time is what it is. The server side is what h1's sshd reaped from its
+# per-connection children (utime+stime of the dead children, /proc/PID/stat
+# fields 16 and 17).
+sshd_pid=$(cat "$NSHOSTS_DIR/h1/sshd.pid")
+hz=$(getconf CLK_TCK)
+children_ticks() { awk '{print $16 + $17}' "/proc/$1/stat"; }
+k=10
+before=$(children_ticks "$sshd_pid")
+client=$(onh0 bash -c 'for ((i = 0; i < '"$k"'; i++)); do "$1" h1 true; done; times' _ "$ssh" | tail -1)
+after=$(children_ticks "$sshd_pid")
+python3 - "$client" "$before" "$after" "$hz" "$k" <<'EOF2'
+import re, sys
+client, before, after, hz, k = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+secs = [int(m) * 60 + float(s) for m, s in re.findall(r"(\d+)m([\d.]+)s", client)]
+c = sum(secs) / k * 1000
+s = (after - before) / hz / k * 1000
+print(f"\nCPU of one `ssh h1 true` (mean of {k}): client {c:.0f} ms, sshd {s:.0f} ms, together {c + s:.0f} ms")
+EOF2
