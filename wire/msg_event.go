@@ -21,6 +21,7 @@ const (
 	EvNodeUp      = "node.up"      // Node, Msg: a daemon registered, or a suspect node answers heartbeats again
 	EvNodeSuspect = "node.suspect" // Node, Msg: a daemon missed a heartbeat
 	EvNodeDown    = "node.down"    // Node, Msg: a daemon was lost (connection closed or heartbeats missed)
+	EvNodeJoining = "node.joining" // Node, Msg: dvm.grow admitted a node: its daemon may register from now on (join: start it now)
 	EvNodeAdded   = "node.added"   // Node, Msg: a node joined the running DVM (dvm.grow) and can take processes
 	EvNodeLeaving = "node.leaving" // Node, Msg: a node is leaving (dvm.shrink): no process is placed there any more
 	EvNodeRemoved = "node.removed" // Node, Msg: a node left the DVM for good (dvm.shrink), or a shrink gave up and it stays

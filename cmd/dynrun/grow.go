@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -124,9 +125,8 @@ func runDVMGrow(c *cli.Context, e *env) error {
 		return cliutil.Exitf(cliutil.ExitFail, "dvm grow: %v", err)
 	}
 	wait := time.Duration(req.TimeoutMS) * time.Millisecond
-	if st.Launcher == launcher.Join {
-		// Nobody starts these daemons but the user: tell them how, and
-		// give them time.
+	join := st.Launcher == launcher.Join
+	if join {
 		if len(req.Hosts) == 0 {
 			return cliutil.Usagef("dvm grow: DVM %s joins daemons started by hand: name the new nodes with --host or --hostfile", info.ID)
 		}
@@ -134,17 +134,39 @@ func runDVMGrow(c *cli.Context, e *env) error {
 			wait = joinWait
 			req.TimeoutMS = wait.Milliseconds()
 		}
-		fmt.Fprintf(e.stderr, "dynrun: DVM %s waits (up to %s) for the daemons of %d new nodes; run on each node's host:\n", info.ID, wait, len(req.Hosts))
-		for _, h := range req.Hosts {
-			spec := launcher.NodeSpec{Name: h.Name, Slots: int(h.Slots), DVM: info.ID, Master: info.TCP, Token: info.Token}
-			fmt.Fprintf(e.stderr, "  %s\n", launcher.JoinCommand(spec))
-		}
 	}
 	if wait == 0 {
 		wait = 30 * time.Second // the master's default register timeout
 	}
 	ctx, cancel := context.WithTimeout(c.Context, wait+growSlack)
 	defer cancel()
+	if join {
+		// Nobody starts these daemons but the user: tell them how once the
+		// master expects them (a daemon that registers earlier is refused).
+		slots := map[string]int{}
+		for _, h := range req.Hosts {
+			slots[h.Name] = int(h.Slots)
+		}
+		var mu sync.Mutex
+		first := true
+		if _, err := cl.Subscribe(ctx, wire.EventSubReq{Kinds: []string{wire.EvNodeJoining}}, func(ev wire.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			s, ok := slots[ev.Node]
+			if !ok {
+				return // another grow's node
+			}
+			delete(slots, ev.Node)
+			if first {
+				fmt.Fprintf(e.stderr, "dynrun: DVM %s waits (up to %s) for the daemons of %d new nodes; run on each node's host:\n", info.ID, wait, len(req.Hosts))
+				first = false
+			}
+			spec := launcher.NodeSpec{Name: ev.Node, Slots: s, DVM: info.ID, Master: info.TCP, Token: info.Token}
+			fmt.Fprintf(e.stderr, "  %s\n", launcher.JoinCommand(spec))
+		}); err != nil {
+			return cliutil.Exitf(cliutil.ExitFail, "dvm grow: %v", err)
+		}
+	}
 	nodes, err := cl.Grow(ctx, req)
 	if err != nil {
 		return cliutil.Exitf(cliutil.ExitFail, "dvm grow: %s", trimPrefix(err))

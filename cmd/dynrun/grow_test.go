@@ -28,6 +28,17 @@ func parseStatus(t *testing.T, out string) statusJSON {
 	return st
 }
 
+// listedNodes says whether `dvm list` output lists DVM id with nodes
+// nodes (columns ID NAME PID NODES ...).
+func listedNodes(out, id, nodes string) bool {
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 3 && f[0] == id {
+			return f[3] == nodes
+		}
+	}
+	return false
+}
+
 func nodeNames(st statusJSON) []string {
 	var out []string
 	for _, n := range st.Nodes {
@@ -49,6 +60,10 @@ func TestDVMGrowShrinkCLI(t *testing.T) {
 	st := statusOf(t, id)
 	if names := nodeNames(st); !slices.Equal(names, []string{"node0", "node1"}) || st.Slots != 3 || len(st.NodeLog) != 1 || st.NodeLog[0].Event != "node.added" {
 		t.Fatalf("status after the grow: nodes %v, %d slots, log %+v", names, st.Slots, st.NodeLog)
+	}
+	// dvm list reads the rendezvous file: it counts the new node too.
+	if code, out, _ := runBin(t, "dvm", "list"); code != 0 || !listedNodes(out, id, "2") {
+		t.Errorf("dvm list after the grow: %q; want DVM %s with 2 nodes", out, id)
 	}
 	code, out, errOut = runBin(t, "--dvm", id, "-n", "3", "sh", "-c", `echo "$DYNRT_NODE"`)
 	if code != 0 || strings.Count(out, "node1") != 2 {
@@ -76,6 +91,9 @@ func TestDVMGrowShrinkCLI(t *testing.T) {
 	st = statusOf(t, id)
 	if names := nodeNames(st); !slices.Equal(names, []string{"node0"}) || st.Slots != 1 || st.NodeLog[len(st.NodeLog)-1].Event != "node.removed" {
 		t.Fatalf("status after the shrink: nodes %v, %d slots, log %+v", names, st.Slots, st.NodeLog)
+	}
+	if code, out, _ := runBin(t, "dvm", "list"); code != 0 || !listedNodes(out, id, "1") {
+		t.Errorf("dvm list after the shrink: %q; want DVM %s with 1 node", out, id)
 	}
 	// A hostfile names the new nodes (on a local DVM they are virtual
 	// nodes of this host, named as listed).
@@ -111,6 +129,16 @@ func TestDVMGrowJoinCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	joinCmd := readJoinCommand(t, stderr)
+	// The command is printed once the master expects the daemon (one
+	// that registered earlier would be refused).
+	for _, n := range statusOf(t, id).Nodes {
+		if n.Name == "hj" && n.State != "starting" {
+			t.Fatalf("node hj is %q when its join command is printed, want starting", n.State)
+		}
+	}
+	if names := nodeNames(statusOf(t, id)); !slices.Contains(names, "hj") {
+		t.Fatalf("node hj not in the DVM when its join command is printed: %v", names)
+	}
 	f := strings.Fields(joinCmd)
 	if f[1] != "dynrun" || f[2] != "daemon" || !slices.Contains(f, "hj") {
 		t.Fatalf("join command %q", joinCmd)

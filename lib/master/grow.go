@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dynrt/dynrt/lib/alloc"
+	"github.com/dynrt/dynrt/lib/dvmdir"
 	"github.com/dynrt/dynrt/lib/launcher"
 	"github.com/dynrt/dynrt/wire"
 )
@@ -142,7 +143,44 @@ wait:
 		}
 		return fail(wire.Errorf(wire.ErrInternal, "master: grow by %s failed: %s; the DVM is unchanged", strings.Join(names, ", "), strings.Join(failed, "; ")))
 	}
-	return ask(ctx, m, func(s *state, reply func([]wire.NodeInfo, error)) { reply(s.nodesAdded(added)) })
+	infos, err := ask(ctx, m, func(s *state, reply func([]wire.NodeInfo, error)) { reply(s.nodesAdded(added)) })
+	if err == nil {
+		m.rewriteFile()
+	}
+	return infos, err
+}
+
+// rewriteFile writes the rendezvous file again with the DVM's node count
+// after a grow or shrink (`dvm list` shows it), unless the DVM is private
+// or its file is gone already (a stop).
+func (m *Master) rewriteFile() {
+	if m.cfg.Private {
+		return
+	}
+	m.fileMu.Lock()
+	defer m.fileMu.Unlock()
+	if m.fileGone {
+		return
+	}
+	// Counted under the lock: of two rewrites, the later one has the later
+	// count.
+	n, err := ask(context.Background(), m, func(s *state, reply func(int, error)) {
+		live := 0
+		for _, n := range s.nodes {
+			if !n.gone {
+				live++
+			}
+		}
+		reply(live, nil)
+	})
+	if err != nil {
+		return
+	}
+	info := m.info
+	info.Nodes = n
+	if _, err := dvmdir.Write(m.dir, info); err != nil {
+		m.log.Warn("master: cannot rewrite the rendezvous file", "err", err)
+	}
 }
 
 // handleGrow serves dvm.grow: hosts through the DVM's launcher, or
@@ -294,6 +332,11 @@ func (s *state) admitNodes(nodes []alloc.Node, starter launcher.Starter) ([]*nod
 		s.nodes = append(s.nodes, n)
 		s.nodeByName[n.name] = n
 		added = append(added, n)
+	}
+	for _, n := range added {
+		// From now on its daemon may register: a tool that prints join
+		// commands waits for this.
+		s.publish(wire.Event{Kind: wire.EvNodeJoining, Node: n.name, Msg: fmt.Sprintf("node %s (%d slots) is joining the DVM; waiting for its daemon", n.name, n.slots)})
 	}
 	return added, nil
 }
@@ -529,6 +572,7 @@ func (m *Master) Shrink(ctx context.Context, name string, drain bool, confirm ti
 		s.removeNode(n, why)
 		return nil
 	})
+	m.rewriteFile()
 	if r, ok := starter.(launcher.Releaser); ok {
 		if err := r.Release(ctx, name); err != nil {
 			m.log.Warn("master: cannot release the resources of a node that left", "node", name, "err", err)

@@ -129,6 +129,8 @@ type Master struct {
 
 	fileOnce sync.Once
 	fileDone chan struct{} // private DVM: closed once the background rendezvous file write is over
+	fileMu   sync.Mutex    // serialises rewrites of the file (grow.go) with its removal
+	fileGone bool          // removed: never write it again
 
 	sess *sessState // session services (session.go); resource changes publish through it
 
@@ -536,6 +538,9 @@ func (m *Master) removeFiles() {
 		m.fileOnce.Do(func() { close(m.fileDone) }) // never published: nothing to wait for
 		<-m.fileDone
 	}
+	m.fileMu.Lock()
+	defer m.fileMu.Unlock()
+	m.fileGone = true
 	if err := dvmdir.Remove(m.dir, m.info.ID); err != nil {
 		m.log.Warn("master: cannot remove the rendezvous file", "err", err)
 	}

@@ -29,7 +29,7 @@ func NeedsOf(evs []wire.Event) Need {
 	}
 	for _, ev := range evs {
 		switch ev.Kind {
-		case wire.EvNodeUp, wire.EvNodeSuspect, wire.EvNodeDown, wire.EvNodeAdded, wire.EvNodeLeaving, wire.EvNodeRemoved:
+		case wire.EvNodeUp, wire.EvNodeSuspect, wire.EvNodeDown, wire.EvNodeJoining, wire.EvNodeAdded, wire.EvNodeLeaving, wire.EvNodeRemoved:
 			n.Snapshot = true
 		case wire.EvJobState:
 			add(&n.Jobs, ev.Job)

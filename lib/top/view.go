@@ -515,7 +515,7 @@ func (m *Model) eventText(ev wire.Event) string {
 				what += ": " + ev.RC.Reason
 			}
 		}
-	case wire.EvNodeUp, wire.EvNodeSuspect, wire.EvNodeDown, wire.EvNodeAdded, wire.EvNodeLeaving, wire.EvNodeRemoved:
+	case wire.EvNodeUp, wire.EvNodeSuspect, wire.EvNodeDown, wire.EvNodeJoining, wire.EvNodeAdded, wire.EvNodeLeaving, wire.EvNodeRemoved:
 		app = ev.Node
 		what = strings.TrimPrefix(ev.Kind, "node.")
 		if ev.Msg != "" {
