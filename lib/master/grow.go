@@ -75,23 +75,36 @@ func (m *Master) AddNodes(ctx context.Context, starter launcher.Starter, nodes [
 		return nil, err
 	}
 
-	// Start the daemons side by side: a slow host (ssh) does not hold up
-	// the others.
 	procs := make([]*launcher.Daemon, len(added))
 	errs := make([]error, len(added))
-	var wg sync.WaitGroup
-	for i, n := range added {
-		host := ""
-		if i < len(hosts) {
-			host = hosts[i]
+	if gs, ok := starter.(launcher.GroupStarter); ok {
+		// One command for all of them (slurm: one srun step), whose
+		// process every node of the grow shares.
+		specs := make([]alloc.Node, len(added))
+		for i, n := range added {
+			specs[i] = alloc.Node{Name: n.name, Slots: n.slots}
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			procs[i], errs[i] = m.startDaemon(ctx, starter, n.name, host, n.slots)
-		}()
+		d, err := m.startGroup(ctx, gs, specs)
+		for i := range added {
+			procs[i], errs[i] = d, err
+		}
+		errs = errs[:1]
+	} else {
+		// Side by side: a slow host (ssh) does not hold up the others.
+		var wg sync.WaitGroup
+		for i, n := range added {
+			host := ""
+			if i < len(hosts) {
+				host = hosts[i]
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				procs[i], errs[i] = m.startDaemon(ctx, starter, n.name, host, n.slots)
+			}()
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	_ = do(context.Background(), m, func(s *state) error {
 		for i, n := range added {
 			n.proc = procs[i] // shutdown stops them if the DVM stops meanwhile
@@ -392,7 +405,7 @@ func (m *Master) dropNodes(added []*node) {
 	var procs []*launcher.Daemon
 	_ = do(context.Background(), m, func(s *state) error {
 		for _, n := range added {
-			if n.proc != nil {
+			if n.proc != nil && !slices.Contains(procs, n.proc) { // a group's process once
 				procs = append(procs, n.proc)
 			}
 			if n.up {
@@ -550,6 +563,12 @@ func (m *Master) Shrink(ctx context.Context, name string, drain bool, confirm ti
 	var starter launcher.Starter
 	_ = do(context.Background(), m, func(s *state) error {
 		proc, starter = n.proc, n.starter
+		if s.procShared(n) {
+			// One process runs the daemons of other nodes too (a group
+			// start: slurm's srun step): this node's daemon exits by
+			// itself, the process goes with the group's last node.
+			proc = nil
+		}
 		if n.up {
 			c := n.conn
 			s.nodeDown(n, wire.Errorf(wire.ErrTimeout, "its daemon did not stop when told to"), true)
@@ -579,6 +598,20 @@ func (m *Master) Shrink(ctx context.Context, name string, drain bool, confirm ti
 		}
 	}
 	return rep, nil
+}
+
+// procShared reports whether the process that runs n's daemon runs the
+// daemon of another node still in the DVM.
+func (s *state) procShared(n *node) bool {
+	if n.proc == nil {
+		return false
+	}
+	for _, o := range s.nodes {
+		if o != n && !o.gone && o.proc == n.proc {
+			return true
+		}
+	}
+	return false
 }
 
 // planShrink checks that node name may leave and lists the SUBs that

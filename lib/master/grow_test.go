@@ -616,3 +616,82 @@ func TestGrowVirtualNamesConcurrent(t *testing.T) {
 	}
 	d.checkNodes()
 }
+
+// groupStarter starts the daemons of several nodes with one process, as
+// the slurm launcher's one srun step does: a shell that runs a daemon per
+// node and waits for them all.
+type groupStarter struct {
+	exe string
+	env []string
+}
+
+func (groupStarter) Kind() string { return "group" }
+
+func (g groupStarter) Start(ctx context.Context, spec launcher.NodeSpec) (*launcher.Daemon, error) {
+	return g.StartGroup(ctx, []launcher.NodeSpec{spec})
+}
+
+func (g groupStarter) StartGroup(ctx context.Context, specs []launcher.NodeSpec) (*launcher.Daemon, error) {
+	script := ""
+	var names []string
+	for _, sp := range specs {
+		script += launcher.ShellJoin(append([]string{g.exe}, launcher.DaemonFlags(sp, false)...)) + " & "
+		names = append(names, sp.Name)
+	}
+	sh, err := launcher.New(launcher.Options{Kind: launcher.Local, Command: []string{"/bin/sh", "-c", script + "wait", "sh"}, Env: g.env})
+	if err != nil {
+		return nil, err
+	}
+	spec := specs[0]
+	spec.Name = strings.Join(names, ",")
+	return sh.Start(ctx, spec)
+}
+
+// TestGrowGroupShrinkOne: nodes whose daemons one process runs (a group
+// start, as slurm's srun step) join together; one of them leaves while
+// the other keeps running jobs (the shared process is not killed with the
+// first), and the process ends with the last of them.
+func TestGrowGroupShrinkOne(t *testing.T) {
+	d := startDVM(t, 1, 1)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := groupStarter{exe: exe, env: append([]string{envRole + "=daemon"}, d.env...)}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	added, err := d.m.AddNodes(ctx, g, []alloc.Node{{Name: "ga", Slots: 1}, {Name: "gb", Slots: 1}}, nil, 20*time.Second)
+	if err != nil || len(added) != 2 {
+		t.Fatalf("grow by a group: %v %+v", err, added)
+	}
+	var group *launcher.Daemon
+	_ = do(ctx, d.m, func(s *state) error { group = s.nodes[1].proc; return nil })
+	if _, err := d.shrink(wire.DVMShrinkReq{Node: "ga"}); err != nil {
+		t.Fatal(err)
+	}
+	waitPidGone(t, added[0].PID)
+	// Longer than the shrink's wait for a daemon process (grace + 1 s):
+	// gb's daemon must still be there.
+	time.Sleep(testGrace + 1500*time.Millisecond)
+	if states, _ := d.nodeStates(); states["gb"] != wire.NodeUp || pidGone(added[1].PID) {
+		t.Fatalf("gb is %q (daemon pid %d gone: %v) after ga left; want it up", states["gb"], added[1].PID, pidGone(added[1].PID))
+	}
+	select {
+	case <-group.Done():
+		t.Fatal("the group's process ended with its first node")
+	default:
+	}
+	_, end := d.run(wire.JobLaunchReq{Argv: []string{"true"}, N: 2})
+	if end.State != wire.JobStateDone {
+		t.Fatalf("job on node0 and gb: %+v", end)
+	}
+	if _, err := d.shrink(wire.DVMShrinkReq{Node: "gb"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-group.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the group's process did not end with its last node")
+	}
+	d.checkNodes()
+}
