@@ -30,7 +30,7 @@ func dvmGrowCommand(e *env) *cli.Command {
 			dvmFlag(),
 			&cli.StringFlag{Name: "host", Usage: "new nodes as `h3:s3,h4:s4` (ssh and join DVMs; a host without :s gets --slots or 1)"},
 			&cli.StringFlag{Name: "hostfile", Usage: "new nodes from `FILE` (the format of dvm start --hostfile)"},
-			&cli.IntFlag{Name: "nodes", Usage: "`K` more virtual nodes on the master's host (local DVMs)"},
+			&cli.IntFlag{Name: "nodes", Usage: "`K` more virtual nodes on the master's host (local DVMs), or K nodes of a new Slurm job (slurm DVMs)"},
 			&cli.IntFlag{Name: "slots", Usage: "`S` slots per new node (--nodes: default those of node 0; --host: for hosts without a count, default 1)"},
 			&cli.DurationFlag{Name: "timeout", Usage: "give up when the new daemons have not registered within `D` (default 30s; join: 10m)"},
 		},

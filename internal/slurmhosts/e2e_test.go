@@ -19,9 +19,10 @@ import (
 	"github.com/dynrt/dynrt/internal/slurmhosts"
 )
 
-// The end-to-end tests of the slurm launcher on a real Slurm: three
-// namespace hosts h0..h2 of 4 CPUs, slurmctld on h0, commands typed on h0
-// as a user of the cluster would (salloc, then dynrun inside).
+// The end-to-end tests of the slurm launcher on a real Slurm: four
+// namespace hosts h0..h3 of 4 CPUs, slurmctld on h0, commands typed on h0
+// as a user of the cluster would (salloc -N 3, which Slurm gives h0..h2,
+// then dynrun inside; h3 is for dvm grow).
 
 const prefix = "dyn-slurme2e"
 
@@ -63,7 +64,7 @@ type cluster struct {
 }
 
 func start(t *testing.T) *cluster {
-	c := slurmhosts.Start(t, slurmhosts.Config{Prefix: prefix, K: 3})
+	c := slurmhosts.Start(t, slurmhosts.Config{Prefix: prefix, K: 4})
 	return &cluster{t: t, c: c, mark: leakcheck.NewMark(t)}
 }
 
@@ -177,7 +178,8 @@ func TestSlurm(t *testing.T) {
 	}{
 		{"salloc then dynrun -n 12", sallocLaunch},
 		{"dvm over the allocation", dvmOverAllocation},
-		{"killing the master ends the step", killMaster},
+		{"grow by a new allocation, shrink", growShrink},
+		{"killing the master ends the steps and the grow job", killMaster},
 		{"a bad allocation is a clear error", badAllocation},
 	}
 	for _, s := range steps {
@@ -246,20 +248,71 @@ echo "AFTER $(squeue -h -s -j "$SLURM_JOB_ID" | tr '\n' ' ')"`
 	}
 }
 
-// killMaster: SIGKILL to a DVM's master ends its daemons' step by itself
-// (the daemons lose their master and exit; srun dies with the master).
+// killMaster: SIGKILL to a DVM's master ends its daemons' steps and its
+// grow job by themselves (the daemons lose their master and exit, srun
+// dies with the master, the grow job ends with its last step).
 func killMaster(c *cluster) {
 	script := `set -e
 dynrun dvm start --daemonize >/dev/null
+dynrun dvm grow --nodes 1 >/dev/null
 pid=$(dynrun dvm status --json | sed -n 's/^  "pid": \([0-9]*\),$/\1/p')
-echo "BEFORE $(squeue -h -s -j "$SLURM_JOB_ID" | wc -l)"
+steps() { squeue -h -s -o %i | grep -c -v -e '\.batch$' -e '\.extern$' || true; }
+echo "BEFORE $(steps) $(squeue -h | wc -l)"
 kill -9 "$pid"
-for i in $(seq 300); do [ -z "$(squeue -h -s -j "$SLURM_JOB_ID")" ] && break; sleep 0.1; done
-echo "AFTER $(squeue -h -s -j "$SLURM_JOB_ID" | wc -l)"
+for i in $(seq 300); do [ "$(steps)" = 0 ] && [ "$(squeue -h | wc -l)" = 1 ] && break; sleep 0.1; done
+echo "AFTER $(steps) $(squeue -h | wc -l)"
 dynrun dvm list >/dev/null 2>&1 || true`
 	out := c.salloc(3, script)
-	if b, a := lines(out, "BEFORE"), lines(out, "AFTER"); len(b) != 1 || b[0] != "1" || len(a) != 1 || a[0] != "0" {
-		c.t.Errorf("steps before the kill %q, 30 s after %q; want 1 then 0:\n%s", b, a, out)
+	if b, a := lines(out, "BEFORE"), lines(out, "AFTER"); len(b) != 1 || b[0] != "2 2" || len(a) != 1 || a[0] != "0 1" {
+		c.t.Errorf("daemon steps and jobs before the kill %q, 30 s after %q; want 2 steps, 2 jobs then none but the salloc job:\n%s", b, a, out)
+	}
+}
+
+// growShrink: `dvm grow --nodes 1` gets h3 from a new Slurm job and
+// starts its daemon there; a job then uses all four hosts. Shrinking h1,
+// whose daemon shares one srun step with h2's, leaves h2 up; shrinking
+// h3, the last node of the grow job, cancels that job.
+func growShrink(c *cluster) {
+	script := `set -e
+dvm=$(dynrun dvm start --daemonize)
+dynrun dvm grow --nodes 1
+echo "GROW $(squeue -h -n "dynrt-$dvm-grow" -o '%T/%N')"
+dynrun -n 16 sh -c 'echo HOST $(hostname)'
+dynrun dvm shrink --node h1 >/dev/null
+echo "STATUS $(dynrun dvm status --json | tr -d '\n')"
+dynrun -n 12 sh -c 'echo HOST2 $(hostname)'
+dynrun dvm shrink --node h3 >/dev/null
+for i in $(seq 100); do [ -z "$(squeue -h -n "dynrt-$dvm-grow")" ] && break; sleep 0.1; done
+echo "AFTER $(squeue -h -n "dynrt-$dvm-grow" | wc -l)"
+dynrun dvm stop >/dev/null`
+	out := c.salloc(3, script)
+	if !strings.Contains(out, "node h3 joined DVM") {
+		c.t.Errorf("grow did not report h3:\n%s", out)
+	}
+	if g := lines(out, "GROW"); len(g) != 1 || g[0] != "RUNNING/h3" {
+		c.t.Errorf("grow job %q, want one RUNNING on h3", g)
+	}
+	if got := count(lines(out, "HOST")); len(got) != 4 || got["h0"] != 4 || got["h1"] != 4 || got["h2"] != 4 || got["h3"] != 4 {
+		c.t.Errorf("ranks per host %v, want 4 on each of h0..h3:\n%s", got, out)
+	}
+	var st status
+	if s := lines(out, "STATUS"); len(s) != 1 || json.Unmarshal([]byte(s[0]), &st) != nil {
+		c.t.Fatalf("no status:\n%s", out)
+	}
+	var up []string
+	for _, n := range st.Nodes {
+		if n.State == "up" {
+			up = append(up, n.Name)
+		}
+	}
+	if strings.Join(up, " ") != "h0 h2 h3" {
+		c.t.Errorf("nodes up after shrinking h1: %q, want h0 h2 h3 (%+v)", up, st.Nodes)
+	}
+	if got := count(lines(out, "HOST2")); len(got) != 3 || got["h0"] != 4 || got["h2"] != 4 || got["h3"] != 4 {
+		c.t.Errorf("ranks per host after the shrink %v, want 4 on each of h0 h2 h3:\n%s", got, out)
+	}
+	if a := lines(out, "AFTER"); len(a) != 1 || a[0] != "0" {
+		c.t.Errorf("grow job still queued after its last node left: %q", a)
 	}
 }
 

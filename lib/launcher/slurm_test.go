@@ -115,3 +115,48 @@ func TestWithoutSlurmJob(t *testing.T) {
 		t.Errorf("other job: %q, want %q", got, want)
 	}
 }
+
+func TestParseSqueueJob(t *testing.T) {
+	cases := []struct {
+		line          string
+		state, reason string
+		want          nodes
+		err           string
+	}{
+		{line: "PENDING|Resources|||1\n", state: "PENDING", reason: "Resources"},
+		{line: "RUNNING|None|h3|4|1", state: "RUNNING", reason: "None", want: nodes{nd("h3", 4)}},
+		{line: "RUNNING|None|n[01-02]|16|2", state: "RUNNING", reason: "None", want: nodes{nd("n01", 8), nd("n02", 8)}},
+		{line: "RUNNING|None|h3", err: "want state|reason|nodes|cpus|count"},
+		{line: "RUNNING|None|h[3|4|1", err: "never closed"},
+		{line: "RUNNING|None|h[3-4]|4|1", err: `"4" CPUs on "1" nodes do not fit the 2 hosts`},
+		{line: "RUNNING|None|h3|x|1", err: "do not fit"},
+	}
+	for _, c := range cases {
+		state, reason, got, err := ParseSqueueJob(c.line)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q: got %v; want error %q", c.line, err, c.err)
+			}
+			continue
+		}
+		if err != nil || state != c.state || reason != c.reason || !slices.Equal(got, c.want) {
+			t.Errorf("%q: got %s %s %v %v; want %s %s %v", c.line, state, reason, got, err, c.state, c.reason, c.want)
+		}
+	}
+}
+
+// The grow job's argv: a held batch job of k nodes whose script waits
+// for the daemons' steps (the script is run by a real Slurm in
+// internal/slurmhosts' TestSlurm).
+func TestSbatchCommand(t *testing.T) {
+	got := SbatchCommand([]string{"sbatch"}, 2, "dynrt-x-grow")
+	want := []string{"sbatch", "--parsable", "--nodes=2", "--job-name=dynrt-x-grow", "--output=/dev/null", "--wrap=" + HoldScript()}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %q", got)
+	}
+	for _, w := range []string{`-j "$SLURM_JOB_ID"`, `\.batch$`, "-gt 150", "sleep 2"} {
+		if !strings.Contains(HoldScript(), w) {
+			t.Errorf("hold script lacks %q: %s", w, HoldScript())
+		}
+	}
+}

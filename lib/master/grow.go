@@ -210,6 +210,8 @@ func (m *Master) handleGrow(ctx context.Context, _ *wire.Request, b *wire.DVMGro
 		for _, h := range b.Hosts {
 			nodes = append(nodes, alloc.Node{Name: h.Name, Slots: int(h.Slots)})
 		}
+	case b.Nodes > 0 && m.launcherKind() == launcher.Slurm:
+		return m.growSlurm(ctx, b)
 	case b.Nodes > 0:
 		if k := m.launcherKind(); k != launcher.Local {
 			return nil, wire.Errorf(wire.ErrInvalid, "master: grow: virtual nodes (--nodes) run on the master's host; this DVM's launcher is %s: name the hosts (--host)", k)
@@ -228,6 +230,41 @@ func (m *Master) handleGrow(ctx context.Context, _ *wire.Request, b *wire.DVMGro
 	}
 	infos, err := m.AddNodes(ctx, nil, nodes, nil, time.Duration(b.TimeoutMS)*time.Millisecond)
 	if err != nil {
+		return nil, err
+	}
+	return &wire.DVMGrowReply{Nodes: infos}, nil
+}
+
+// growSlurm serves `dvm grow --nodes K` of a DVM started by the slurm
+// launcher: the nodes of a new Slurm job (launcher.NewSlurmGrow), with
+// the slots Slurm gives them; the job is cancelled if the grow fails, and
+// when its last node leaves (Release).
+func (m *Master) growSlurm(ctx context.Context, b *wire.DVMGrowReq) (any, error) {
+	if b.Slots != 0 {
+		return nil, wire.Errorf(wire.ErrInvalid, "master: grow: the slots of Slurm nodes come from their allocation; drop --slots")
+	}
+	if b.Nodes > uint32(m.cfg.Limits.Nodes) {
+		return nil, wire.Exceeded("master: grow: nodes", int(b.Nodes), "nodes", m.cfg.Limits.Nodes)
+	}
+	timeout := time.Duration(b.TimeoutMS) * time.Millisecond
+	if timeout <= 0 {
+		timeout = m.registerTimeout()
+	}
+	cmd, err := m.daemonCommand()
+	if err != nil {
+		return nil, err
+	}
+	opts := launcher.Options{Command: cmd, Prefix: m.cfg.Prefix, Logger: m.log}
+	started := time.Now()
+	g, nodes, err := launcher.NewSlurmGrow(ctx, opts, int(b.Nodes), "dynrt-"+m.info.ID+"-grow", timeout)
+	if err != nil {
+		return nil, fmt.Errorf("master: grow: %w (the DVM is unchanged)", err)
+	}
+	infos, err := m.AddNodes(ctx, g, nodes, nil, max(timeout-time.Since(started), time.Second))
+	if err != nil {
+		if cerr := g.Cancel(); cerr != nil {
+			m.log.Warn("master: cannot cancel the Slurm job of a failed grow", "job", g.Job(), "err", cerr)
+		}
 		return nil, err
 	}
 	return &wire.DVMGrowReply{Nodes: infos}, nil

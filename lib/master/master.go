@@ -469,17 +469,26 @@ func (m *Master) startGroup(ctx context.Context, gs launcher.GroupStarter, nodes
 	return d, nil
 }
 
+// daemonCommand runs `dynrun daemon`: Config.DaemonCommand, else this
+// binary's daemon command.
+func (m *Master) daemonCommand() ([]string, error) {
+	if m.cfg.DaemonCommand != nil {
+		return m.cfg.DaemonCommand, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, wire.Errorf(wire.ErrInternal, "master: cannot find the dynrun binary: %w", err)
+	}
+	return []string{exe, "daemon"}, nil
+}
+
 func (m *Master) starter() (launcher.Starter, error) {
 	if m.cfg.Starter != nil {
 		return m.cfg.Starter, nil
 	}
-	cmd := m.cfg.DaemonCommand
-	if cmd == nil {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, wire.Errorf(wire.ErrInternal, "master: cannot find the dynrun binary: %w", err)
-		}
-		cmd = []string{exe, "daemon"}
+	cmd, err := m.daemonCommand()
+	if err != nil {
+		return nil, err
 	}
 	return launcher.New(launcher.Options{Kind: m.cfg.Launcher, Command: cmd, SSH: m.cfg.SSH, Prefix: m.cfg.Prefix, SlurmJob: m.cfg.SlurmJob, Logger: m.log})
 }
