@@ -99,7 +99,7 @@ func TestSlurmStarterRuns(t *testing.T) {
 			t.Errorf("missing %q in %q", l, got)
 		}
 	}
-	if out := d.Output(); len(out) == 0 || out[len(out)-1] != "stdin:" {
+	if out := d.Output(); !slices.Contains(out, "stdin:") {
 		t.Errorf("output %q", d.Output())
 	}
 }
