@@ -8,6 +8,11 @@
 # is typed on h0, as a user logged in there would. ssh is `ssh -F <cluster
 # config>` through a one-line wrapper ($work/ssh), the same for dynrun
 # (--launch-agent) and Hydra (-launcher-exec, which takes a path only).
+# The ssh sessions get HOME=$SSH_HOME (default: an empty directory): the
+# remote shell of every ssh command reads ~/.bashrc, and this machine's
+# root's one runs `pyenv init` (about 110 ms of CPU, a second at load 20),
+# which no cluster account would pay on every ssh. SSH_HOME=/root measures
+# with it; SSH_HOME= leaves HOME alone.
 #
 # Variants (N is the column the ratios are grouped by):
 #   N=3   dvm-start-ssh   dynrun dvm start --daemonize --launcher ssh --host h0:16,h1:16,h2:16
@@ -61,6 +66,7 @@ set -euo pipefail
 
 ROUNDS=${ROUNDS:-10}
 PARTS=${PARTS:-"ssh slurm"}
+SSH_HOME=${SSH_HOME-@empty}
 WARMUP=${WARMUP:-1}
 NS=${NS:-"8 48"}
 SLOTS=16
@@ -122,7 +128,7 @@ fi
 
 state() {
 	printf 'load average %s, %s running, %s processes' "$(cut -d' ' -f1-3 /proc/loadavg)" \
-		"$(awk '/^procs_running/ {print $2}' /proc/stat)" "$(ls -d /proc/[0-9]* | wc -l)"
+		"$(awk '/^procs_running/ {print $2}' /proc/stat)" "$(ls -d /proc/[0-9]* 2>/dev/null | wc -l)"
 }
 
 # want_spread N: the placement round robin over h0 h1 h2 gives, "h0:3 h1:3 h2:2".
@@ -139,7 +145,14 @@ line() {
 ssh_part() {
 	# --- hosts -----------------------------------------------------------------
 	hosts_up=1 # from here on, also a half-built cluster is torn down
-	if ! "$work/nshosts" up --prefix "$pfx" --hosts h0,h1,h2,h3 2>"$work/up.err" >"$work/up.env"; then
+	local env=()
+	if [[ $SSH_HOME == @empty ]]; then
+		SSH_HOME=$work/home
+		mkdir "$SSH_HOME"
+	fi
+	[[ -z $SSH_HOME ]] || env=(--env "HOME=$SSH_HOME")
+	note "ssh sessions: HOME=${SSH_HOME:-unchanged}"
+	if ! "$work/nshosts" up --prefix "$pfx" --hosts h0,h1,h2,h3 "${env[@]}" 2>"$work/up.err" >"$work/up.env"; then
 		cat "$work/up.err" >&2
 		die "cannot build the namespace hosts (make deps-hosts installs what they need)"
 	fi
