@@ -30,11 +30,11 @@ func slurmSetup(ctx context.Context, e *env, why string) (slurmDVM, error) {
 		return slurmDVM{}, err
 	}
 	host, _ := os.Hostname()
-	self, err := launcher.SlurmSelf(a, e.get(launcher.EnvSlurmdNodeName), host)
-	if err != nil {
-		return slurmDVM{}, err
+	self := launcher.SlurmSelf(a, e.get(launcher.EnvSlurmdNodeName), host)
+	d := slurmDVM{nodes: launcher.SlurmNodes(a, self, host)}
+	if self < 0 {
+		why += "; this host is outside the allocation: its node has no slots"
 	}
-	d := slurmDVM{nodes: launcher.MasterFirst(a.Nodes, self)}
 	d.info = fmt.Sprintf("slurm: job %s, %d nodes, slots from %s (%s)", a.JobID, len(a.Nodes), a.SlotsFrom, why)
 	return d, nil
 }

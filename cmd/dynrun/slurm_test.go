@@ -26,8 +26,6 @@ func TestSlurmBadAllocation(t *testing.T) {
 			args: []string{"dvm", "start"}, err: "job 12: neither SLURM_JOB_NODELIST nor SLURM_NODELIST is set"},
 		{name: "tasks do not cover the nodes", env: map[string]string{"SLURM_JOB_ID": "12", "SLURM_JOB_NODELIST": host + ",zz1", "SLURM_TASKS_PER_NODE": "2"},
 			args: []string{"dvm", "start"}, err: `SLURM_TASKS_PER_NODE="2" gives 1 counts for the 2 hosts`},
-		{name: "master outside the allocation", env: map[string]string{"SLURM_JOB_ID": "12", "SLURM_JOB_NODELIST": "zz[1-2]", "SLURMD_NODENAME": "login7"},
-			args: []string{"dvm", "start"}, err: "login7 is not a node of job 12 (nodes zz1,zz2)"},
 		{name: "explicit launcher", env: map[string]string{"SLURM_JOB_NODELIST": "zz1"},
 			args: []string{"dvm", "start", "--launcher", "slurm"}, err: "SLURM_JOB_ID is not set; run inside a Slurm allocation"},
 	}

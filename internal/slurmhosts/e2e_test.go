@@ -180,6 +180,7 @@ func TestSlurm(t *testing.T) {
 		{"dvm over the allocation", dvmOverAllocation},
 		{"grow by a new allocation, shrink", growShrink},
 		{"killing the master ends the steps and the grow job", killMaster},
+		{"master outside its allocation", outside},
 		{"a bad allocation is a clear error", badAllocation},
 	}
 	for _, s := range steps {
@@ -316,27 +317,29 @@ dynrun dvm stop >/dev/null`
 	}
 }
 
-// badAllocation: a broken allocation environment, and a master outside
-// its allocation, fail at once with a message naming the cause.
+// outside: salloc's shell on a host outside the allocation (a login
+// node): the master runs there on a node of no slots, the ranks all go to
+// the allocation's nodes, as with mpirun.
+func outside(c *cluster) {
+	out := c.salloc(2, `dynrun -n 8 sh -c 'echo HOST $(hostname)'`, "-w", "h1,h2")
+	if got := count(lines(out, "HOST")); len(got) != 2 || got["h1"] != 4 || got["h2"] != 4 {
+		c.t.Errorf("ranks per host %v, want 4 on each of h1 h2 and none on h0:\n%s", got, out)
+	}
+}
+
+// badAllocation: a broken allocation environment fails at once with a
+// message naming the cause.
 func badAllocation(c *cluster) {
 	cases := []struct {
-		name, script string
-		args         []string
-		want         string
+		name, script, want string
 	}{
-		{"bad node list", `SLURM_JOB_NODELIST='h[0-' dynrun -n 1 true`, nil,
+		{"bad node list", `SLURM_JOB_NODELIST='h[0-' dynrun -n 1 true`,
 			`slurm: SLURM_JOB_NODELIST: host list "h[0-": '[' is never closed`},
-		{"tasks do not cover the nodes", `SLURM_TASKS_PER_NODE=4 dynrun dvm start`, nil,
+		{"tasks do not cover the nodes", `SLURM_TASKS_PER_NODE=4 dynrun dvm start`,
 			`SLURM_TASKS_PER_NODE="4" gives 1 counts for the 3 hosts`},
-		{"master outside the allocation", `dynrun -n 1 true`, []string{"-w", "h1,h2"},
-			"h0 is not a node of job"},
 	}
 	for _, k := range cases {
-		n := 3
-		if k.args != nil {
-			n = 2
-		}
-		argv := append(append([]string{"salloc", "-N", strconv.Itoa(n)}, k.args...), "sh", "-c", k.script)
+		argv := []string{"salloc", "-N", "3", "sh", "-c", k.script}
 		out, errs, code := c.run("h0", argv...)
 		if code != 1 || !strings.Contains(errs, k.want) {
 			c.t.Errorf("%s: exit %d, stderr %q; want 1 and %q (stdout %q)", k.name, code, errs, k.want, out)

@@ -307,35 +307,35 @@ func firstDuplicate(names []string) string {
 
 // SlurmSelf finds the node of the allocation this process runs on:
 // SLURMD_NODENAME when set (batch scripts, srun tasks), else the host name
-// or its first label (salloc's shell runs where salloc ran, which may be
-// outside the allocation). It returns the index in nodes, or an error
-// saying how to run inside the allocation.
-func SlurmSelf(a SlurmAllocation, nodeName, hostname string) (int, error) {
+// or its first label. It returns -1 when this host is not a node of the
+// allocation (salloc's shell runs where salloc ran, often a login node).
+func SlurmSelf(a SlurmAllocation, nodeName, hostname string) int {
 	cands := []string{nodeName}
 	if nodeName == "" {
 		short, _, _ := strings.Cut(hostname, ".")
 		cands = []string{hostname, short}
 	}
 	for _, c := range cands {
-		if c == "" {
-			continue
-		}
-		if i := slices.IndexFunc(a.Nodes, func(n alloc.Node) bool { return n.Name == c }); i >= 0 {
-			return i, nil
+		if i := slices.IndexFunc(a.Nodes, func(n alloc.Node) bool { return n.Name == c }); c != "" && i >= 0 {
+			return i
 		}
 	}
-	who := cands[0]
-	if who == "" {
-		who = "this host"
+	return -1
+}
+
+// SlurmNodes returns the nodes of a DVM over allocation a, the master's
+// own first (its daemon runs in the master's process): its node of the
+// allocation (self, from SlurmSelf), or, when it runs outside the
+// allocation, this host (named hostname, else localhost) with 0 slots, so that nothing is
+// placed there, as mpirun and Hydra place nothing on a login node.
+func SlurmNodes(a SlurmAllocation, self int, hostname string) []alloc.Node {
+	if self >= 0 {
+		return MasterFirst(a.Nodes, self)
 	}
-	names := make([]string, len(a.Nodes))
-	for i, n := range a.Nodes {
-		names[i] = n.Name
+	if hostname == "" {
+		hostname = "localhost"
 	}
-	return -1, wire.Errorf(wire.ErrInvalid,
-		"launcher: slurm: %s is not a node of job %s (nodes %s): the master runs on a node of the allocation; "+
-			"run dynrun there (in the batch script, or 'srun --overlap -N1 -n1 --pty dynrun ...' from salloc's shell)",
-		who, a.JobID, strings.Join(names, ","))
+	return append([]alloc.Node{{Name: hostname, Slots: 0}}, a.Nodes...)
 }
 
 // MasterFirst returns nodes with nodes[self] moved to the front (node 0 is

@@ -171,33 +171,26 @@ func TestSlurmSelf(t *testing.T) {
 	cases := []struct {
 		nodeName, hostname string
 		want               int
-		err                string
+		nodes              nodes
 	}{
-		{nodeName: "h1", hostname: "whatever", want: 1},
-		{hostname: "h2", want: 2},
-		{hostname: "h2.cluster.example", want: 2},
-		{nodeName: "h9", hostname: "h0", err: "h9 is not a node of job 5 (nodes h0,h1,h2)"},
-		{hostname: "login1", err: "login1 is not a node of job 5"},
-		{err: "this host is not a node"},
+		{nodeName: "h1", hostname: "whatever", want: 1, nodes: nodes{nd("h1", 2), nd("h0", 1), nd("h2", 3)}},
+		{hostname: "h2", want: 2, nodes: nodes{nd("h2", 3), nd("h0", 1), nd("h1", 2)}},
+		{hostname: "h2.cluster.example", want: 2, nodes: nodes{nd("h2", 3), nd("h0", 1), nd("h1", 2)}},
+		{hostname: "h0", want: 0, nodes: a.Nodes},
+		// Outside the allocation: this host with no slots, then every node.
+		{nodeName: "h9", hostname: "h0", want: -1, nodes: nodes{nd("h0", 0), nd("h0", 1), nd("h1", 2), nd("h2", 3)}},
+		{hostname: "login1", want: -1, nodes: nodes{nd("login1", 0), nd("h0", 1), nd("h1", 2), nd("h2", 3)}},
+		{want: -1, nodes: nodes{nd("localhost", 0), nd("h0", 1), nd("h1", 2), nd("h2", 3)}},
 	}
 	for _, c := range cases {
 		t.Run(c.nodeName+"/"+c.hostname, func(t *testing.T) {
-			got, err := SlurmSelf(a, c.nodeName, c.hostname)
-			if c.err != "" {
-				if err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "srun --overlap -N1 -n1") {
-					t.Fatalf("got %d, %v; want error containing %q", got, err, c.err)
-				}
-				return
+			got := SlurmSelf(a, c.nodeName, c.hostname)
+			if got != c.want {
+				t.Fatalf("SlurmSelf %d, want %d", got, c.want)
 			}
-			if err != nil || got != c.want {
-				t.Fatalf("got %d, %v; want %d", got, err, c.want)
+			if n := SlurmNodes(a, got, c.hostname); !reflect.DeepEqual(n, c.nodes) {
+				t.Fatalf("SlurmNodes %v, want %v", n, c.nodes)
 			}
 		})
-	}
-	if got := MasterFirst(a.Nodes, 1); !reflect.DeepEqual(got, nodes{nd("h1", 2), nd("h0", 1), nd("h2", 3)}) {
-		t.Fatalf("MasterFirst: %v", got)
-	}
-	if got := MasterFirst(a.Nodes, 0); !reflect.DeepEqual(got, a.Nodes) {
-		t.Fatalf("MasterFirst(0): %v", got)
 	}
 }
