@@ -570,6 +570,9 @@ func (m *Master) Shrink(ctx context.Context, name string, drain bool, confirm ti
 		if busy := s.busyOn(n); len(busy) > 0 {
 			return wire.Errorf(wire.ErrBusy, "master: shrink of node %s: processes still run there after the drain: %s", name, strings.Join(busy, "; "))
 		}
+		if err := s.slotsHeld(n); err != nil {
+			return err
+		}
 		if !n.up {
 			stopped <- nil // down already: nothing to stop
 			return nil
@@ -671,6 +674,9 @@ func (s *state) planShrink(name string, drain bool) (*node, []wire.RCRequest, er
 	}
 	busy := s.busyOn(n)
 	if len(busy) == 0 {
+		if err := s.slotsHeld(n); err != nil {
+			return nil, nil, err
+		}
 		return n, nil, nil
 	}
 	if !drain {
@@ -692,6 +698,16 @@ func (s *state) planShrink(name string, drain bool) (*node, []wire.RCRequest, er
 		subs = append(subs, wire.RCRequest{Job: j.ns, Type: wire.RCSub, Ranks: wire.RangesOf(ranks), Requester: wire.ByTool, Wait: true, Queue: true})
 	}
 	return n, subs, nil
+}
+
+// slotsHeld fails when n has no live process but its slots are still
+// held: processes that ended with a change that is not settled yet (their
+// slots go with it). The node can leave once that is over.
+func (s *state) slotsHeld(n *node) error {
+	if u := s.alloc.Usage()[n.idx]; u.Used+u.Over > 0 {
+		return wire.Errorf(wire.ErrBusy, "master: node %s still holds %d slots of processes that have ended with a resource change that is settling; try again when it has settled", n.name, u.Used+u.Over)
+	}
+	return nil
 }
 
 // busyOn describes the live processes on n: "job app (ns) ranks R".

@@ -695,3 +695,27 @@ func TestGrowGroupShrinkOne(t *testing.T) {
 	}
 	d.checkNodes()
 }
+
+// TestShrinkSlotsHeld: a node whose processes have all ended but whose
+// slots are still held (ended processes of a change that has not settled:
+// their slots go with it) cannot leave yet; once the slots are free it
+// can. The held slot is made directly in the slot table.
+func TestShrinkSlotsHeld(t *testing.T) {
+	d := startDVM(t, 2, 1)
+	if err := do(context.Background(), d.m, func(s *state) error {
+		_, err := s.alloc.Allocate("settling", 1, alloc.Options{Nodes: []int{1}})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.shrink(wire.DVMShrinkReq{Node: "node1"}); !errors.Is(err, wire.ErrBusy) || !strings.Contains(err.Error(), "still holds 1 slots") {
+		t.Fatalf("shrink of a node with a held slot: %v, want ErrBusy naming the held slot", err)
+	}
+	if err := do(context.Background(), d.m, func(s *state) error { return s.alloc.ReleaseJob("settling") }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.shrink(wire.DVMShrinkReq{Node: "node1"}); err != nil {
+		t.Fatal(err)
+	}
+	d.checkNodes()
+}
