@@ -37,7 +37,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -67,7 +66,8 @@ type Config struct {
 	// SSH starts an sshd per host and writes a client config.
 	SSH bool
 	// Env is set in every ssh session of every host (KEY=VALUE), after
-	// $DYNRT_DIR; e.g. a PATH that finds dynrun.
+	// $DYNRT_DIR and HOME (SessionEnv); e.g. a PATH that finds dynrun,
+	// or HOME=/root to run root's dotfiles.
 	Env []string
 	// Owner is the pid of the process that owns the cluster: Reap tears
 	// down clusters whose owner is gone. 0 marks a cluster made by hand
@@ -350,6 +350,9 @@ func (c *Cluster) startSSH(ctx context.Context) error {
 	if err := os.WriteFile(f.Authorized, pub, 0o600); err != nil {
 		return fmt.Errorf("nshosts: %w", err)
 	}
+	if err := os.Mkdir(f.Home(), 0o700); err != nil {
+		return fmt.Errorf("nshosts: %w", err)
+	}
 	if err := os.WriteFile(f.SSHConfig, []byte(RenderSSHConfig(f, c.plan)), 0o644); err != nil {
 		return fmt.Errorf("nshosts: %w", err)
 	}
@@ -369,8 +372,7 @@ func (c *Cluster) startSSHD(ctx context.Context, h *Host, hp HostPlan) error {
 	if err := run(ctx, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", h.Name, "-f", f.HostKey(h.Name)); err != nil {
 		return err
 	}
-	env := slices.Clone(c.env)
-	env[0] = EnvDir + "=" + h.Dir
+	env := SessionEnv(f, h.Name, c.env[1:])
 	if err := os.WriteFile(f.SSHDConfig(h.Name), []byte(RenderSSHDConfig(f, hp, env)), 0o644); err != nil {
 		return err
 	}

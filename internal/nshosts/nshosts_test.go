@@ -124,8 +124,8 @@ func TestCluster(t *testing.T) {
 		}
 		// Each host has its own rendezvous directory, and Config.Env
 		// reaches the sessions.
-		got := output(t, c.SSH(ctx, "h1", "h0", `echo "$DYNRT_DIR|$DYN_NSHOSTS_PROBE"`))
-		if want := c.Host("h0").Dir + "|yes it is"; got != want {
+		got := output(t, c.SSH(ctx, "h1", "h0", `echo "$DYNRT_DIR|$DYN_NSHOSTS_PROBE|$HOME"`))
+		if want := c.Host("h0").Dir + "|yes it is|" + filepath.Join(c.Dir(), "home"); got != want {
 			t.Errorf("session environment on h0: %q, want %q", got, want)
 		}
 		// The client config is usable from a host as a plain file.

@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -158,6 +159,22 @@ func NewFiles(dir string) Files {
 // HostDir is host's own directory under the cluster directory: its sshd
 // files and its rendezvous directory.
 func (f Files) HostDir(host string) string { return filepath.Join(f.Dir, host) }
+
+// Home is the HOME of every host's ssh sessions: an empty directory shared
+// by the hosts, so that no session runs the dotfiles of the machine's root
+// (a ~/.bashrc that starts pyenv costs a second per ssh on a loaded
+// machine, one that prints something breaks what tests read).
+func (f Files) Home() string { return filepath.Join(f.Dir, "home") }
+
+// SessionEnv is the environment sshd sets in host's sessions (SetEnv): the
+// host's own $DYNRT_DIR, HOME=Home() unless env sets HOME, then env.
+func SessionEnv(f Files, host string, env []string) []string {
+	out := []string{EnvDir + "=" + f.RunDir(host)}
+	if !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "HOME=") }) {
+		out = append(out, "HOME="+f.Home())
+	}
+	return append(out, env...)
+}
 
 // RunDir is host's rendezvous directory ($DYNRT_DIR in its sessions):
 // each host has its own, like separate machines, while the rest of the

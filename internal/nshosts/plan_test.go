@@ -94,7 +94,7 @@ func TestRenderGolden(t *testing.T) {
 	files := map[string]string{
 		"hosts.golden":       RenderHosts(p),
 		"ssh_config.golden":  RenderSSHConfig(f, p),
-		"sshd_config.golden": RenderSSHDConfig(f, p.Hosts[1], []string{"DYNRT_DIR=" + f.RunDir("h1"), "PATH=/opt/dyn bin:/usr/bin"}),
+		"sshd_config.golden": RenderSSHDConfig(f, p.Hosts[1], SessionEnv(f, "h1", []string{"PATH=/opt/dyn bin:/usr/bin"})),
 	}
 	for name, got := range files {
 		path := filepath.Join("testdata", name)
@@ -110,6 +110,25 @@ func TestRenderGolden(t *testing.T) {
 		}
 		if got != string(want) {
 			t.Errorf("%s differs:\n%s\nwant:\n%s", name, got, want)
+		}
+	}
+}
+
+func TestSessionEnv(t *testing.T) {
+	f := NewFiles("/c")
+	cases := []struct {
+		name string
+		env  []string
+		want string
+	}{
+		{name: "defaults", want: "DYNRT_DIR=/c/h1/run HOME=/c/home"},
+		{name: "extra", env: []string{"PATH=/x:/usr/bin", "A=b c"}, want: "DYNRT_DIR=/c/h1/run HOME=/c/home PATH=/x:/usr/bin A=b c"},
+		{name: "own HOME", env: []string{"HOME=/root"}, want: "DYNRT_DIR=/c/h1/run HOME=/root"},
+		{name: "HOMEDIR is not HOME", env: []string{"HOMEDIR=/x"}, want: "DYNRT_DIR=/c/h1/run HOME=/c/home HOMEDIR=/x"},
+	}
+	for _, c := range cases {
+		if got := strings.Join(SessionEnv(f, "h1", c.env), " "); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
 	}
 }
