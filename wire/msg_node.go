@@ -40,6 +40,7 @@ type NodeRegisterReply struct {
 	DVM         string `msgpack:"dvm,omitempty"`  // DVM id
 	HeartbeatMS int64  `msgpack:"hb,omitempty"`   // interval of the master's pings (0 = none: no watchdog)
 	DeadMS      int64  `msgpack:"dead,omitempty"` // silence after which the daemon gives the master up (0 = never)
+	Net         string `msgpack:"net,omitempty"`  // the DVM's address choice (dvm start --net): where the node's address for peers on other hosts comes from; "" = the source address of the daemon's TCP connection to the master
 }
 
 // NodeInfo describes a node (tool queries).

@@ -180,7 +180,7 @@ func mpiexecTimeout(v string) (time.Duration, error) {
 // dynrun started inside a job must not hand that job's identity on.
 var daemonVars = []string{
 	"DYNRT_DAEMON", "DYNRT_DVM", "DYNRT_JOB", "DYNRT_APP", "DYNRT_RANK", "DYNRT_UID",
-	"DYNRT_NODE", "DYNRT_NODE_INDEX", "DYNRT_TOKEN", "DYNRT_SIZE",
+	"DYNRT_NODE", "DYNRT_NODE_INDEX", "DYNRT_TOKEN", "DYNRT_SIZE", "DYNRT_NODE_ADDR",
 }
 
 // jobEnv is the environment sent with the job: dynrun's own (like mpirun,

@@ -248,3 +248,66 @@ func TestLaunchAgentQuoting(t *testing.T) {
 		t.Errorf("local launcher with remote hosts: exit %d, %s", code, errOut)
 	}
 }
+
+// Tools inside a rank on another host work without the submitter's
+// rendezvous directory: processes there get DYNRT_DVM=uri:tcp://<master>
+// (with DYNRT_TOKEN), their host's DYNRT_DIR instead of the submitter's,
+// and DYNRT_NODE_ADDR from the DVM's --net. The master, bound to the
+// wildcard address (the ssh default), publishes a concrete address from
+// --net (lo here: the test's traffic stays on loopback), never 0.0.0.0.
+func TestSSHToolsInRanksAndAddresses(t *testing.T) {
+	dir := dynDir(t)
+	f := newFakeHosts(t, "")
+	pfx := prefixDir(t)
+	report := filepath.Join(t.TempDir(), "uri")
+	code, out, errOut := runBin(t, "dvm", "start", "--daemonize", "--host", "fh1:1,fh2:1", "--launch-agent", f.agent,
+		"--prefix", pfx, "--net", "lo", "--report-uri", report)
+	id := strings.TrimSpace(out)
+	if code != 0 || id == "" {
+		t.Fatalf("dvm start: exit %d, %q %q", code, out, errOut)
+	}
+	t.Cleanup(func() { runBin(t, "dvm", "stop", "--dvm", id) })
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uri := ""
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "uri:tcp://") {
+			uri = l
+		}
+	}
+	if !strings.HasPrefix(uri, "uri:tcp://127.0.0.1:") {
+		t.Fatalf("published TCP address %q (report %q): want 127.0.0.1 (--net lo), never 0.0.0.0", uri, b)
+	}
+	// Each rank prints what it got, then asks the DVM for its status with
+	// the dynrun it finds on its PATH (DIR/bin first).
+	code, out, errOut = runBin(t, "--dvm", id, "-n", "2", "--map-by", "node", "sh", "-c",
+		`echo "env|$DYNRT_NODE|$DYNRT_DVM|$DYNRT_DIR|$DYNRT_NODE_ADDR"; dynrun dvm status | grep -c '^fh[12] '`)
+	if code != 0 {
+		t.Fatalf("job: exit %d\n%s\n%s", code, out, errOut)
+	}
+	seen := 0
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if !strings.HasPrefix(l, "env|") {
+			if l != "2" {
+				t.Errorf("dvm status inside a rank listed %s nodes fh1/fh2, want 2 (output %q)", l, out)
+			}
+			continue
+		}
+		p := strings.Split(l, "|")
+		seen++
+		if p[2] != uri {
+			t.Errorf("%s: DYNRT_DVM=%q, want %q", p[1], p[2], uri)
+		}
+		if p[3] != f.hostDir(p[1]) || p[3] == dir {
+			t.Errorf("%s: DYNRT_DIR=%q, want its host's %q (not the submitter's %q)", p[1], p[3], f.hostDir(p[1]), dir)
+		}
+		if p[4] != "127.0.0.1" {
+			t.Errorf("%s: DYNRT_NODE_ADDR=%q, want 127.0.0.1 (--net lo)", p[1], p[4])
+		}
+	}
+	if seen != 2 {
+		t.Errorf("output %q", out)
+	}
+}

@@ -2,6 +2,7 @@ package comm
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -36,7 +37,14 @@ type Options struct {
 	Timeout time.Duration
 	// TCPOnly uses TCP even to peers on this host (tests, measurements).
 	TCPOnly bool
+	// Addr is the address peers on other hosts dial; "" means
+	// $DYNRT_NODE_ADDR, else the host name.
+	Addr string
 }
+
+// EnvNodeAddr is the variable the node daemon sets to the node's address
+// (lib/daemon.EnvNodeAddr).
+const EnvNodeAddr = "DYNRT_NODE_ADDR"
 
 // Endpoint is this process's messaging endpoint: a listener on an abstract
 // unix socket (no file to clean up) and one on TCP (for peers on other
@@ -97,9 +105,16 @@ func listen(ctx context.Context, me uint32, job string, o Options, lookup func(c
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
-	host, err := os.Hostname()
-	if err != nil {
-		return nil, fmt.Errorf("comm: hostname: %w", err)
+	// Peers on other hosts dial host: the node's address the daemon
+	// chose (DYNRT_NODE_ADDR: the DVM's --net, or the address that
+	// reaches the master), else the host name. Peers with the same host
+	// use the unix socket.
+	host := cmp.Or(o.Addr, os.Getenv(EnvNodeAddr))
+	if host == "" {
+		var err error
+		if host, err = os.Hostname(); err != nil {
+			return nil, fmt.Errorf("comm: hostname: %w", err)
+		}
 	}
 	e := &Endpoint{log: o.Logger, o: o, me: me, job: job, lookup: lookup, q: newMatcher(), peers: map[uint32]*peer{}, hellos: map[net.Conn]bool{}}
 	e.addr.host = host

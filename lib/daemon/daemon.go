@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/dynrt/dynrt/lib/dvmdir"
+	"github.com/dynrt/dynrt/lib/launcher"
 	"github.com/dynrt/dynrt/lib/proc"
 	"github.com/dynrt/dynrt/wire"
 )
@@ -44,6 +46,11 @@ type Config struct {
 	Dir string
 	// Host is reported to the master; empty means os.Hostname().
 	Host string
+	// Addr is this node's address for processes on other hosts
+	// (DYNRT_NODE_ADDR) when the DVM's --net does not choose one; empty
+	// means the source address of the TCP connection to the master, if
+	// any. The master sets it for its own node in a cluster DVM.
+	Addr string
 	// Prefix is dynrt's install prefix on this host (--prefix): DIR/bin
 	// and DIR/lib go first in the PATH and LD_LIBRARY_PATH of every
 	// process started, as with mpirun's --prefix.
@@ -74,9 +81,15 @@ type Daemon struct {
 	index uint32
 	dvm   string
 	sock  string // client socket path
-	// sockDir is the DVM's socket directory on this host; madeDir the
-	// rendezvous directory if this daemon created it (removeDirs).
-	sockDir, madeDir string
+	// dir is the rendezvous directory on this host, sockDir the DVM's
+	// socket directory in it; madeDir dir if this daemon created it
+	// (removeDirs).
+	dir, sockDir, madeDir string
+	// dvmRef is the DVM reference processes get as DYNRT_DVM: the id
+	// where the rendezvous directory has the DVM's file (the master's
+	// host), uri:tcp://<master> elsewhere, so that tools in the processes
+	// work on any host. nodeAddr is DYNRT_NODE_ADDR (nodeAddress).
+	dvmRef, nodeAddr string
 
 	master *wire.Conn
 	procs  *proc.Group[procKey]
@@ -311,6 +324,10 @@ func (d *Daemon) run(ctx context.Context) error {
 		return wire.Errorf(wire.ErrInternal, "daemon %s: publish socket %s: %w", d.node, d.sock, err)
 	}
 	published = true
+	d.dvmRef, d.nodeAddr = d.dvm, d.nodeAddress(mc, reg.Net)
+	if network == "tcp" {
+		d.dvmRef = "uri:tcp://" + addr
+	}
 	d.mu.Lock()
 	d.index = reg.Index
 	d.mu.Unlock()
@@ -342,6 +359,33 @@ func (d *Daemon) run(ctx context.Context) error {
 	return result
 }
 
+// nodeAddress is the address of this node that processes on other hosts
+// dial (DYNRT_NODE_ADDR, lib/comm's endpoints): one from the DVM's --net
+// choice if it has one, else Config.Addr, else the source address of the daemon's TCP
+// connection to the master (an address the master's host, and so the
+// cluster, can reach, with no configuration), else "" (a daemon on the
+// master's host that reached it by its unix socket: processes there use
+// the host name, as all processes did before).
+func (d *Daemon) nodeAddress(mc *wire.Conn, netSpec string) string {
+	if netSpec != "" {
+		n, err := launcher.ParseNet(netSpec)
+		if err == nil {
+			var a netip.Addr
+			if a, err = n.Pick(launcher.Self{Ifaces: launcher.LocalIfaces()}, nil); err == nil {
+				return a.String()
+			}
+		}
+		d.log.Warn("daemon: no address of this host in the DVM's --net; using the one that reaches the master", "net", netSpec, "err", err)
+	}
+	if d.cfg.Addr != "" {
+		return d.cfg.Addr
+	}
+	if ta, ok := mc.LocalAddr().(*net.TCPAddr); ok {
+		return ta.IP.String()
+	}
+	return ""
+}
+
 // tmpSocket is the client socket under its temporary name, with its
 // identity to tell it from a file that later took its path.
 type tmpSocket struct {
@@ -369,7 +413,7 @@ func (d *Daemon) listen() (net.Listener, tmpSocket, error) {
 			return nil, tmpSocket{}, fmt.Errorf("daemon %s: %w", d.node, err)
 		}
 	}
-	d.sockDir = filepath.Join(dir, d.dvm)
+	d.dir, d.sockDir = dir, filepath.Join(dir, d.dvm)
 	path, err := dvmdir.SocketPath(dir, d.dvm, d.node+".sock")
 	if err != nil {
 		return nil, tmpSocket{}, fmt.Errorf("daemon %s: %w", d.node, err)

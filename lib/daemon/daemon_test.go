@@ -92,16 +92,29 @@ func TestCacheRetention(t *testing.T) {
 }
 
 func TestBaseEnv(t *testing.T) {
-	d := &Daemon{node: "n1", dvm: "dvm1", sock: "/s/n1.sock", cfg: Config{Token: "tok"}}
-	env := d.baseEnv(&wire.LaunchReq{Job: "dvm1.2", App: "a", Env: []string{
-		"PATH=/bin", "DYNRT_RANK=9", "DYNRT_TEST=keep", "DYNRT_JOB=other",
-	}}, 4, 1)
+	req := &wire.LaunchReq{Job: "dvm1.2", App: "a", Env: []string{
+		"PATH=/bin", "DYNRT_RANK=9", "DYNRT_TEST=keep", "DYNRT_JOB=other", "DYNRT_DIR=/submitter/dir", "DYNRT_NODE_ADDR=1.2.3.4",
+	}}
+	// On the master's host: the DVM by id, the daemon's rendezvous
+	// directory, no node address (processes use the host name).
+	d := &Daemon{node: "n1", dvm: "dvm1", dvmRef: "dvm1", dir: "/run/d", sock: "/s/n1.sock", cfg: Config{Token: "tok"}}
 	want := []string{
-		"PATH=/bin", "DYNRT_TEST=keep", "DYNRT_DAEMON=/s/n1.sock", "DYNRT_DVM=dvm1", "DYNRT_JOB=dvm1.2", "DYNRT_APP=a",
+		"PATH=/bin", "DYNRT_TEST=keep", "DYNRT_DAEMON=/s/n1.sock", "DYNRT_DVM=dvm1", "DYNRT_DIR=/run/d", "DYNRT_JOB=dvm1.2", "DYNRT_APP=a",
 		"DYNRT_NODE=n1", "DYNRT_NODE_INDEX=1", "DYNRT_TOKEN=tok", "DYNRT_SIZE=4",
 	}
-	if !slices.Equal(env, want) {
+	if env := d.baseEnv(req, 4, 1); !slices.Equal(env, want) {
 		t.Errorf("env\n got %q\nwant %q", env, want)
+	}
+	// On another host: the master's TCP address (with the token, works
+	// without the submitter's rendezvous directory), this host's
+	// directory, the node's address.
+	d = &Daemon{node: "n2", dvm: "dvm1", dvmRef: "uri:tcp://198.18.0.1:4000", dir: "/h2/run", nodeAddr: "198.18.0.3", sock: "/h2/run/dvm1/n2.sock", cfg: Config{Token: "tok"}}
+	want = []string{
+		"PATH=/bin", "DYNRT_TEST=keep", "DYNRT_DAEMON=/h2/run/dvm1/n2.sock", "DYNRT_DVM=uri:tcp://198.18.0.1:4000", "DYNRT_DIR=/h2/run", "DYNRT_JOB=dvm1.2", "DYNRT_APP=a",
+		"DYNRT_NODE=n2", "DYNRT_NODE_INDEX=2", "DYNRT_TOKEN=tok", "DYNRT_SIZE=4", "DYNRT_NODE_ADDR=198.18.0.3",
+	}
+	if env := d.baseEnv(req, 4, 2); !slices.Equal(env, want) {
+		t.Errorf("remote env\n got %q\nwant %q", env, want)
 	}
 }
 

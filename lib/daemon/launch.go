@@ -140,7 +140,8 @@ func (d *Daemon) startRanks(b *wire.LaunchReq, base []string, ranks []uint32, en
 func (d *Daemon) baseEnv(b *wire.LaunchReq, size, index uint32) []string {
 	ours := []string{
 		EnvDaemon + "=" + d.sock,
-		EnvDVM + "=" + d.dvm,
+		EnvDVM + "=" + d.dvmRef,
+		EnvDir + "=" + d.dir,
 		EnvJob + "=" + b.Job,
 		EnvApp + "=" + b.App,
 		EnvNode + "=" + d.node,
@@ -157,6 +158,9 @@ func (d *Daemon) baseEnv(b *wire.LaunchReq, size, index uint32) []string {
 	}
 	if d.cfg.Prefix != "" {
 		env = PrefixEnv(env, d.cfg.Prefix)
+	}
+	if d.nodeAddr != "" {
+		ours = append(ours, EnvNodeAddr+"="+d.nodeAddr)
 	}
 	return append(env, ours...)
 }
@@ -188,7 +192,7 @@ func PrefixEnv(env []string, prefix string) []string {
 func isOurs(kv string) bool {
 	k, _, _ := strings.Cut(kv, "=")
 	switch k {
-	case EnvDaemon, EnvDVM, EnvJob, EnvApp, EnvRank, EnvUID, EnvNode, EnvNodeIndex, EnvToken, EnvSize:
+	case EnvDaemon, EnvDVM, EnvJob, EnvApp, EnvRank, EnvUID, EnvNode, EnvNodeIndex, EnvToken, EnvSize, EnvNodeAddr, EnvDir:
 		return true
 	}
 	return false

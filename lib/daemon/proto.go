@@ -15,6 +15,8 @@ const (
 	EnvNodeIndex = "DYNRT_NODE_INDEX" // node index in the DVM's slot order
 	EnvToken     = "DYNRT_TOKEN"      // DVM token (the daemon also admits same-uid peers)
 	EnvSize      = "DYNRT_SIZE"       // job size at launch (informational)
+	EnvNodeAddr  = "DYNRT_NODE_ADDR"  // address of this node that peers on other hosts dial (lib/comm)
+	EnvDir       = "DYNRT_DIR"        // the daemon's rendezvous directory (its host's, never the submitter's)
 )
 
 // ClientName is the hello name a process gives its daemon: "<job>/<rank>".

@@ -90,7 +90,9 @@ func (m *Master) AddNodes(ctx context.Context, starter launcher.Starter, nodes [
 		}
 		errs = errs[:1]
 	} else {
-		// Side by side: a slow host (ssh) does not hold up the others.
+		// Side by side: a slow host (ssh) does not hold up the others,
+		// through a bounded number of ssh connections at once.
+		g := m.gateFor(starter)
 		var wg sync.WaitGroup
 		for i, n := range added {
 			host := ""
@@ -100,7 +102,15 @@ func (m *Master) AddNodes(ctx context.Context, starter launcher.Starter, nodes [
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				if errs[i] = g.enter(ctx); errs[i] != nil {
+					return
+				}
 				procs[i], errs[i] = m.startDaemon(ctx, starter, n.name, host, n.slots)
+				if errs[i] != nil {
+					g.leave()
+					return
+				}
+				go g.leaveWhen(n.registered, procs[i], m.stopCh)
 			}()
 		}
 		wg.Wait()

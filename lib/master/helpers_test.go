@@ -1,6 +1,7 @@
 package master
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
@@ -69,10 +70,21 @@ func daemonMain(args []string) int {
 	fs.IntVar(&cfg.Slots, "slots", 0, "")
 	fs.StringVar(&cfg.DVM, "dvm", "", "")
 	fs.StringVar(&cfg.Dir, "dir", "", "")
+	// What the ssh launcher adds (sshstart_test.go).
+	fs.Bool("join", false, "")
+	tokenStdin := fs.Bool("token-stdin", false, "")
+	fs.StringVar(&cfg.Prefix, "prefix", "", "")
+	if len(args) > 0 && args[0] == "daemon" {
+		args = args[1:]
+	}
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	cfg.Token = os.Getenv(launcher.EnvToken)
+	if *tokenStdin {
+		line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+		cfg.Token = strings.TrimSpace(line)
+	}
 	cfg.KillGrace = testGrace
 	if gate := os.Getenv(envLaunchGate); gate != "" {
 		cfg.BeforeFork = func(string) { waitForFile(gate) }
@@ -221,14 +233,9 @@ func testLogger() *slog.Logger {
 // startDVM starts a DVM of k virtual nodes with s slots each (node 0 in
 // this process, the others as re-executed test binaries); opts adjust its
 // configuration.
-func startDVM(t testing.TB, k, s int, opts ...func(*Config)) *testDVM {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "d")
-	mark := leakcheck.NewMark(t)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+// testEnv is the environment of what the tests start: this process's
+// without DYNRT_* and the role, with mark.
+func testEnv(mark string) []string {
 	base := []string{envMark + "=" + mark}
 	// Race-instrumented binaries sleep a second before exiting unless
 	// told otherwise; the re-executed daemons and applications need not.
@@ -241,7 +248,18 @@ func startDVM(t testing.TB, k, s int, opts ...func(*Config)) *testDVM {
 			base = append(base, kv)
 		}
 	}
-	base = append(base, gorace)
+	return append(base, gorace)
+}
+
+func startDVM(t testing.TB, k, s int, opts ...func(*Config)) *testDVM {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "d")
+	mark := leakcheck.NewMark(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := testEnv(mark)
 	starter, err := launcher.New(launcher.Options{
 		Kind: launcher.Local, Command: []string{exe}, Env: append([]string{envRole + "=daemon"}, base...),
 		Logger: testLogger(),
@@ -265,6 +283,9 @@ func startDVM(t testing.TB, k, s int, opts ...func(*Config)) *testDVM {
 	}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if v, ok := cfg.Starter.(sshVia); ok {
+		cfg.Starter = v.starter(t, exe, append([]string{envRole + "=daemon"}, base...))
 	}
 	m, err := Start(ctx, cfg)
 	if err != nil {

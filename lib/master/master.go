@@ -29,6 +29,7 @@ const (
 	DefaultKillGrace       = daemon.DefaultKillGrace
 	DefaultRegisterTimeout = 30 * time.Second
 	DefaultCallTimeout     = 30 * time.Second
+	DefaultMaxConnecting   = 8 // below sshd's default MaxStartups of 10
 )
 
 // Config configures a master.
@@ -80,6 +81,12 @@ type Config struct {
 	// RegisterTimeout bounds the wait for the daemons in Start; 0 =
 	// DefaultRegisterTimeout.
 	RegisterTimeout time.Duration
+	// MaxConnecting bounds how many ssh daemons may be connecting at once
+	// (started, neither registered nor exited): sshd drops connections
+	// beyond its MaxStartups (10 unauthenticated by default), so a DVM of
+	// dozens of hosts must not open them all at once. 0 =
+	// DefaultMaxConnecting; negative = no bound.
+	MaxConnecting int
 	// RCConfirmTimeout bounds the time from the announcement of a resource
 	// change until it is FINALIZED (a SUB: until its first accept); 0 =
 	// DefaultRCConfirmTimeout. A request may give its own.
@@ -136,7 +143,9 @@ type Master struct {
 
 	stopOnce sync.Once
 	stopCh   chan struct{} // closed when the stop begins
-	done     chan struct{}
+
+	connecting gate // bounds the ssh daemons connecting at once (Config.MaxConnecting)
+	done       chan struct{}
 }
 
 // Start starts a DVM: it listens, starts the in-process daemon of node 0
@@ -212,6 +221,7 @@ func Start(ctx context.Context, cfg Config) (*Master, error) {
 		stopCh:      make(chan struct{}),
 		done:        make(chan struct{}),
 	}
+	m.connecting = newGate(cfg.MaxConnecting)
 	if m.grace <= 0 {
 		m.grace = DefaultKillGrace
 	}
@@ -226,7 +236,7 @@ func Start(ctx context.Context, cfg Config) (*Master, error) {
 		peers: make(map[*wire.Conn]*peer), jobs: make(map[string]*job), apps: make(map[string]bool),
 	}
 	for i, n := range cfg.Nodes {
-		nd := &node{idx: i, name: n.Name, slots: n.Slots, local: i == 0}
+		nd := &node{idx: i, name: n.Name, slots: n.Slots, local: i == 0, firstUp: make(chan struct{})}
 		m.st.nodes = append(m.st.nodes, nd)
 		m.st.nodeByName[n.Name] = nd
 	}
@@ -301,37 +311,55 @@ func (m *Master) start(ctx context.Context) error {
 	m.localCancel = lcancel
 	m.localDone = make(chan error, 1)
 	n0 := m.cfg.Nodes[0]
-	go func() {
-		m.localDone <- daemon.Run(lctx, daemon.Config{
-			Master: sock, Token: m.info.Token, Node: n0.Name, Slots: n0.Slots, DVM: m.info.ID, Dir: m.dir,
-			KillGrace: m.grace, Env: m.cfg.Env, Logger: m.cfg.Logger,
-		})
-	}()
+	cfg0 := daemon.Config{
+		Master: sock, Token: m.info.Token, Node: n0.Name, Slots: n0.Slots, DVM: m.info.ID, Dir: m.dir,
+		KillGrace: m.grace, Env: m.cfg.Env, Logger: m.cfg.Logger, Addr: m.nodeAddr(),
+	}
+	go func() { m.localDone <- daemon.Run(lctx, cfg0) }()
 
 	if m.cfg.Listening != nil {
 		m.cfg.Listening(m.info)
 	}
 
-	// The other nodes, through the launcher.
+	// The other nodes, through the launcher, started while we watch for
+	// their registrations and early exits.
 	early := make(chan *launcher.Daemon, len(m.cfg.Nodes))
-	if len(m.cfg.Nodes) > 1 {
-		if err := m.startOthers(ctx, early); err != nil {
-			return err
-		}
-	}
-
+	launched := make(chan error, 1)
+	startCtx, stopLaunch := context.WithCancel(ctx)
+	defer func() {
+		stopLaunch()
+		<-launched // nothing is started after start returns (shutdown finds every daemon in the state)
+	}()
+	go func() { launched <- m.startOthers(startCtx, early) }()
 	timeout := m.registerTimeout()
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
 	case <-m.st.allUp:
+	case err := <-launched:
+		launched <- err // for the deferred wait
+		if err != nil {
+			return err
+		}
+		select { // all started: wait for them as below
+		case <-m.st.allUp:
+		case d := <-early:
+			return wire.Errorf(wire.ErrInternal, "master: %s", daemonExitMsg(d.Node, d))
+		case err := <-m.localDone:
+			m.localDone <- err // for shutdown
+			return fmt.Errorf("master: the daemon of node %s failed: %w", n0.Name, err)
+		case <-t.C:
+			return m.registerTimeoutErr(timeout)
+		case <-ctx.Done():
+			return wire.Errorf(wire.ErrCanceled, "master: start: %w", ctx.Err())
+		}
 	case d := <-early:
 		return wire.Errorf(wire.ErrInternal, "master: %s", daemonExitMsg(d.Node, d))
 	case err := <-m.localDone:
 		m.localDone <- err // for shutdown
 		return fmt.Errorf("master: the daemon of node %s failed: %w", n0.Name, err)
 	case <-t.C:
-		return wire.Errorf(wire.ErrTimeout, "master: daemons did not register within %v", timeout)
+		return m.registerTimeoutErr(timeout)
 	case <-ctx.Done():
 		return wire.Errorf(wire.ErrCanceled, "master: start: %w", ctx.Err())
 	}
@@ -350,6 +378,20 @@ func (m *Master) start(ctx context.Context) error {
 	m.info.Path = path
 	m.log.Debug("master: DVM up", "file", path, "nodes", len(m.cfg.Nodes))
 	return nil
+}
+
+// registerTimeoutErr names the nodes whose daemons have not registered.
+func (m *Master) registerTimeoutErr(timeout time.Duration) error {
+	var missing []string
+	_ = do(context.Background(), m, func(s *state) error {
+		for _, n := range s.nodes {
+			if !n.joined {
+				missing = append(missing, n.name)
+			}
+		}
+		return nil
+	})
+	return wire.Errorf(wire.ErrTimeout, "master: the daemons of %d nodes did not register within %v: %s", len(missing), timeout, strings.Join(missing, ", "))
 }
 
 // PublishFile starts writing a private DVM's rendezvous file in the
@@ -387,6 +429,22 @@ func publicAddr(ctx context.Context, bound net.Addr, n launcher.Net) (string, er
 	return pub.String(), nil
 }
 
+// nodeAddr is the address of node 0 for processes on other hosts: the
+// host of the published TCP address in a DVM whose other daemons run
+// elsewhere (ssh, join). In a DVM of local daemons it is empty, as for
+// those daemons, so that all its processes know each other by host name
+// (lib/comm then uses unix sockets between them).
+func (m *Master) nodeAddr() string {
+	if m.cfg.Launcher != launcher.SSH && m.cfg.Launcher != launcher.Join {
+		return ""
+	}
+	host, _, err := net.SplitHostPort(m.info.TCP)
+	if err != nil {
+		return ""
+	}
+	return host
+}
+
 func closeAll(lns []net.Listener) {
 	for _, ln := range lns {
 		ln.Close()
@@ -405,21 +463,29 @@ func (m *Master) wantsTCP() bool {
 // started process that ends is sent on early (before registration, that
 // is a failed start).
 func (m *Master) startOthers(ctx context.Context, early chan<- *launcher.Daemon) error {
+	if len(m.cfg.Nodes) < 2 {
+		return nil
+	}
 	starter, err := m.starter()
 	if err != nil {
 		return err
 	}
+	g := m.gateFor(starter) // a bounded number of ssh connections at once
 	// record makes d the process of nodes first..first+count-1.
 	record := func(d *launcher.Daemon, first, count int) error {
+		var up chan struct{}
 		if err := do(ctx, m, func(s *state) error {
 			for _, n := range s.nodes[first : first+count] {
 				n.proc, n.starter = d, starter
 			}
+			up = s.nodes[first].firstUp
 			return nil
 		}); err != nil {
+			g.leave()
 			d.Stop(m.grace)
 			return err
 		}
+		go g.leaveWhen(up, d, m.stopCh)
 		if done := d.Done(); done != nil {
 			go func() {
 				<-done
@@ -441,8 +507,12 @@ func (m *Master) startOthers(ctx context.Context, early chan<- *launcher.Daemon)
 		if i+1 < len(m.cfg.Hosts) {
 			host = m.cfg.Hosts[i+1]
 		}
+		if err := g.enter(ctx); err != nil {
+			return err
+		}
 		d, err := m.startDaemon(ctx, starter, n.Name, host, n.Slots)
 		if err != nil {
+			g.leave()
 			return err
 		}
 		if err := record(d, i+1, 1); err != nil {

@@ -36,6 +36,7 @@ type node struct {
 	gone       bool             // left the DVM for good; its index stays (jobs refer to nodes by index)
 	starter    launcher.Starter // what started its daemon (grown nodes: released when it leaves)
 	registered chan struct{}    // grown nodes: closed at the first registration
+	firstUp    chan struct{}    // nodes of the start: closed at the first registration
 }
 
 func (n *node) info(used int) wire.NodeInfo {
@@ -95,13 +96,16 @@ func (s *state) register(c *wire.Conn, b *wire.NodeRegister) (*wire.NodeRegister
 	s.publish(wire.Event{Kind: wire.EvNodeUp, Node: n.name, Msg: msg})
 	if !n.joined {
 		n.joined = true
+		if n.firstUp != nil {
+			close(n.firstUp)
+		}
 		if n.registered != nil {
 			close(n.registered)
 		} else if s.registered++; s.registered == s.initial {
 			close(s.allUp)
 		}
 	}
-	rep := &wire.NodeRegisterReply{Index: uint32(n.idx), DVM: s.id}
+	rep := &wire.NodeRegisterReply{Index: uint32(n.idx), DVM: s.id, Net: s.m.cfg.Net.String()}
 	if !n.local {
 		// The daemon in this process cannot hang on its own.
 		iv, _ := s.m.heartbeat()
