@@ -88,6 +88,9 @@ func rewriteInfo(t *testing.T, dir, id string, edit func(map[string]any)) {
 func TestStaleCheckKeepsLiveDVM(t *testing.T) {
 	dir := dynDir(t)
 	id := startDVM(t, "--nodes", "2", "--slots", "1")
+	// The daemon renames its socket to the node's name right after the
+	// master admits it, which can be just after `dvm start` returned.
+	waitFor(t, "node1's socket", func() bool { _, err := os.Stat(filepath.Join(dir, id, "node1.sock")); return err == nil })
 	dead := exec.Command("true")
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)

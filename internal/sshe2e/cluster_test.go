@@ -25,6 +25,8 @@ func TestSSHCluster(t *testing.T) {
 	}{
 		{"dvm over three hosts", dvmOverHosts},
 		{"job across hosts", jobAcrossHosts},
+		{"tools in a rank on another host", toolsInRanks},
+		{"node addresses", nodeAddresses},
 		{"put fence get across hosts", putFenceGet},
 		{"communicator allreduce across hosts", commAllreduce},
 		{"grow and shrink across hosts", growShrink},
@@ -86,6 +88,58 @@ func jobAcrossHosts(t *testing.T, h *hosts, dvm string) {
 		if host, node, _ := strings.Cut(w, "="); host != node {
 			t.Errorf("a rank on host %s was told it runs on node %q", host, node)
 		}
+	}
+}
+
+// toolsInRanks: a rank on h2, whose host has no rendezvous file of the
+// DVM, runs `dynrun dvm status` and `dynrc list` on the DVM by the
+// reference it was given (no --dvm): DYNRT_DVM=uri:tcp://<master> with
+// the token, and h2's own DYNRT_DIR, not h0's (the hosts share /tmp, so
+// h0's directory would be readable here and hide a reference that works
+// only through it).
+func toolsInRanks(t *testing.T, h *hosts, dvm string) {
+	script := `[ "$(hostname)" = h2 ] || exit 0
+echo "REF $DYNRT_DVM $DYNRT_DIR"
+dynrun dvm status --json | tr -d '\n' | sed 's/^/STATUS /'; echo
+dynrc list >/dev/null && echo RC ok`
+	out := h.ok("h0", "dynrun", "--dvm", dvm, "-n", "3", "--map-by", "node", "sh", "-c", script)
+	ls := strings.Split(strings.TrimSpace(out), "\n")
+	ref := withWord(ls, "REF")
+	if len(ref) != 1 {
+		t.Fatalf("want one REF line from the rank on h2:\n%s", out)
+	}
+	f := strings.Fields(ref[0])
+	if len(f) != 3 || !strings.HasPrefix(f[1], "uri:tcp://"+h.c.Host("h0").Addr.String()+":") || f[2] != h.c.Host("h2").Dir {
+		t.Errorf("the rank on h2 got %q, want DYNRT_DVM=uri:tcp://<h0's address>:<port> and DYNRT_DIR=%s", ref[0], h.c.Host("h2").Dir)
+	}
+	st := withWord(ls, "STATUS")
+	if len(st) != 1 {
+		t.Fatalf("want one STATUS line from the rank on h2:\n%s", out)
+	}
+	var v status
+	if err := json.Unmarshal([]byte(strings.TrimPrefix(st[0], "STATUS ")), &v); err != nil || v.ID != dvm || len(v.Nodes) != 3 {
+		t.Errorf("dvm status in a rank on h2: %v %+v", err, v)
+	}
+	if len(withWord(ls, "RC")) != 1 {
+		t.Errorf("dynrc in a rank on h2 failed:\n%s", out)
+	}
+}
+
+// nodeAddresses: each rank's DYNRT_NODE_ADDR (what lib/comm publishes)
+// is its own host's cluster address: on h1 and h2 the source address of
+// the daemon's connection to the master, on h0 the master's address.
+func nodeAddresses(t *testing.T, h *hosts, dvm string) {
+	out := h.ok("h0", "dynrun", "--dvm", dvm, "-n", "3", "--map-by", "node", "sh", "-c", `echo "$(hostname)=$DYNRT_NODE_ADDR"`)
+	seen := 0
+	for _, w := range strings.Fields(out) {
+		host, addr, _ := strings.Cut(w, "=")
+		seen++
+		if want := h.c.Host(host).Addr.String(); addr != want {
+			t.Errorf("a rank on %s has DYNRT_NODE_ADDR %q, want %s", host, addr, want)
+		}
+	}
+	if seen != 3 {
+		t.Errorf("output %q", out)
 	}
 }
 

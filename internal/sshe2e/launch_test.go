@@ -1,6 +1,7 @@
 package sshe2e
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -64,6 +65,28 @@ func TestSSHLaunch(t *testing.T) {
 		}
 		if got := sortedWords(h.ok("h0", "dynrun", "--dvm", dvm, "-n", "4", "hostname")); got != "h1 h1 h2 h2" {
 			t.Errorf("ranks ran on %q, want h1 h1 h2 h2 (h0 is not in the list)", got)
+		}
+		h.ok("h0", "dynrun", "dvm", "stop", "--dvm", dvm)
+		h.assertNothingLeft()
+	})
+
+	t.Run("default bind publishes the host's address", func(t *testing.T) {
+		h := h.on(t)
+		// No --bind: the ssh launcher listens on 0.0.0.0 and must publish
+		// an address the hosts can dial (h0's), never 0.0.0.0.
+		report := filepath.Join(h.c.Dir(), "report-uri")
+		out := strings.TrimSpace(h.ok("h0", "dynrun", "dvm", "start", "--host", "h1:1,h2:1", "--launch-agent", h.agent(),
+			"--prefix", progs, "--daemonize", "--report-uri", report))
+		dvm := strings.Fields(out)[0]
+		b, err := os.ReadFile(report)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "uri:tcp://" + h.c.Host("h0").Addr.String() + ":"; !strings.Contains(string(b), want) {
+			t.Errorf("--report-uri wrote %q, want %s<port>", b, want)
+		}
+		if got := sortedWords(h.ok("h0", "dynrun", "--dvm", dvm, "-n", "2", "hostname")); got != "h1 h2" {
+			t.Errorf("ranks ran on %q, want h1 h2", got)
 		}
 		h.ok("h0", "dynrun", "dvm", "stop", "--dvm", dvm)
 		h.assertNothingLeft()

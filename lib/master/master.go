@@ -252,7 +252,7 @@ func Start(ctx context.Context, cfg Config) (*Master, error) {
 	return m, nil
 }
 
-func (m *Master) start(ctx context.Context) error {
+func (m *Master) start(ctx context.Context) (err error) {
 	sock, err := dvmdir.SocketPath(m.dir, m.info.ID, "master.sock")
 	if err != nil {
 		return err
@@ -327,8 +327,15 @@ func (m *Master) start(ctx context.Context) error {
 	launched := make(chan error, 1)
 	startCtx, stopLaunch := context.WithCancel(ctx)
 	defer func() {
+		// On success the last daemons may have registered before their
+		// launch was booked: let it finish (canceling it would stop them).
+		// On failure stop launching. Either way nothing is started after
+		// start returns: shutdown finds every daemon in the state.
+		if err != nil {
+			stopLaunch()
+		}
+		<-launched
 		stopLaunch()
-		<-launched // nothing is started after start returns (shutdown finds every daemon in the state)
 	}()
 	go func() { launched <- m.startOthers(startCtx, early) }()
 	timeout := m.registerTimeout()

@@ -171,3 +171,34 @@ func BenchmarkSSHStart(b *testing.B) {
 		})
 	}
 }
+
+// slowBooking is a Starter whose Start returns late, after the daemon it
+// started may already have registered.
+type slowBooking struct {
+	launcher.Starter
+	delay time.Duration
+}
+
+func (s slowBooking) Start(ctx context.Context, spec launcher.NodeSpec) (*launcher.Daemon, error) {
+	d, err := s.Starter.Start(ctx, spec)
+	time.Sleep(s.delay)
+	return d, err
+}
+
+// Start returns once every daemon has registered, even when a daemon
+// registers before its start was booked; the daemons must stay up. (The
+// first version of the parallel start canceled the booking when Start
+// returned, and stopped such a daemon.)
+func TestStartDaemonRegistersBeforeBooking(t *testing.T) {
+	d := startDVM(t, 3, 1, func(c *Config) { c.Starter = slowBooking{c.Starter, 500 * time.Millisecond} })
+	time.Sleep(300 * time.Millisecond) // a stopped daemon's connection closes within this
+	st, err := d.c.State(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range st.Nodes {
+		if n.State != "up" {
+			t.Errorf("node %s is %s after the start", n.Name, n.State)
+		}
+	}
+}

@@ -117,3 +117,18 @@ func TestGoldenNodesGrowShrink(t *testing.T) {
 		golden(t, "nodes-grow-shrink-"+itoa(size[0])+"x"+itoa(size[1]), m.View()+"\n")
 	}
 }
+
+// A DVM started with a host list that does not name the master's host:
+// node 0 (h0) has no slots, its processes are on the other nodes. The
+// slot map shows h0 with no cells and nothing breaks.
+func TestGoldenZeroSlotNode(t *testing.T) {
+	snap := bigScene(3, 4, 6)
+	nodes := []wire.NodeInfo{{Name: "h0", Index: 0, Slots: 0, State: wire.NodeUp}}
+	for _, n := range snap.State.Nodes {
+		n.Index++
+		nodes = append(nodes, n)
+	}
+	snap.State.Nodes = nodes
+	m := feed(newModel(Config{}), tea.WindowSizeMsg{Width: 80, Height: 24}, snap)
+	golden(t, "zero-slot-node-80x24", m.View()+"\n")
+}
