@@ -30,7 +30,7 @@ func clusterFlags(prefix string) []cli.Flag {
 		&cli.StringFlag{Name: "launcher", Usage: prefix + "how daemons are started: `local` (this host), ssh, join or slurm (default: ssh with --host/--hostfile, else slurm inside a Slurm allocation unless --nodes/--slots, else local)"},
 		&cli.StringFlag{Name: "launch-agent", Usage: prefix + "ssh `CMD` and its options, split as shell words (default $" + envSSH + ", else 'ssh -o BatchMode=yes')"},
 		&cli.StringFlag{Name: "prefix", Usage: prefix + "dynrt is installed in `DIR` on the remote hosts: the daemon is DIR/bin/dynrun, DIR/bin and DIR/lib go first in PATH and LD_LIBRARY_PATH (default $" + envPrefix + ", else implied by running dynrun as /abs/DIR/bin/dynrun)"},
-		&cli.StringFlag{Name: "bind", Usage: prefix + "TCP listen `ADDR` of the master (default 127.0.0.1:0; with ssh or join 0.0.0.0:0, published as a concrete address)"},
+		&cli.StringFlag{Name: "bind", Usage: prefix + "TCP listen `ADDR` of the master (default 127.0.0.1:0; with ssh, join or slurm 0.0.0.0:0, published as a concrete address)"},
 		&cli.StringFlag{Name: "net", Usage: prefix + "addresses the DVM publishes come from `NETS`: networks (198.18.0.0/24) or interface names, comma-separated (default: any; see docs/clusters.md)"},
 	}
 }

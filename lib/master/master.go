@@ -54,7 +54,7 @@ type Config struct {
 	// Listening, when set, is called once the master listens, before the
 	// daemons are started (the join launcher prints how to join then).
 	Listening func(dvmdir.Info)
-	Bind      string // TCP listen address; "" = DefaultBind, or ClusterBind with the ssh and join launchers
+	Bind      string // TCP listen address; "" = DefaultBind, or ClusterBind with the ssh, join and slurm launchers
 	// Net chooses the address published for a wildcard Bind and handed to
 	// daemons and processes (--net); the zero Net allows any.
 	Net launcher.Net
