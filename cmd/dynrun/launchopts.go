@@ -14,6 +14,7 @@ import (
 
 	"github.com/dynrt/dynrt/lib/alloc"
 	"github.com/dynrt/dynrt/lib/cliutil"
+	"github.com/dynrt/dynrt/lib/launcher"
 	"github.com/dynrt/dynrt/wire"
 )
 
@@ -119,6 +120,9 @@ func parseLaunch(c *cli.Context, cwd string, lim wire.Limits, e *env) (launchOpt
 	}
 	if o.cluster, err = parseCluster(c, e); err != nil {
 		return o, err
+	}
+	if o.cluster.kind == launcher.Join {
+		return o, cliutil.Usagef("--launcher join: start the DVM with 'dynrun dvm start --launcher join' (it prints the command for each host), then run the job with --dvm")
 	}
 	if c.IsSet("nodes") || c.IsSet("slots") || o.cluster.listed != nil {
 		o.private = true

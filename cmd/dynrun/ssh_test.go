@@ -243,6 +243,10 @@ func TestLaunchAgentQuoting(t *testing.T) {
 		t.Errorf("$DYNRT_SSH: exit %d, %s", code, errOut)
 	}
 	t.Setenv(envSSH, "")
+	code, _, errOut = runBin(t, "-n", "1", "--host", "fh1", "--launcher", "join", "true")
+	if code != 2 || !strings.Contains(errOut, "dvm start --launcher join") {
+		t.Errorf("launch form with the join launcher: exit %d, %s", code, errOut)
+	}
 	code, _, errOut = runBin(t, "-n", "1", "--host", "fh1", "--launcher", "local", "true")
 	if code != 2 || !strings.Contains(errOut, "--launcher local starts daemons on this host only") {
 		t.Errorf("local launcher with remote hosts: exit %d, %s", code, errOut)

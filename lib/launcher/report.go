@@ -120,6 +120,8 @@ func (f Failure) Hint() string {
 		return fmt.Sprintf("%s cannot reach the master at %s; choose the master's address with --bind or --net", f.Host, f.Master)
 	case !remote:
 		return ""
+	case has("kex_exchange_identification", "connection reset by peer"):
+		return fmt.Sprintf("ssh failed: %s dropped the connection during the handshake; if many hosts start at once this is sshd's MaxStartups (dynrun opens at most 8 connections at once; other clients may take the rest: raise MaxStartups or retry); check that `%s %s true` works", f.Host, ShellJoin(f.Agent), f.Host)
 	case has("permission denied", "host key verification failed", "could not resolve hostname",
 		"connection refused", "connection timed out", "no route to host", "connection closed", "kex_exchange",
 		"too many authentication failures", "bad configuration option", "no such file", "can't open user config"),

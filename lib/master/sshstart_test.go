@@ -202,3 +202,16 @@ func TestStartDaemonRegistersBeforeBooking(t *testing.T) {
 		}
 	}
 }
+
+// Daemons that do not register in time are named in the error.
+func TestRegisterTimeoutNamesNodes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "d")
+	nodes := []alloc.Node{{Name: "h0", Slots: 1}, {Name: "h1", Slots: 1}, {Name: "h2", Slots: 1}}
+	_, err := Start(t.Context(), Config{
+		Dir: dir, Nodes: nodes, Launcher: launcher.Join, Bind: "127.0.0.1:0", RegisterTimeout: 200 * time.Millisecond,
+		Env: func(string) string { return "" },
+	})
+	if err == nil || !strings.Contains(err.Error(), "the daemons of 2 nodes did not register within 200ms: h1, h2") {
+		t.Fatalf("start: %v", err)
+	}
+}
