@@ -420,7 +420,7 @@ func (s *state) nameVirtual(nodes []alloc.Node) []alloc.Node {
 		}
 		out[k].Name = "node" + strconv.Itoa(i)
 		if out[k].Slots <= 0 {
-			out[k].Slots = s.nodes[0].slots
+			out[k].Slots = max(s.nodes[0].slots, 1) // node 0 may have none (its host not listed)
 		}
 	}
 	return out
