@@ -272,7 +272,8 @@ dynrun dvm list >/dev/null 2>&1 || true`
 // growShrink: `dvm grow --nodes 1` gets h3 from a new Slurm job and
 // starts its daemon there; a job then uses all four hosts. Shrinking h1,
 // whose daemon shares one srun step with h2's, leaves h2 up; shrinking
-// h3, the last node of the grow job, cancels that job.
+// h3, the last node of the grow job, cancels that job; so does dvm stop
+// right after another grow.
 func growShrink(c *cluster) {
 	script := `set -e
 dvm=$(dynrun dvm start --daemonize)
@@ -285,7 +286,10 @@ dynrun -n 12 sh -c 'echo HOST2 $(hostname)'
 dynrun dvm shrink --node h3 >/dev/null
 for i in $(seq 100); do [ -z "$(squeue -h -n "dynrt-$dvm-grow")" ] && break; sleep 0.1; done
 echo "AFTER $(squeue -h -n "dynrt-$dvm-grow" | wc -l)"
-dynrun dvm stop >/dev/null`
+dynrun dvm grow --nodes 1 >/dev/null
+dynrun dvm stop >/dev/null
+for i in $(seq 100); do [ -z "$(squeue -h -n "dynrt-$dvm-grow")" ] && break; sleep 0.1; done
+echo "STOPPED $(squeue -h -n "dynrt-$dvm-grow" | wc -l)"`
 	out := c.salloc(3, script)
 	if !strings.Contains(out, "node h3 joined DVM") {
 		c.t.Errorf("grow did not report h3:\n%s", out)
@@ -314,6 +318,11 @@ dynrun dvm stop >/dev/null`
 	}
 	if a := lines(out, "AFTER"); len(a) != 1 || a[0] != "0" {
 		c.t.Errorf("grow job still queued after its last node left: %q", a)
+	}
+	// dvm stop right after a grow gives the grow job back (its script may
+	// not have seen the daemons' short step).
+	if a := lines(out, "STOPPED"); len(a) != 1 || a[0] != "0" {
+		c.t.Errorf("grow job still queued 10 s after dvm stop: %q", a)
 	}
 }
 

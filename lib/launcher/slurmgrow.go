@@ -21,7 +21,9 @@ import (
 // job ends by itself once none of its daemons' steps is left (the daemons
 // stopped, or lost their master), or when it never got one within
 // holdFirstStep; the master also cancels it when the last of its nodes
-// leaves the DVM (dvm shrink), or when the grow fails.
+// leaves the DVM (dvm shrink, dvm stop), or when the grow fails. (The
+// script polls: a step shorter than its poll may pass unseen, and then
+// only the cancel or holdFirstStep ends the job.)
 
 // holdFirstStep bounds how long a grow job waits for its first daemon step.
 const holdFirstStep = 5 * time.Minute

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -718,4 +719,47 @@ func TestShrinkSlotsHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.checkNodes()
+}
+
+// releasingStarter is groupStarter that records Release calls, as the
+// slurm launcher's grow job (launcher.SlurmGrow) cancels its job.
+type releasingStarter struct {
+	groupStarter
+	mu       sync.Mutex
+	released []string
+}
+
+func (r *releasingStarter) Release(_ context.Context, node string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.released = append(r.released, node)
+	return nil
+}
+
+// TestStopReleasesNodes: stopping the DVM gives back what was taken for
+// the nodes still in it (a Slurm grow job is cancelled), as a shrink
+// does; a node that left earlier is not released twice.
+func TestStopReleasesNodes(t *testing.T) {
+	d := startDVM(t, 1, 1)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &releasingStarter{groupStarter: groupStarter{exe: exe, env: append([]string{envRole + "=daemon"}, d.env...)}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := d.m.AddNodes(ctx, r, []alloc.Node{{Name: "ra", Slots: 1}, {Name: "rb", Slots: 1}}, nil, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.shrink(wire.DVMShrinkReq{Node: "ra"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.m.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !slices.Equal(r.released, []string{"ra", "rb"}) {
+		t.Fatalf("released %q, want ra (shrink) then rb (stop)", r.released)
+	}
 }

@@ -675,12 +675,20 @@ func (m *Master) shutdown(grace time.Duration) {
 	}
 	var stops []stopping
 	var procs []*launcher.Daemon
+	type release struct {
+		r    launcher.Releaser
+		node string
+	}
+	var releases []release
 	_ = do(context.Background(), m, func(s *state) error {
 		seen := map[*launcher.Daemon]bool{} // one srun runs the daemons of many nodes
 		for _, n := range s.nodes {
 			if n.proc != nil && !seen[n.proc] {
 				seen[n.proc] = true
 				procs = append(procs, n.proc)
+			}
+			if r, ok := n.starter.(launcher.Releaser); ok && !n.gone {
+				releases = append(releases, release{r, n.name})
 			}
 			if !n.up {
 				continue
@@ -728,6 +736,15 @@ func (m *Master) shutdown(grace time.Duration) {
 		}()
 	}
 	wg.Wait()
+	// Give back what was taken for nodes (a Slurm grow job), as when they
+	// leave by dvm shrink.
+	for _, r := range releases {
+		rctx, cancel := context.WithTimeout(context.Background(), slack)
+		if err := r.r.Release(rctx, r.node); err != nil {
+			m.log.Warn("master: cannot release the resources of a node", "node", r.node, "err", err)
+		}
+		cancel()
+	}
 	if m.localCancel != nil {
 		m.localCancel()
 		if err := <-m.localDone; err != nil {
