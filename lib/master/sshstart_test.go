@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/dynrt/dynrt/internal/leakcheck"
 	"github.com/dynrt/dynrt/lib/alloc"
 	"github.com/dynrt/dynrt/lib/launcher"
+	"github.com/dynrt/dynrt/wire"
 )
 
 // fakeSSHD is a script standing in for ssh to hosts whose sshd has
@@ -213,5 +215,32 @@ func TestRegisterTimeoutNamesNodes(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "the daemons of 2 nodes did not register within 200ms: h1, h2") {
 		t.Fatalf("start: %v", err)
+	}
+}
+
+// A DVM whose node 0 has no slots (the master's host when the host list
+// does not name it): jobs, oversubscribed ones too, and resource-change
+// ADDs never place a process there, and an ADD that would need it is
+// refused for want of free slots.
+func TestZeroSlotMasterNode(t *testing.T) {
+	d := startDVM(t, 3, 2, func(c *Config) { c.Nodes[0].Slots = 0 })
+	rep, err := d.launch(wire.JobLaunchReq{Argv: []string{"sleep", "30"}, N: 6, Name: "over", Oversubscribe: true, MapBy: wire.MapByNode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range d.procs(rep.Job) {
+		if p.Node == "node0" {
+			t.Errorf("rank %d of an oversubscribed job placed on the 0-slot node", p.Rank)
+		}
+	}
+	d.kill(rep.Job)
+	job := d.sleeper(2)
+	if _, err := d.rc(wire.RCRequest{Job: job.Job, Type: wire.RCAdd, N: 3}); !errors.Is(err, wire.ErrNoResources) {
+		t.Errorf("ADD of 3 with 2 free slots (and 0 on node0): %v", err)
+	}
+	for _, p := range d.procs(job.Job) {
+		if p.Node == "node0" {
+			t.Errorf("rank %d placed on the 0-slot node", p.Rank)
+		}
 	}
 }
