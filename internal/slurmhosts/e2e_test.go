@@ -178,6 +178,7 @@ func TestSlurm(t *testing.T) {
 	}{
 		{"salloc then dynrun -n 12", sallocLaunch},
 		{"dvm over the allocation", dvmOverAllocation},
+		{"mpich allreduce across the allocation", mpichAllreduce},
 		{"grow by a new allocation, shrink", growShrink},
 		{"killing the master ends the steps and the grow job", killMaster},
 		{"master outside its allocation", outside},
@@ -205,6 +206,40 @@ func sallocLaunch(c *cluster) {
 	out = c.salloc(3, `dynrun -n 6 --map-by node testapp exchange`)
 	if n := len(lines(out, "exchange")); n != 6 || strings.Contains(out, "ERROR") {
 		c.t.Errorf("want 6 exchange lines and no ERROR:\n%s", out)
+	}
+}
+
+// mpichAllreduce: an MPICH program (Debian's mpich, PMI through the
+// daemons) runs its allreduce across the three hosts of the allocation.
+func mpichAllreduce(c *cluster) {
+	cc, err := exec.LookPath("mpicc.mpich")
+	if err != nil {
+		c.t.Skip("no mpicc.mpich (make deps-mpi)")
+	}
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	src := filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), "testdata", "mpi", "allreduce.c")
+	prog := filepath.Join(c.t.TempDir(), "allreduce")
+	if b, err := exec.Command(cc, "-O1", "-o", prog, src).CombinedOutput(); err != nil {
+		c.t.Fatalf("mpicc: %v\n%s", err, b)
+	}
+	res := c.salloc(3, `dynrun -n 6 --map-by node --timeout 60s sh -c 'echo "HOST $(hostname)"; exec "$0"' `+prog)
+	var sums []string
+	for _, l := range strings.Split(res, "\n") {
+		if strings.Contains(l, "allreduce") {
+			sums = append(sums, l)
+			if !strings.Contains(l, "sum=15") || !strings.HasSuffix(l, " ok") {
+				c.t.Errorf("%q", l)
+			}
+		}
+	}
+	if len(sums) != 6 {
+		c.t.Errorf("want 6 allreduce lines:\n%s", res)
+	}
+	if got := count(lines(res, "HOST")); len(got) != 3 || got["h0"] != 2 || got["h1"] != 2 || got["h2"] != 2 {
+		c.t.Errorf("MPI ranks per host %v, want 2 on each of h0 h1 h2", got)
 	}
 }
 
