@@ -10,6 +10,7 @@
 #   scripts/nshosts.sh down                       # tear everything down
 #   scripts/nshosts.sh list                       # clusters in /run/dynrt-nshosts
 #   scripts/nshosts.sh reap dyn-nshosts-t         # clusters of killed test runs
+#   scripts/nshosts.sh up --owner $$ ...          # reap removes it once this shell is gone
 #
 # Every command takes --prefix P (default dyn-hosts) to name the cluster.
 # The Go command is built once into $NSHOSTS_BIN (default

@@ -40,13 +40,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			{
 				Name:  "up",
 				Usage: "build a cluster; prints NSHOSTS_* shell assignments on stdout (eval them)",
-				UsageText: "nshosts up [--prefix P] [-k K | --hosts a,b,c] [--no-ssh] [--env KEY=VALUE]...\n" +
+				UsageText: "nshosts up [--prefix P] [-k K | --hosts a,b,c] [--no-ssh] [--env KEY=VALUE]... [--owner PID]\n" +
 					"   eval \"$(scripts/nshosts.sh up -k 3)\"",
 				Flags: []cli.Flag{prefix(),
 					&cli.IntFlag{Name: "k", Value: 3, Usage: "`K` hosts h0..h<K-1>"},
 					&cli.StringFlag{Name: "hosts", Usage: "host names `a,b,c` (instead of -k)"},
 					&cli.BoolFlag{Name: "no-ssh", Usage: "no sshd, no keys"},
 					&cli.StringSliceFlag{Name: "env", Usage: "`KEY=VALUE` set in every ssh session (repeatable), e.g. PATH=/dir/with/dynrun:/usr/bin:/bin"},
+					&cli.IntFlag{Name: "owner", Usage: "the cluster belongs to process `PID`: `reap` tears it down once that process is gone (default: none, only down removes it)"},
 				},
 				Action: func(c *cli.Context) error { return up(c, logger, stdout, stderr) },
 			},
@@ -140,7 +141,11 @@ func up(c *cli.Context, log *slog.Logger, stdout, stderr io.Writer) error {
 	if why := nshosts.Unsupported(!c.Bool("no-ssh")); why != "" {
 		return cliutil.Exitf(cliutil.ExitFail, "%s", why)
 	}
-	cfg := nshosts.Config{Prefix: c.String("prefix"), K: c.Int("k"), SSH: !c.Bool("no-ssh"), Env: c.StringSlice("env"), Logger: log}
+	cfg := nshosts.Config{Prefix: c.String("prefix"), K: c.Int("k"), SSH: !c.Bool("no-ssh"), Env: c.StringSlice("env"),
+		Owner: c.Int("owner"), Logger: log}
+	if cfg.Owner < 0 || c.IsSet("owner") && syscall.Kill(cfg.Owner, 0) != nil {
+		return cliutil.Usagef("--owner %d: no such process", cfg.Owner)
+	}
 	if h := c.String("hosts"); h != "" {
 		cfg.Hosts = strings.Split(h, ",")
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,9 +29,14 @@ func TestUpExecSSHDown(t *testing.T) {
 	if why := nshosts.Unsupported(true); why != "" {
 		t.Skip(why)
 	}
+	// Clusters of killed runs of this test are reaped: they belong to
+	// their test process (--owner).
+	if code, _, errs := run(t, "reap", "dyn-nshosts-cmd"); code != 0 {
+		t.Fatalf("reap: exit %d: %s", code, errs)
+	}
 	prefix := fmt.Sprintf("dyn-nshosts-cmd-%d", os.Getpid()%10000)
 	t.Cleanup(func() { _ = nshosts.Down(context.Background(), prefix, nil) })
-	code, out, errs := run(t, "up", "--prefix", prefix, "-k", "2", "--env", "NSHOSTS_TEST=1")
+	code, out, errs := run(t, "up", "--prefix", prefix, "-k", "2", "--env", "NSHOSTS_TEST=1", "--owner", strconv.Itoa(os.Getpid()))
 	if code != 0 {
 		t.Fatalf("up: exit %d: %s", code, errs)
 	}
@@ -52,6 +58,9 @@ func TestUpExecSSHDown(t *testing.T) {
 		{args: []string{"exec", "--prefix", prefix, "h5", "true"}, code: 2, err: `no host "h5" in cluster ` + prefix + " (hosts: h0 h1)"},
 		{args: []string{"exec", "--prefix", prefix + "-none", "h0", "true"}, code: 1, err: "no cluster " + prefix + "-none"},
 		{args: []string{"list", prefix}, out: prefix + "\thosts h0,h1\t"},
+		{args: []string{"reap", prefix}}, // its owner, this process, lives
+		{args: []string{"exec", "--prefix", prefix, "h1", "true"}},
+		{args: []string{"up", "--prefix", prefix + "-x", "--owner", "999999999"}, code: 2, err: "--owner 999999999: no such process"},
 		{args: []string{"up", "--prefix", prefix}, code: 1, err: "a cluster with prefix " + prefix + " exists"},
 		{args: []string{"up", "--prefix", "Bad"}, code: 1, err: `prefix "Bad": character 'B'`},
 	}
