@@ -133,7 +133,7 @@ func samples() map[string]any {
 		"JobStdin":       &JobStdin{Job: "dvm1.7", Rank: 3, Data: []byte("line 1\n\x00"), EOF: true},
 
 		"NodeRegister":      &NodeRegister{Name: "n1", Host: "h1", Slots: 4, PID: 55, Addr: "/run/n1.sock"},
-		"NodeRegisterReply": &NodeRegisterReply{Index: 1, DVM: "ab12cd", HeartbeatMS: 1000, DeadMS: 4000},
+		"NodeRegisterReply": &NodeRegisterReply{Index: 1, DVM: "ab12cd", HeartbeatMS: 1000, DeadMS: 4000, Net: "198.18.1.0/24"},
 		"NodeInfo":          &node,
 		"JobData":           &jobData,
 		"LaunchReq": &LaunchReq{Job: "dvm1.7", App: "lu", ID: 7, Ranks: RankRanges{{8, 11}}, Argv: []string{"./lu"},
