@@ -49,7 +49,10 @@
 #                         allocation; round robin over the allocation's nodes)
 #         fork-floor      as above
 #   N=1   grow-slurm+job  dynrun dvm grow --nodes 1 (a new allocation: h3), then a job with a
-#                         rank on h3; measured only if this dynrun can grow under Slurm
+#                         rank on h3; measured only if this dynrun can grow under Slurm. After
+#                         each run, untimed: dvm shrink --node h3 and wait until Slurm has h3 idle
+#         srun-new-job    srun -N 1 -w h3 /bin/true outside the allocation: a new Slurm job
+#                         with one step on h3, the floor of such a grow
 #
 # Every variant runs once per round, in a fresh random order (scripts/benchtimer),
 # so a machine that gets busier or quieter during the run affects all alike.
@@ -270,6 +273,7 @@ slurm_part() {
 			done
 			if $(printf '%q' "$bin") dvm grow --dvm bench-swarm --nodes 1 >grow.out 2>&1; then
 				echo "grow \$($(printf '%q' "$bin") --dvm bench-swarm -n 4 --map-by node hostname | sort | tr '\n' ' ')"
+				$(printf '%q' "$bin") dvm shrink --dvm bench-swarm --node h3 >/dev/null
 			else
 				echo "grow-failed \$(tr '\n' ' ' <grow.out)"
 			fi
@@ -309,13 +313,25 @@ slurm_part() {
 		((have_hydra_slurm)) && line hydra-slurm "$n" mpiexec.hydra -launcher slurm -ppn 1 -n "$n" /bin/true
 		line fork-floor "$n" "$work/forkfloor" "$n" /bin/true
 	done
+	# Slurm frees h3 some time after the grow's job is cancelled (COMPLETING,
+	# then IDLE): the next grow would wait for it, so the untimed step after
+	# each run waits too.
+	local idle_h3='for i in $(seq 900); do [ "$(sinfo -h -n h3 -o %t)" = idle ] && exit 0; sleep 0.1; done; echo h3 not idle after 90 s >&2; exit 1'
 	if ((grow)); then
 		line grow-slurm+job 1 /bin/sh -c "$(printf '%q dvm grow --dvm bench-swarm --nodes 1 >/dev/null && %q --dvm bench-swarm -n 4 --map-by node /bin/true' "$bin" "$bin")" \
-			@then "$bin" dvm shrink --dvm bench-swarm --node h3
+			@then /bin/sh -c "$(printf '%q dvm shrink --dvm bench-swarm --node h3 >/dev/null' "$bin") && $idle_h3"
+		# Slurm's own floor for it: a new job of h3 with one step, outside the
+		# allocation (its variables unset).
+		line srun-new-job 1 /bin/sh -c 'unset $(env | sed -n "s/^\(SLURM_[A-Z_]*\)=.*/\1/p" | grep -v "^SLURM_CONF$"); exec srun -N 1 -w h3 /bin/true' \
+			@then /bin/sh -c "$idle_h3"
+	fi
+	if ((grow)); then
+		# The check's grow job ends some time after its node left.
+		onsh0 sh -c "$idle_h3" || die "Slurm did not free h3 after the check's grow"
 	fi
 	note "Slurm: $ROUNDS rounds (+$WARMUP warm-up runs per variant) in salloc -N 3 --ntasks-per-node=$SLOTS on h0"
 	note "before: $(state)"
-	onsh0 "${alloc[@]}" sh -c "$(printf '%q' "$bin") dvm start --daemonize --name bench-swarm >/dev/null && trap '$(printf '%q' "$bin") dvm stop --dvm bench-swarm >/dev/null 2>&1' EXIT && $(printf '%q' "$work/benchtimer") -rounds $ROUNDS -warmup $WARMUP -peers srun,hydra-slurm" <"$spec"
+	onsh0 "${alloc[@]}" sh -c "$(printf '%q' "$bin") dvm start --daemonize --name bench-swarm >/dev/null && trap '$(printf '%q' "$bin") dvm stop --dvm bench-swarm >/dev/null 2>&1' EXIT && $(printf '%q' "$work/benchtimer") -timeout 150s -rounds $ROUNDS -warmup $WARMUP -peers srun,hydra-slurm,srun-new-job" <"$spec"
 	note "after: $(state)"
 }
 
