@@ -181,8 +181,7 @@ func runDVMStart(c *cli.Context, e *env) error {
 		stopMaster(m)
 		return cliutil.Exitf(cliutil.ExitFail, "--report-uri: %v", err)
 	}
-	fmt.Fprintf(e.stderr, "dynrun: DVM %s ready: %d nodes, %d slots (stop it with 'dynrun dvm stop --dvm %s')\n",
-		info.ID, len(nodes), totalSlots(nodes), info.ID)
+	fmt.Fprintln(e.stderr, readyLine(info.ID, nodes))
 	select {
 	case <-m.Done():
 	case <-c.Context.Done():
@@ -234,6 +233,20 @@ func stopMaster(m *master.Master) error {
 	ctx, cancel := context.WithTimeout(context.Background(), stopWait)
 	defer cancel()
 	return m.Stop(ctx)
+}
+
+// readyLine is what a foreground `dvm start` prints once the DVM is up.
+func readyLine(id string, nodes []alloc.Node) string {
+	return fmt.Sprintf("dynrun: DVM %s ready: %s, %s (stop it with 'dynrun dvm stop --dvm %s')",
+		id, counted(len(nodes), "node"), counted(totalSlots(nodes), "slot"), id)
+}
+
+// counted is "1 node", "2 nodes", "0 slots".
+func counted(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func totalSlots(nodes []alloc.Node) int {

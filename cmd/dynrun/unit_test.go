@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"github.com/dynrt/dynrt/lib/alloc"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -273,6 +274,23 @@ func TestImpliedPrefix(t *testing.T) {
 	for argv0, want := range cases {
 		if got := impliedPrefix(argv0); got != want {
 			t.Errorf("impliedPrefix(%q) = %q, want %q", argv0, got, want)
+		}
+	}
+}
+
+// TestReadyLine: the count words agree with the counts ("1 nodes" before).
+func TestReadyLine(t *testing.T) {
+	cases := []struct {
+		nodes []alloc.Node
+		want  string
+	}{
+		{[]alloc.Node{{Name: "h0", Slots: 1}}, "dynrun: DVM x ready: 1 node, 1 slot (stop it with 'dynrun dvm stop --dvm x')"},
+		{[]alloc.Node{{Name: "h0", Slots: 0}, {Name: "h1", Slots: 4}}, "dynrun: DVM x ready: 2 nodes, 4 slots (stop it with 'dynrun dvm stop --dvm x')"},
+		{[]alloc.Node{{Name: "h0", Slots: 0}}, "dynrun: DVM x ready: 1 node, 0 slots (stop it with 'dynrun dvm stop --dvm x')"},
+	}
+	for _, c := range cases {
+		if got := readyLine("x", c.nodes); got != c.want {
+			t.Errorf("readyLine(%v) = %q, want %q", c.nodes, got, c.want)
 		}
 	}
 }

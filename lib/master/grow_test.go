@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -761,5 +762,50 @@ func TestStopReleasesNodes(t *testing.T) {
 	defer r.mu.Unlock()
 	if !slices.Equal(r.released, []string{"ra", "rb"}) {
 		t.Fatalf("released %q, want ra (shrink) then rb (stop)", r.released)
+	}
+}
+
+// warnings is a slog handler that keeps the messages of warnings.
+type warnings struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warnings) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (w *warnings) Handle(_ context.Context, r slog.Record) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	msg := r.Message
+	r.Attrs(func(a slog.Attr) bool { msg += " " + a.String(); return true })
+	w.msgs = append(w.msgs, msg)
+	return nil
+}
+func (w *warnings) WithAttrs([]slog.Attr) slog.Handler { return w }
+func (w *warnings) WithGroup(string) slog.Handler      { return w }
+
+func (w *warnings) all() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.msgs)
+}
+
+// TestShrinkWarnsNothing: a node that leaves by dvm shrink is no failure,
+// so the master logs no "node down" warning for it (it did, with the
+// daemon's connection error, on every shrink).
+func TestShrinkWarnsNothing(t *testing.T) {
+	w := &warnings{}
+	d := startDVM(t, 1, 2, func(c *Config) { c.Logger = slog.New(w) })
+	if _, err := d.grow(wire.DVMGrowReq{Nodes: 1}); err != nil {
+		t.Fatal(err)
+	}
+	ev := d.watchNodes()
+	if _, err := d.shrink(wire.DVMShrinkReq{Node: "node1"}); err != nil {
+		t.Fatal(err)
+	}
+	ev.waitKinds(t, "node1", wire.EvNodeRemoved)
+	for _, m := range w.all() {
+		if strings.Contains(m, "node down") {
+			t.Errorf("warning logged for a node that left by shrink: %s", m)
+		}
 	}
 }

@@ -154,7 +154,8 @@ func (s *state) nodeDown(n *node, why error, declared bool) {
 	case s.stopping:
 		msg = fmt.Sprintf("daemon of node %s stopped", n.name)
 	}
-	if !s.stopping && why != nil {
+	// A stop or a shrink takes daemons down on purpose: no warning.
+	if !s.stopping && !n.leaving && why != nil {
 		s.log.Warn("master: node down", "node", n.name, "err", why)
 	}
 	s.publish(wire.Event{Kind: wire.EvNodeDown, Node: n.name, Msg: msg})
