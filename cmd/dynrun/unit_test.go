@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"github.com/dynrt/dynrt/lib/alloc"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynrt/dynrt/lib/alloc"
 	"github.com/dynrt/dynrt/lib/cliutil"
 	"github.com/dynrt/dynrt/lib/dvmdir"
 	"github.com/dynrt/dynrt/wire"
