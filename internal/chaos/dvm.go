@@ -106,7 +106,7 @@ func (h *harness) rejoin(ctx context.Context, node string) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	h.reap(cmd)
+	exited := h.reap(cmd)
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		st, err := d.cl.State(ctx)
@@ -118,7 +118,12 @@ func (h *harness) rejoin(ctx context.Context, node string) error {
 				return nil
 			}
 		}
-		if cmd.ProcessState != nil || !leakcheck.Alive(cmd.Process.Pid) {
+		select {
+		case <-exited:
+			return fmt.Errorf("chaos: rejoin of %s: daemon exited: %s", node, strings.TrimSpace(out.String()))
+		default:
+		}
+		if !leakcheck.Alive(cmd.Process.Pid) {
 			return fmt.Errorf("chaos: rejoin of %s: daemon exited: %s", node, strings.TrimSpace(out.String()))
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -126,13 +131,18 @@ func (h *harness) rejoin(ctx context.Context, node string) error {
 	return fmt.Errorf("chaos: rejoin of %s: not up after 20s: %s", node, strings.TrimSpace(out.String()))
 }
 
-// reap waits for cmd in the background so that it does not stay a zombie.
-func (h *harness) reap(cmd *exec.Cmd) {
+// reap waits for cmd in the background so that it does not stay a zombie;
+// the channel is closed once it has exited. Only that goroutine may touch
+// cmd.ProcessState (reading it elsewhere is a data race with Wait).
+func (h *harness) reap(cmd *exec.Cmd) <-chan struct{} {
+	done := make(chan struct{})
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
+		defer close(done)
 		_ = cmd.Wait()
 	}()
+	return done
 }
 
 // osProcs lists the live processes carrying the run's mark.
