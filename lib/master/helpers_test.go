@@ -355,6 +355,33 @@ func (d *testDVM) wait(job string) wire.JobInfo {
 	return end
 }
 
+// stopWaiting stops the DVM (dvm stop) while a second client waits for
+// job, and returns the job's end.
+func (d *testDVM) stopWaiting(job string) wire.JobInfo {
+	d.t.Helper()
+	waiter := d.attach()
+	defer waiter.Close()
+	ended := make(chan wire.JobInfo, 1)
+	go func() {
+		end, err := waiter.WaitJob(context.Background(), job)
+		if err != nil {
+			d.t.Errorf("wait: %v", err)
+		}
+		ended <- end
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := d.c.StopDVM(ctx, 0); err != nil {
+		d.t.Fatal(err)
+	}
+	select {
+	case <-d.m.Done():
+	case <-ctx.Done():
+		d.t.Fatal("master did not stop")
+	}
+	return <-ended
+}
+
 // run launches a job and waits for its end.
 func (d *testDVM) run(req wire.JobLaunchReq) (wire.JobLaunchReply, wire.JobInfo) {
 	d.t.Helper()

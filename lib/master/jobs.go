@@ -48,6 +48,7 @@ type job struct {
 	launched bool         // the launch round has completed
 	early    []earlyExit  // exits that arrived before the launch round completed
 	live     int          // processes not yet ended
+	booking  int          // recordExit calls of this job on the stack (an exit's handling books others: an aborted ADD's unstarted ranks)
 	failure  *failure     // first process that failed
 	kill     *killOrder   // set once the job is being killed
 	timer    *time.Timer  // time limit
@@ -142,7 +143,9 @@ func (s *state) placement(j *job) []wire.Placement {
 	var out []wire.Placement
 	for _, n := range s.nodes {
 		if rr, ok := j.nodes[n.idx]; ok {
-			out = append(out, wire.Placement{Node: n.name, Ranks: rr})
+			// A copy: replies and pushes are encoded off the loop, while the
+			// loop goes on changing j.nodes in place (RankRanges.Add).
+			out = append(out, wire.Placement{Node: n.name, Ranks: slices.Clone(rr)})
 		}
 	}
 	return out
@@ -473,6 +476,12 @@ func (s *state) recordExit(j *job, ev wire.ProcExited, note string) {
 	s.releaseSlots(j, []uint32{ev.Rank}) // a dead process holds no slot (invariant b)
 	failed := ev.Err != "" || note != "" || (!ev.Forced && (ev.Code != 0 || ev.Signal != 0))
 	abnormal := failed
+	// rcProcExit may abort a change, which books the exits of the ADD's
+	// unstarted ranks in a nested recordExit. Only the outermost call may
+	// end the job: the nested one could bring live to 0 before this exit's
+	// failure is booked, and the job would end "done" with status 0.
+	j.booking++
+	defer func() { j.booking-- }()
 	if s.rcProcExit(j, ev.Rank, describeExit(ev.Rank, node, ev, note), failed || ev.Forced) {
 		failed = false // a process a resource change adds or removes (rc.go)
 	}
@@ -484,7 +493,9 @@ func (s *state) recordExit(j *job, ev wire.ProcExited, note string) {
 		}
 	}
 	if j.live == 0 {
-		s.endJob(j)
+		if j.booking == 1 {
+			s.endJob(j)
+		}
 		return
 	}
 	if abnormal {
@@ -640,6 +651,9 @@ func (s *state) sendKill(j *job, k *killOrder) {
 
 // endJob finishes a job whose last process has ended.
 func (s *state) endJob(j *job) {
+	if j.done {
+		return // a job ends once: a second end would count it twice in s.live, and a later stop would spare a live job
+	}
 	j.done = true
 	j.ended = time.Now()
 	if j.timer != nil {

@@ -319,27 +319,7 @@ func TestStopKillsJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.waitLines(rep.Job, 6)
-	waiter := d.attach()
-	defer waiter.Close()
-	ended := make(chan wire.JobInfo, 1)
-	go func() {
-		end, err := waiter.WaitJob(context.Background(), rep.Job)
-		if err != nil {
-			t.Errorf("wait: %v", err)
-		}
-		ended <- end
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := d.c.StopDVM(ctx, 0); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-d.m.Done():
-	case <-ctx.Done():
-		t.Fatal("master did not stop")
-	}
-	end := <-ended
+	end := d.stopWaiting(rep.Job)
 	if end.State != wire.JobStateKilled || end.Reason != wire.JobEndStop {
 		t.Errorf("job ended %s reason %q", end.State, end.Reason)
 	}
