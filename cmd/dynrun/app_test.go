@@ -314,14 +314,20 @@ func TestDVMLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "6 sleep processes", func() bool { return countMarked("sleep") == 6 })
-	code, out, errOut = runBin(t, "dvm", "status", "--dvm", id, "--json")
-	if code != 0 {
-		t.Fatalf("status: exit %d, stderr %q", code, errOut)
-	}
+	// The processes run before the job is "running": the master marks it
+	// so once every daemon has answered the launch.
 	var st statusJSON
-	if err := json.Unmarshal([]byte(out), &st); err != nil {
-		t.Fatalf("status --json: %v\n%s", err, out)
-	}
+	waitFor(t, "the job running", func() bool {
+		code, out, errOut = runBin(t, "dvm", "status", "--dvm", id, "--json")
+		if code != 0 {
+			t.Fatalf("status: exit %d, stderr %q", code, errOut)
+		}
+		st = statusJSON{}
+		if err := json.Unmarshal([]byte(out), &st); err != nil {
+			t.Fatalf("status --json: %v\n%s", err, out)
+		}
+		return len(st.Jobs) == 1 && st.Jobs[0].State != "launching"
+	})
 	if st.ID != id || st.Name != "life" || len(st.Nodes) != 4 || st.Slots != 16 || st.Used != 6 {
 		t.Errorf("status: %+v", st)
 	}
