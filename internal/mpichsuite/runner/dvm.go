@@ -80,8 +80,11 @@ func StartWarm(ctx context.Context, dynrun, parent string, slots int, env []stri
 }
 
 // Alive reports whether every process of the DVM still runs.
-func (w *WarmDVM) Alive() bool {
-	for p := range w.procs {
+func (w *WarmDVM) Alive() bool { return allAlive(w.procs) }
+
+// allAlive reports whether every process of procs still runs.
+func allAlive(procs map[int]bool) bool {
+	for p := range procs {
 		if !leakcheck.Alive(p) {
 			return false
 		}

@@ -134,14 +134,7 @@ func (w *HostsDVM) start(ctx context.Context, hostList, bind string) error {
 }
 
 // Alive reports whether every process of the DVM still runs.
-func (w *HostsDVM) Alive() bool {
-	for p := range w.procs {
-		if !leakcheck.Alive(p) {
-			return false
-		}
-	}
-	return true
-}
+func (w *HostsDVM) Alive() bool { return allAlive(w.procs) }
 
 // Stop stops the DVM, tears the hosts down and reports what was left.
 func (w *HostsDVM) Stop(ctx context.Context) error {
