@@ -2,11 +2,11 @@ package daemon
 
 import (
 	"context"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/dynrt/dynrt/lib/pset"
 	"github.com/dynrt/dynrt/wire"
@@ -178,39 +178,46 @@ func (d *Daemon) checkClient(h *wire.Hello, peer wire.PeerInfo) error {
 	if peer.PID <= 0 {
 		return wire.Errorf(wire.ErrPermission, "daemon %s: cannot tell which process is connecting as %s", d.node, h.Name)
 	}
+	if pid == 0 {
+		// Still forking. Any child of this daemon (a sibling rank) could
+		// claim to be it until its pid is known, so wait for the pid.
+		pid = d.forkedPid(procKey{c.Job, c.Rank}, forkWait)
+		if pid == 0 {
+			return wire.Errorf(wire.ErrPermission, "daemon %s: process %s is not started (yet)", d.node, h.Name)
+		}
+	}
 	switch {
 	case peer.PID == pid:
 		return nil
-	case pid != 0:
-		if g, err := syscall.Getpgid(peer.PID); err == nil && g == pid {
-			return nil
-		}
 	default:
-		// Still forking: the process is ours if we are its parent.
-		if parentOf(peer.PID) == os.Getpid() {
+		if g, err := syscall.Getpgid(peer.PID); err == nil && g == pid {
 			return nil
 		}
 	}
 	return wire.Errorf(wire.ErrPermission, "daemon %s: pid %d is not process %s", d.node, peer.PID, h.Name)
 }
 
-// parentOf reads the parent pid from /proc/<pid>/stat (0 if unknown).
-func parentOf(pid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
+// forkWait bounds how long a client's hello waits for the fork of the
+// process it claims to be (a fork takes milliseconds).
+const forkWait = 5 * time.Second
+
+// forkedPid waits up to limit for the pid of k's process: 0 when the
+// entry is gone (the fork failed) or the wait ran out.
+func (d *Daemon) forkedPid(k procKey, limit time.Duration) int {
+	deadline := time.Now().Add(limit)
+	for {
+		d.mu.Lock()
+		e := d.live[k]
+		pid := 0
+		if e != nil {
+			pid = e.pid
+		}
+		d.mu.Unlock()
+		if pid != 0 || e == nil || time.Now().After(deadline) {
+			return pid
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
-	// The command name is in parentheses and may contain anything.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 {
-		return 0
-	}
-	p, _ := strconv.Atoi(f[1])
-	return p
 }
 
 func (d *Daemon) handleSessionInit(_ context.Context, req *wire.Request, b *wire.SessionInitReq) (any, error) {
