@@ -19,6 +19,35 @@ var progs = &dvmtest.Programs{}
 
 func TestMain(m *testing.M) { dvmtest.Main(m, progs) }
 
+// liveRun runs the harness as cfg says on a live DVM of its own (the
+// programs, directory, mark and log filled in), logs the run and returns
+// its summary; it skips in -short mode and fails t if the run could not
+// be carried out.
+func liveRun(t *testing.T, cfg Config) Summary {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a DVM and jobs")
+	}
+	dir := filepath.Join(t.TempDir(), "d")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	mark := leakcheck.NewMark(t)
+	t.Cleanup(func() { leakcheck.WaitClean(t, dir, mark, 10*time.Second) })
+	var log strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cfg.Dynrun = progs.Build(t, "github.com/dynrt/dynrt/cmd/dynrun")
+	cfg.Malleable = progs.Build(t, "github.com/dynrt/dynrt/internal/malleable")
+	cfg.Dir, cfg.Mark, cfg.StopAtViolation, cfg.Log = dir, mark, true, &log
+	sum, err := Run(ctx, cfg)
+	t.Logf("run:\n%s%s", log.String(), sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum
+}
+
 // shortFaults are the fault kinds the short run of `make test` injects:
 // the ones whose invariants hold on main (every kind, since the fixes of
 // issue 11 landed).
@@ -32,27 +61,7 @@ const shortSeed, shortSteps = 5, 40
 // sequence of changes and faults, every invariant checked after every
 // step, nothing left running at the end.
 func TestChaosShort(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a DVM and jobs")
-	}
-	dir := filepath.Join(t.TempDir(), "d")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	mark := leakcheck.NewMark(t)
-	t.Cleanup(func() { leakcheck.WaitClean(t, dir, mark, 10*time.Second) })
-	var log strings.Builder
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	sum, err := Run(ctx, Config{
-		Dynrun: progs.Build(t, "github.com/dynrt/dynrt/cmd/dynrun"), Malleable: progs.Build(t, "github.com/dynrt/dynrt/internal/malleable"),
-		Dir: dir, Mark: mark, Seed: shortSeed, Steps: shortSteps, Faults: shortFaults, FaultRate: 0.6,
-		StopAtViolation: true, Log: &log,
-	})
-	t.Logf("run:\n%s%s", log.String(), sum)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum := liveRun(t, Config{Seed: shortSeed, Steps: shortSteps, Faults: shortFaults, FaultRate: 0.6})
 	if len(sum.Violations) > 0 {
 		t.Errorf("invariants broken (replay: go run ./scripts/chaos -seed %d -steps %d -fault-rate 0.6 -faults %s):\n%s", sum.Seed, shortSteps, FaultNames(shortFaults), sum.Violations[0])
 	}
@@ -72,27 +81,7 @@ const elasticSeed, elasticSteps = 39, 30
 // malleable program), among changes and faults, with every invariant
 // checked after every step.
 func TestChaosElastic(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a DVM and jobs")
-	}
-	dir := filepath.Join(t.TempDir(), "d")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	mark := leakcheck.NewMark(t)
-	t.Cleanup(func() { leakcheck.WaitClean(t, dir, mark, 10*time.Second) })
-	var log strings.Builder
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	sum, err := Run(ctx, Config{
-		Dynrun: progs.Build(t, "github.com/dynrt/dynrt/cmd/dynrun"), Malleable: progs.Build(t, "github.com/dynrt/dynrt/internal/malleable"),
-		Dir: dir, Mark: mark, Seed: elasticSeed, Steps: elasticSteps, Faults: AllFaults, FaultRate: 0.3, Elastic: true,
-		StopAtViolation: true, Log: &log,
-	})
-	t.Logf("run:\n%s%s", log.String(), sum)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum := liveRun(t, Config{Seed: elasticSeed, Steps: elasticSteps, Faults: AllFaults, FaultRate: 0.3, Elastic: true})
 	if len(sum.Violations) > 0 {
 		t.Errorf("invariants broken (replay: go run ./scripts/chaos -elastic -seed %d -steps %d -fault-rate 0.3):\n%s", sum.Seed, elasticSteps, sum.Violations[0])
 	}
