@@ -286,15 +286,18 @@ echo "AFTER $(squeue -h -s -j "$SLURM_JOB_ID" | tr '\n' ' ')"`
 
 // killMaster: SIGKILL to a DVM's master ends its daemons' steps and its
 // grow job by themselves (the daemons lose their master and exit, srun
-// dies with the master, the grow job ends with its last step).
+// dies with the master, the grow job ends with its last step). The kill
+// comes right after the grow, before the grow job's script has likely
+// polled the daemons' step: it must end all the same (StartedComment).
 func killMaster(c *cluster) {
 	script := `set -e
 dynrun dvm start --daemonize >/dev/null
-dynrun dvm grow --nodes 1 >/dev/null
 pid=$(dynrun dvm status --json | sed -n 's/^  "pid": \([0-9]*\),$/\1/p')
 steps() { squeue -h -s -o %i | grep -c -v -e '\.batch$' -e '\.extern$' || true; }
-echo "BEFORE $(steps) $(squeue -h | wc -l)"
+dynrun dvm grow --nodes 1 >/dev/null
+before="$(steps) $(squeue -h | wc -l)"
 kill -9 "$pid"
+echo "BEFORE $before"
 for i in $(seq 300); do [ "$(steps)" = 0 ] && [ "$(squeue -h | wc -l)" = 1 ] && break; sleep 0.1; done
 echo "AFTER $(steps) $(squeue -h | wc -l)"
 dynrun dvm list >/dev/null 2>&1 || true`

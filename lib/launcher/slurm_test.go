@@ -3,9 +3,13 @@ package launcher
 import (
 	"context"
 	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dynrt/dynrt/wire"
 )
@@ -154,9 +158,44 @@ func TestSbatchCommand(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %q", got)
 	}
-	for _, w := range []string{`-j "$SLURM_JOB_ID"`, `\.batch$`, "-gt 150", "sleep 2"} {
+	for _, w := range []string{`-j "$SLURM_JOB_ID"`, `\.batch$`, "-gt 150", "sleep 2", "-o %k)\" = " + StartedComment} {
 		if !strings.Contains(HoldScript(), w) {
 			t.Errorf("hold script lacks %q: %s", w, HoldScript())
 		}
+	}
+}
+
+// The hold script against a stand-in squeue: a job whose daemons' step
+// came and went between two polls ends as soon as the master has marked it
+// (StartedComment), instead of holding its nodes for holdFirstStep. Seen
+// in CI: a master killed right after `dvm grow` left the grow job running.
+func TestHoldScriptEnds(t *testing.T) {
+	tests := []struct {
+		name   string
+		squeue string // body of the stand-in; $calls counts its runs
+	}{
+		{"marked, step never seen", `case "$*" in *%k*) echo ` + StartedComment + `;; *) echo 7.batch;; esac`},
+		{"step seen, then gone", `case "$*" in *%k*) echo;; *) if [ "$n" -le 2 ]; then echo 7.0; fi; echo 7.batch;; esac`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			stub := "#!/bin/sh\nn=$(cat " + dir + "/n 2>/dev/null || echo 0); n=$((n+1)); echo $n >" + dir + "/n\n" + tt.squeue + "\n"
+			if err := os.WriteFile(filepath.Join(dir, "squeue"), []byte(stub), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			// Without the mark the first case polls for 5 minutes.
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, "sh", "-c", HoldScript())
+			cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"), "SLURM_JOB_ID=7")
+			out, err := cmd.CombinedOutput()
+			if ctx.Err() != nil {
+				t.Fatalf("the hold script still ran after 30 s (it holds the grow job's nodes):\n%s", out)
+			}
+			if err != nil {
+				t.Fatalf("hold script: %v\n%s", err, out)
+			}
+		})
 	}
 }

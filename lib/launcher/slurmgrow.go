@@ -21,9 +21,14 @@ import (
 // job ends by itself once none of its daemons' steps is left (the daemons
 // stopped, or lost their master), or when it never got one within
 // holdFirstStep; the master also cancels it when the last of its nodes
-// leaves the DVM (dvm shrink, dvm stop), or when the grow fails. (The
-// script polls: a step shorter than its poll may pass unseen, and then
-// only the cancel or holdFirstStep ends the job.)
+// leaves the DVM (dvm shrink, dvm stop), or when the grow fails.
+//
+// The script polls, so a daemon step may start and end between two polls
+// (a master killed right after the grow: its daemons exit at once). Once
+// the daemons have registered, the master therefore sets the job's comment
+// to StartedComment (MarkStarted); the script takes that as "the daemons
+// ran" and ends as soon as no step is left, instead of waiting out
+// holdFirstStep for a step it will never see.
 
 // holdFirstStep bounds how long a grow job waits for its first daemon step.
 const holdFirstStep = 5 * time.Minute
@@ -31,13 +36,17 @@ const holdFirstStep = 5 * time.Minute
 // pollEvery is how often the master asks Slurm whether a grow job runs.
 const pollEvery = 200 * time.Millisecond
 
+// StartedComment is the grow job's comment once its daemons registered.
+const StartedComment = "dynrt-daemons-up"
+
 // HoldScript is the batch script of a grow job: it waits for a step of its
-// own job (the daemons'), then for the steps to end, and exits, which
-// releases the allocation.
+// own job (the daemons') or the StartedComment, then for the steps to end,
+// and exits, which releases the allocation.
 func HoldScript() string {
 	limit := int(holdFirstStep / (2 * time.Second))
 	return `steps() { squeue -h -s -j "$SLURM_JOB_ID" -o %i | grep -c -v -e '\.batch$' -e '\.extern$'; }; ` +
-		`i=0; while [ "$(steps)" = 0 ]; do i=$((i+1)); [ "$i" -gt ` + strconv.Itoa(limit) + ` ] && exit 0; sleep 2; done; ` +
+		`up() { [ "$(squeue -h -j "$SLURM_JOB_ID" -o %k)" = ` + StartedComment + ` ]; }; ` +
+		`i=0; while [ "$(steps)" = 0 ] && ! up; do i=$((i+1)); [ "$i" -gt ` + strconv.Itoa(limit) + ` ] && exit 0; sleep 2; done; ` +
 		`while [ "$(steps)" != 0 ]; do sleep 2; done`
 }
 
@@ -168,6 +177,15 @@ func (g *SlurmGrow) Release(_ context.Context, node string) error {
 		return nil
 	}
 	return g.Cancel()
+}
+
+// MarkStarted tells the job's script that its daemons ran (StartedComment),
+// so that it ends with their step even if it never saw that step.
+func (g *SlurmGrow) MarkStarted(ctx context.Context) error {
+	if _, err := slurmCmd(ctx, withoutSlurmJob(g.opts.Env, "none"), "scontrol", "update", "JobId="+g.job, "Comment="+StartedComment); err != nil {
+		return wire.Errorf(wire.ErrInternal, "launcher: slurm: marking grow job %s started: %w", g.job, err)
+	}
+	return nil
 }
 
 // Cancel cancels the grow job (scancel); its daemons end with it.

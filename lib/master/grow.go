@@ -277,6 +277,12 @@ func (m *Master) growSlurm(ctx context.Context, b *wire.DVMGrowReq) (any, error)
 		}
 		return nil, err
 	}
+	// Without the mark, a master killed right now could leave the job
+	// holding its nodes until holdFirstStep (its script may not have seen
+	// the daemons' step before they exit).
+	if err := g.MarkStarted(ctx); err != nil {
+		m.log.Warn("master: grow", "err", err)
+	}
 	return &wire.DVMGrowReply{Nodes: infos}, nil
 }
 
