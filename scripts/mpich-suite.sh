@@ -31,6 +31,12 @@
 #                      four; dynrun-hosts only as root, where namespace hosts
 #                      can be built: internal/nshosts)
 #   VERBOSE=1          print each result as it comes
+#   RESUME=FILE        a results file or journal (bench-out/mpich-suite/
+#                      journal-*.tsv, written as results come) of a run that
+#                      was cut short: its runs are not repeated
+#   AFTER_HYDRA_LIMIT=60  the dynrun runners' limit in seconds for a test
+#                      whose Hydra run lasted until its limit (default 60;
+#                      0 gives them the full limit)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -114,5 +120,7 @@ args=(-cache "$CACHE" -dynrun "$work/bin/dynrun" -out "$root/bench-out/mpich-sui
 [[ -n ${LISTS:-} ]] && args+=(-lists "$LISTS")
 [[ -n ${RUNNERS:-} ]] && args+=(-runners "$RUNNERS")
 [[ -n ${VERBOSE:-} ]] && args+=(-v)
+[[ -n ${RESUME:-} ]] && args+=(-resume "$RESUME")
+[[ ${AFTER_HYDRA_LIMIT:-60} != 0 ]] && args+=(-after-hydra-limit "${AFTER_HYDRA_LIMIT:-60}s")
 # Not exec: the EXIT trap removes $work afterwards.
 "$work/mpichsuite" "${args[@]}"

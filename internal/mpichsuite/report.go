@@ -1,8 +1,10 @@
 package mpichsuite
 
 import (
+	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -201,11 +203,21 @@ const TSVHeader = "build\tdir\ttest\tnp\targs\tenv\trunner\tverdict\tat_limit\tx
 
 // WriteTSV writes the results as tab-separated values, one run a line, for
 // the docs and for comparing runs. Tabs and newlines in fields become
-// spaces.
+// spaces. ReadTSV reads it back.
 func WriteTSV(w io.Writer, results []Result) error {
 	if _, err := fmt.Fprintln(w, TSVHeader); err != nil {
 		return err
 	}
+	for _, r := range results {
+		if err := WriteTSVRow(w, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteTSVRow writes one result as a line of WriteTSV (after its header).
+func WriteTSVRow(w io.Writer, r Result) error {
 	clean := func(s string) string {
 		return strings.Map(func(r rune) rune {
 			if r == '\t' || r == '\n' || r == '\r' {
@@ -214,19 +226,82 @@ func WriteTSV(w io.Writer, results []Result) error {
 			return r
 		}, s)
 	}
-	for _, r := range results {
-		f := []string{r.Build, r.Test.Dir, r.Test.Name, strconv.Itoa(r.Test.NP),
-			strings.Join(r.Test.Args, " "), strings.Join(r.Test.Env, " "), string(r.Runner), string(r.Verdict.Kind),
-			atLimit(r.Verdict), r.Test.XFail, fmt.Sprintf("%.3f", r.Elapsed.Seconds()), r.Verdict.Reason}
-		for i := range f {
-			f[i] = clean(f[i])
-		}
-		if _, err := fmt.Fprintln(w, strings.Join(f, "\t")); err != nil {
-			return err
-		}
+	f := []string{r.Build, r.Test.Dir, r.Test.Name, strconv.Itoa(r.Test.NP),
+		strings.Join(r.Test.Args, " "), strings.Join(r.Test.Env, " "), string(r.Runner), string(r.Verdict.Kind),
+		atLimit(r.Verdict), r.Test.XFail, fmt.Sprintf("%.3f", r.Elapsed.Seconds()), r.Verdict.Reason}
+	for i := range f {
+		f[i] = clean(f[i])
 	}
-	return nil
+	_, err := fmt.Fprintln(w, strings.Join(f, "\t"))
+	return err
 }
+
+// ReadTSV reads a result file of WriteTSV, or the journal of a run that was
+// cut short (a last line without its newline was being written: dropped).
+// What the file does not keep (the test's checks, time limit, ...) is zero
+// in the results: they serve the table, the summary, the differences and
+// resuming a run.
+func ReadTSV(r io.Reader) ([]Result, error) {
+	br := bufio.NewReader(r)
+	var out []Result
+	for n := 1; ; n++ {
+		line, err := br.ReadString('\n')
+		if err == io.EOF {
+			if n == 1 {
+				return nil, fmt.Errorf("not a result file of the suite: the first line is not %q", TSVHeader)
+			}
+			return out, nil // a line without its newline: cut short
+		}
+		if err != nil {
+			return nil, err
+		}
+		line = strings.TrimSuffix(line, "\n")
+		if n == 1 {
+			if line != TSVHeader {
+				return nil, fmt.Errorf("not a result file of the suite: the first line is not %q", TSVHeader)
+			}
+			continue
+		}
+		res, err := parseRow(line)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", n, err)
+		}
+		out = append(out, res)
+	}
+}
+
+func parseRow(line string) (Result, error) {
+	f := strings.Split(line, "\t")
+	if len(f) != 12 {
+		return Result{}, fmt.Errorf("%d fields, want 12", len(f))
+	}
+	np, err := strconv.Atoi(f[3])
+	if err != nil || np < 1 {
+		return Result{}, fmt.Errorf("process count %q", f[3])
+	}
+	secs, err := strconv.ParseFloat(f[10], 64)
+	if err != nil || secs < 0 {
+		return Result{}, fmt.Errorf("seconds %q", f[10])
+	}
+	kind := Kind(f[7])
+	if !slices.Contains([]Kind{Pass, Fail, Timeout, Leftover, NotRun}, kind) {
+		return Result{}, fmt.Errorf("verdict %q", f[7])
+	}
+	if f[8] != "" && f[8] != "yes" {
+		return Result{}, fmt.Errorf("at_limit %q, want yes or nothing", f[8])
+	}
+	t := Test{Dir: f[1], Name: f[2], NP: np, Args: strings.Fields(f[4]), Env: strings.Fields(f[5]), XFail: f[9]}
+	return Result{Build: f[0], Test: t, Runner: Runner(f[6]),
+		Verdict: Verdict{Kind: kind, AtLimit: f[8] == "yes", Reason: f[11]},
+		Elapsed: time.Duration(math.Round(secs*1e3)) * time.Millisecond}, nil
+}
+
+// Key names one run of a suite: build, test and runner.
+func Key(build string, t Test, r Runner) string { return build + "\x00" + t.ID() + "\x00" + string(r) }
+
+// RanIntoLimit reports whether a run lasted until its time limit (ended
+// by the launcher at the limit, or killed by the harness).
+func (v Verdict) RanIntoLimit() bool { return v.AtLimit || v.Kind == Timeout }
 
 // Totals sums the elapsed time per build and runner.
 func Totals(results []Result) map[string]map[Runner]time.Duration {

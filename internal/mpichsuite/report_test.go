@@ -96,3 +96,54 @@ func TestSelect(t *testing.T) {
 		t.Errorf("Dirs = %v", d)
 	}
 }
+
+// A result file reads back as it was written (the journal of a run cut
+// short too), and what cannot be a result file is an error naming the line.
+func TestReadTSV(t *testing.T) {
+	var b strings.Builder
+	if err := WriteTSV(&b, sample()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadTSV(strings.NewReader(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sample()
+	if len(got) != len(want) {
+		t.Fatalf("read %d results, want %d", len(got), len(want))
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if Key(g.Build, g.Test, g.Runner) != Key(w.Build, w.Test, w.Runner) || g.Verdict != w.Verdict || g.Elapsed != w.Elapsed || g.Test.XFail != w.Test.XFail {
+			t.Errorf("result %d: read %+v, wrote %+v", i, g, w)
+		}
+	}
+	var d1, d2 []string
+	for _, d := range Differences(want) {
+		d1 = append(d1, d.String())
+	}
+	for _, d := range Differences(got) {
+		d2 = append(d2, d.String())
+	}
+	if strings.Join(d1, "\n") != strings.Join(d2, "\n") {
+		t.Errorf("differences after reading back:\n%s\nwant:\n%s", strings.Join(d2, "\n"), strings.Join(d1, "\n"))
+	}
+
+	full := b.String()
+	cut := full[:len(full)-10] // a journal whose last line was being written
+	if rs, err := ReadTSV(strings.NewReader(cut)); err != nil || len(rs) != len(want)-1 {
+		t.Errorf("journal cut short: %d results, err %v; want %d and no error", len(rs), err, len(want)-1)
+	}
+	lines := strings.Split(full, "\n")
+	for _, tc := range []struct{ name, text, want string }{
+		{"no header", strings.Join(lines[1:], "\n"), "not a result file"},
+		{"empty", "", "not a result file"},
+		{"bad verdict", strings.Join(append([]string{lines[0], strings.Replace(lines[1], "\tpass\t", "\tgreat\t", 1)}, lines[2:]...), "\n"), `line 2: verdict "great"`},
+		{"bad np", strings.Join(append([]string{lines[0], strings.Replace(lines[1], "\t1\t", "\tx\t", 1)}, lines[2:]...), "\n"), `line 2: process count "x"`},
+		{"short line", strings.Join(append([]string{lines[0], "a\tb"}, lines[1:]...), "\n"), "line 2: 2 fields"},
+	} {
+		if _, err := ReadTSV(strings.NewReader(tc.text)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err %v, want one containing %q", tc.name, err, tc.want)
+		}
+	}
+}

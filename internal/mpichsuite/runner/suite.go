@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/dynrt/dynrt/internal/mpichsuite"
@@ -16,17 +17,26 @@ import (
 
 // Config is one suite run.
 type Config struct {
-	SrcDir   string // test/mpi of MPICH's sources
-	Cache    string // holds tests-<build> (the configured test programs)
-	Dynrun   string // the dynrun binary
-	Builds   []Build
-	Dirs     []string // directories of test/mpi
-	Lists    []string // testlist files per directory (default: testlist)
-	Subset   []string // if set, only these tests ("dir/name", see mpichsuite.Select)
-	Runners  []mpichsuite.Runner
-	Ceiling  time.Duration // if set, no test's limit is longer
-	Jobs     int           // make -j
-	WorkDir  string        // for the warm DVM's directory (default os.TempDir)
+	SrcDir  string // test/mpi of MPICH's sources
+	Cache   string // holds tests-<build> (the configured test programs)
+	Dynrun  string // the dynrun binary
+	Builds  []Build
+	Dirs    []string // directories of test/mpi
+	Lists   []string // testlist files per directory (default: testlist)
+	Subset  []string // if set, only these tests ("dir/name", see mpichsuite.Select)
+	Runners []mpichsuite.Runner
+	Ceiling time.Duration // if set, no test's limit is longer
+	// AfterHydraLimit, if set, is the limit of the dynrun runners for a
+	// test whose Hydra run lasted until its limit: the suite compares
+	// tests Hydra passes, and a test Hydra cannot finish on this machine
+	// (4–10 busy-polling ranks on 2 cores) would otherwise cost its full
+	// limit once per runner. The result's reason says so.
+	AfterHydraLimit time.Duration
+	// Done holds results of an earlier, interrupted run (mpichsuite.Key):
+	// those runs are not repeated; their results are returned as they are.
+	Done     map[string]mpichsuite.Result
+	Jobs     int    // make -j
+	WorkDir  string // for the warm DVM's directory (default os.TempDir)
 	Log      *slog.Logger
 	Progress func(mpichsuite.Result) // called after each run, if set
 }
@@ -74,6 +84,14 @@ func (c Config) Run(ctx context.Context, tests map[string][]mpichsuite.Test) ([]
 	var results []mpichsuite.Result
 	for _, b := range c.Builds {
 		var dvms shared
+		if !c.pending(b, tests[b.Name]) {
+			rs, err := c.runBuild(ctx, b, tests[b.Name], &dvms) // all recorded: no DVM needed
+			results = append(results, rs...)
+			if err != nil {
+				return results, err
+			}
+			continue
+		}
 		if slices.Contains(c.Runners, mpichsuite.DynrunWarm) {
 			w, err := StartWarm(ctx, c.Dynrun, c.workDir(), mpichsuite.WarmSlots(tests[b.Name]), b.environ())
 			if err != nil {
@@ -133,29 +151,59 @@ func (c Config) workDir() string {
 	return os.TempDir()
 }
 
+// pending reports whether a run of build b is not in c.Done.
+func (c Config) pending(b Build, tests []mpichsuite.Test) bool {
+	for _, t := range tests {
+		for _, rn := range c.Runners {
+			if _, ok := c.Done[mpichsuite.Key(b.Name, t, rn)]; !ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func (c Config) runBuild(ctx context.Context, b Build, tests []mpichsuite.Test, dvms *shared) ([]mpichsuite.Result, error) {
 	var results []mpichsuite.Result
 	td := c.TestDir(b)
 	progRoot := td
 	for _, t := range tests {
 		missing := Missing(td, t)
+		hydraAtLimit := false
 		for _, rn := range c.Runners {
 			if ctx.Err() != nil {
 				return results, ctx.Err()
 			}
+			if old, ok := c.Done[mpichsuite.Key(b.Name, t, rn)]; ok {
+				hydraAtLimit = hydraAtLimit || (rn == mpichsuite.Hydra && old.Verdict.RanIntoLimit())
+				results = append(results, old)
+				continue
+			}
 			res := mpichsuite.Result{Build: b.Name, Test: t, Runner: rn}
+			limit := mpichsuite.Limit(t, mpichsuite.DefaultLimit, c.Ceiling)
+			cut := rn != mpichsuite.Hydra && hydraAtLimit && c.AfterHydraLimit > 0 && c.AfterHydraLimit < limit
+			if cut {
+				limit = c.AfterHydraLimit
+			}
 			var run mpichsuite.Run
 			switch {
 			case missing != "":
 				run.NotRun = missing
 			default:
 				var err error
-				run, res.Elapsed, err = c.runOne(ctx, b, t, rn, dvms, progRoot)
+				run, res.Elapsed, err = c.runOne(ctx, b, t, rn, dvms, progRoot, limit)
 				if err != nil {
 					return results, err
 				}
+				if ctx.Err() != nil { // cut short: not a result (a resumed run repeats it)
+					return results, ctx.Err()
+				}
 			}
 			res.Verdict = mpichsuite.Judge(t, run)
+			if cut {
+				res.Verdict.Reason = strings.TrimSpace(fmt.Sprintf("%s [limit %v: Hydra ran into its limit]", res.Verdict.Reason, limit))
+			}
+			hydraAtLimit = hydraAtLimit || (rn == mpichsuite.Hydra && res.Verdict.RanIntoLimit())
 			results = append(results, res)
 			if c.Progress != nil {
 				c.Progress(res)
@@ -165,7 +213,7 @@ func (c Config) runBuild(ctx context.Context, b Build, tests []mpichsuite.Test, 
 	return results, nil
 }
 
-func (c Config) runOne(ctx context.Context, b Build, t mpichsuite.Test, rn mpichsuite.Runner, dvms *shared, progRoot string) (mpichsuite.Run, time.Duration, error) {
+func (c Config) runOne(ctx context.Context, b Build, t mpichsuite.Test, rn mpichsuite.Runner, dvms *shared, progRoot string, limit time.Duration) (mpichsuite.Run, time.Duration, error) {
 	bin, dvmID := b.Mpiexec, ""
 	env := b.environ()
 	var dvmProcs map[int]bool
@@ -189,7 +237,7 @@ func (c Config) runOne(ctx context.Context, b Build, t mpichsuite.Test, rn mpich
 		argv:     append(slices.Clone(wrap), l.Argv...),
 		dir:      filepath.Join(c.TestDir(b), t.Dir, path.Dir(t.Name)),
 		env:      append(slices.Clone(env), l.Env...),
-		limit:    mpichsuite.Limit(t, mpichsuite.DefaultLimit, c.Ceiling),
+		limit:    limit,
 		backstop: Backstop,
 		mark:     randomHex(8),
 		progRoot: progRoot,

@@ -148,3 +148,89 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
+
+// A run resumed from a journal repeats none of the recorded runs, and a
+// test whose Hydra run lasted until its limit gets the shorter limit under
+// dynrun, saying so. Hydra is a stand-in (it honours MPIEXEC_TIMEOUT as
+// mpiexec.hydra does); dynrun is the real one.
+func TestResumeAndHydraLimit(t *testing.T) {
+	cache := t.TempDir()
+	b := Build{Name: "fake", Mpiexec: filepath.Join(cache, "mpiexec")}
+	files := map[string]string{
+		b.Mpiexec:                  "#!/bin/sh\nshift 2\nexec timeout \"$MPIEXEC_TIMEOUT\" \"$@\"\n",
+		"tests-fake/x/slow":        "#!/bin/sh\nsleep 30\necho ' No Errors'\n",
+		"tests-fake/x/quick":       "#!/bin/sh\necho ' No Errors'\n",
+		"tests-fake/x/quick-again": "#!/bin/sh\necho ' No Errors'\n",
+	}
+	for p, text := range files {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(cache, p)
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slow := mpichsuite.Test{Dir: "x", Name: "slow", NP: 1, TimeLimit: 3}
+	quick := mpichsuite.Test{Dir: "x", Name: "quick", NP: 1}
+	again := mpichsuite.Test{Dir: "x", Name: "quick-again", NP: 1}
+	recorded := mpichsuite.Verdict{Kind: mpichsuite.Fail, Reason: "recorded earlier"}
+	done := map[string]mpichsuite.Result{}
+	for _, rn := range []mpichsuite.Runner{mpichsuite.Hydra, mpichsuite.DynrunPrivate} {
+		done[mpichsuite.Key(b.Name, quick, rn)] = mpichsuite.Result{Build: b.Name, Test: quick, Runner: rn, Verdict: recorded}
+	}
+	var ran []string
+	cfg := Config{
+		Cache:           cache,
+		Dynrun:          progs.Build(t, "github.com/dynrt/dynrt/cmd/dynrun"),
+		Builds:          []Build{b},
+		Runners:         []mpichsuite.Runner{mpichsuite.Hydra, mpichsuite.DynrunPrivate},
+		AfterHydraLimit: time.Second,
+		Done:            done,
+		WorkDir:         t.TempDir(),
+		Progress:        func(r mpichsuite.Result) { ran = append(ran, string(r.Runner)+" "+r.Test.Name) },
+	}
+	results, err := cfg.Run(context.Background(), map[string][]mpichsuite.Test{b.Name: {slow, quick, again}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "hydra slow,dynrun-private slow,hydra quick-again,dynrun-private quick-again"; strings.Join(ran, ",") != want {
+		t.Errorf("ran %q, want %q (quick was recorded)", strings.Join(ran, ","), want)
+	}
+	by := map[string]mpichsuite.Result{}
+	for _, r := range results {
+		by[string(r.Runner)+" "+r.Test.Name] = r
+	}
+	if len(results) != 6 {
+		t.Errorf("%d results, want 6: %+v", len(results), results)
+	}
+	for _, k := range []string{"hydra quick", "dynrun-private quick"} {
+		if by[k].Verdict != recorded {
+			t.Errorf("%s: %+v, want the recorded result", k, by[k].Verdict)
+		}
+	}
+	for _, k := range []string{"hydra quick-again", "dynrun-private quick-again"} {
+		if !by[k].Verdict.Passed() {
+			t.Errorf("%s: %+v, want pass", k, by[k].Verdict)
+		}
+	}
+	if h := by["hydra slow"].Verdict; !h.RanIntoLimit() || strings.Contains(h.Reason, "Hydra ran into") {
+		t.Errorf("hydra slow: %+v, want it at its own limit", h)
+	}
+	if d := by["dynrun-private slow"].Verdict; !d.RanIntoLimit() || !strings.Contains(d.Reason, "[limit 1s: Hydra ran into its limit]") {
+		t.Errorf("dynrun-private slow: %+v, want it at the cut limit, saying so", d)
+	}
+
+	// A run cut short by the caller is no result: a resumed run repeats it.
+	ran = nil
+	cfg.Done = nil
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	slow.TimeLimit = 60
+	results, err = cfg.Run(ctx, map[string][]mpichsuite.Test{b.Name: {again, slow}})
+	if err == nil || len(results) != 2 || len(ran) != 2 {
+		t.Errorf("interrupted in slow: err %v, results %+v, progress %q; want an error and only quick-again's two runs", err, results, ran)
+	}
+}

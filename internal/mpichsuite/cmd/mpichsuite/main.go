@@ -59,6 +59,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	jobs := fs.Int("j", 2, "make -j for the test programs")
 	out := fs.String("out", "bench-out/mpich-suite", "directory for the result file (results-<time>.tsv and results.tsv)")
 	verbose := fs.Bool("v", false, "print each result as it comes")
+	resume := fs.String("resume", "", "a result file or journal of an earlier run: its runs are not repeated, its results count")
+	afterHydra := fs.Duration("after-hydra-limit", 0, "if set, the dynrun runners' time limit for a test whose Hydra run lasted until its limit")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -135,8 +137,35 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(cfg.Builds) == 0 {
 		return fail(errors.New("no MPICH build present"))
 	}
-	if *verbose {
-		cfg.Progress = func(r mpichsuite.Result) {
+	cfg.AfterHydraLimit = *afterHydra
+	var done []mpichsuite.Result
+	if *resume != "" {
+		var err error
+		if done, err = readResults(*resume); err != nil {
+			return fail(err)
+		}
+		cfg.Done = map[string]mpichsuite.Result{}
+		for _, r := range done {
+			cfg.Done[mpichsuite.Key(r.Build, r.Test, r.Runner)] = r
+		}
+		fmt.Fprintf(stderr, "mpichsuite: resuming: %d runs recorded in %s are not repeated\n", len(cfg.Done), *resume)
+	}
+	// The journal keeps every result as it comes (and those resumed), so
+	// that a run cut short (a machine stopped, a session ended) is resumed
+	// from it with -resume.
+	journal, jpath, err := openJournal(*out, done)
+	if err != nil {
+		return fail(err)
+	}
+	defer journal.Close()
+	fmt.Fprintln(stderr, "mpichsuite: journal:", jpath)
+	cfg.Progress = func(r mpichsuite.Result) {
+		if err := mpichsuite.WriteTSVRow(journal, r); err == nil {
+			err = journal.Sync()
+		} else {
+			fmt.Fprintln(stderr, "mpichsuite: journal:", err)
+		}
+		if *verbose {
 			fmt.Fprintf(stdout, "%-9s %-15s %-40s %-14s %6.1fs %s\n", r.Build, r.Runner, r.Test.ID(), r.Verdict.Label(r.Test), r.Elapsed.Seconds(), r.Verdict.Reason)
 		}
 	}
@@ -175,6 +204,37 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, "dynrun passes every test Hydra passes")
 	return 0
+}
+
+func readResults(p string) ([]mpichsuite.Result, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("-resume: %w", err)
+	}
+	defer f.Close()
+	rs, err := mpichsuite.ReadTSV(f)
+	if err != nil {
+		return nil, fmt.Errorf("-resume %s: %w", p, err)
+	}
+	return rs, nil
+}
+
+// openJournal creates dir/journal-<time>.tsv with the header and the
+// results of done.
+func openJournal(dir string, done []mpichsuite.Result) (*os.File, string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, "", err
+	}
+	p := filepath.Join(dir, "journal-"+time.Now().UTC().Format("20060102T150405Z")+".tsv")
+	f, err := os.Create(p)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := mpichsuite.WriteTSV(f, done); err != nil {
+		f.Close()
+		return nil, "", err
+	}
+	return f, p, nil
 }
 
 // writeResults writes the TSV to dir/results-<time>.tsv and copies it to
