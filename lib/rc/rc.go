@@ -14,8 +14,8 @@ type Request struct {
 	// it may be left 0 (it then becomes len(Ranks)); otherwise it must equal
 	// len(Ranks).
 	N int
-	// Ranks names the processes a SUB removes; empty lets the runtime choose
-	// (stack policy). Must be empty for ADD.
+	// Ranks names the processes a SUB removes (a REPLACE replaces); empty
+	// lets the runtime choose (stack policy). Must be empty for ADD.
 	Ranks []uint32
 	By    Requester
 }
@@ -37,6 +37,7 @@ type RC struct {
 	n       int
 	named   []uint32
 	ranks   []uint32
+	out     []uint32 // REPLACE: the processes replaced (ranks are the new ones)
 	bound   []string
 	status  Status
 	times   Times
@@ -48,8 +49,7 @@ type RC struct {
 
 // New records a request for the seq-th change of job, identified by delta,
 // at time at. The RC starts in status NULL with only the requested step set.
-// REPLACE is rejected with wire.ErrUnsupported; malformed requests with
-// wire.ErrInvalid.
+// Malformed requests fail with wire.ErrInvalid.
 func New(job string, seq int, delta string, req Request, at time.Time) (*RC, error) {
 	switch {
 	case job == "":
@@ -72,25 +72,23 @@ func New(job string, seq int, delta string, req Request, at time.Time) (*RC, err
 		if n <= 0 {
 			return nil, wire.Errorf(wire.ErrInvalid, "resource change %s: ADD needs a positive number of processes, got %d", delta, n)
 		}
-	case TypeSub:
+	case TypeSub, TypeReplace:
 		if len(req.Ranks) > 0 {
 			if n == 0 {
 				n = len(req.Ranks)
 			}
 			if n != len(req.Ranks) {
-				return nil, wire.Errorf(wire.ErrInvalid, "resource change %s: SUB of %d processes names %d ranks", delta, n, len(req.Ranks))
+				return nil, wire.Errorf(wire.ErrInvalid, "resource change %s: %s of %d processes names %d ranks", delta, req.Type, n, len(req.Ranks))
 			}
 			if r, dup := firstDup(req.Ranks); dup {
 				return nil, wire.Errorf(wire.ErrInvalid, "resource change %s: rank %d named twice", delta, r)
 			}
 		}
 		if n <= 0 {
-			return nil, wire.Errorf(wire.ErrInvalid, "resource change %s: SUB needs a positive number of processes or named ranks, got %d", delta, n)
+			return nil, wire.Errorf(wire.ErrInvalid, "resource change %s: %s needs a positive number of processes or named ranks, got %d", delta, req.Type, n)
 		}
-	case TypeReplace:
-		return nil, wire.Errorf(wire.ErrUnsupported, "resource change %s: type REPLACE is not supported yet (use a SUB then an ADD)", delta)
 	default:
-		return nil, wire.Errorf(wire.ErrInvalid, "resource change %s: type must be ADD or SUB, got %s", delta, req.Type)
+		return nil, wire.Errorf(wire.ErrInvalid, "resource change %s: type must be ADD, SUB or REPLACE, got %s", delta, req.Type)
 	}
 	rc := &RC{
 		job: job, seq: seq, typ: req.Type, delta: delta, by: req.By, n: n,
@@ -129,8 +127,12 @@ func (rc *RC) Status() Status { return rc.status }
 // Bound returns a copy of the bound set names (empty before DefineDelta).
 func (rc *RC) Bound() []string { return slices.Clone(rc.bound) }
 
-// Ranks returns a copy of the delta's ranks (empty before DefineDelta).
+// Ranks returns a copy of the delta's ranks (empty before DefineDelta):
+// the new processes of an ADD or a REPLACE, the leaving ones of a SUB.
 func (rc *RC) Ranks() []uint32 { return slices.Clone(rc.ranks) }
+
+// Out returns the processes a REPLACE replaces (nil for ADD and SUB).
+func (rc *RC) Out() []uint32 { return slices.Clone(rc.out) }
 
 // Includes reports whether rank is a member of the delta (the incl flag of
 // a query).
@@ -154,6 +156,7 @@ type Info struct {
 	N           int       `json:"n"`
 	Named       []uint32  `json:"named_ranks,omitempty"`
 	Ranks       []uint32  `json:"ranks,omitempty"`
+	Out         []uint32  `json:"out,omitempty"` // REPLACE: the processes replaced
 	Accepts     []Accept  `json:"accepts,omitempty"`
 	Times       Times     `json:"times"`
 	AbortReason string    `json:"abort_reason,omitempty"`
@@ -164,7 +167,7 @@ func (rc *RC) Info() Info {
 	return Info{
 		Job: rc.job, Seq: rc.seq, Type: rc.typ, Delta: rc.delta,
 		Bound: slices.Clone(rc.bound), Status: rc.status, By: rc.by, N: rc.n,
-		Named: slices.Clone(rc.named), Ranks: slices.Clone(rc.ranks),
+		Named: slices.Clone(rc.named), Ranks: slices.Clone(rc.ranks), Out: slices.Clone(rc.out),
 		Accepts: slices.Clone(rc.accepts), Times: rc.times, AbortReason: rc.reason,
 	}
 }
@@ -214,7 +217,28 @@ func (rc *RC) to(s Status) error {
 // reference-counted sets X_c(U) of its delta (at least one). For a SUB that
 // named ranks, ranks must be exactly those; in all cases len(ranks) = N.
 func (rc *RC) DefineDelta(at time.Time, ranks []uint32, bound []string) error {
+	if rc.typ == TypeReplace {
+		return rc.stateErr(StepDeltaDefined, "a REPLACE defines both sets with DefineReplace")
+	}
+	return rc.define(at, ranks, nil, bound)
+}
+
+// DefineReplace is DefineDelta for a REPLACE: in are the new processes (the
+// delta set), out the replaced ones (as many, and exactly the named ranks
+// if the request named some); it binds to exactly one set.
+func (rc *RC) DefineReplace(at time.Time, in, out []uint32, bound string) error {
+	if rc.typ != TypeReplace {
+		return rc.stateErr(StepDeltaDefined, "only a REPLACE has replaced processes")
+	}
+	return rc.define(at, in, out, []string{bound})
+}
+
+func (rc *RC) define(at time.Time, ranks, out []uint32, bound []string) error {
 	const step = StepDeltaDefined
+	leaving := ranks // the ranks a request may name
+	if rc.typ == TypeReplace {
+		leaving = out
+	}
 	switch {
 	case rc.status != StatusNull:
 		return rc.stateErr(step, "only before the announcement")
@@ -222,17 +246,19 @@ func (rc *RC) DefineDelta(at time.Time, ranks []uint32, bound []string) error {
 		return rc.stateErr(step, "already defined")
 	case len(ranks) != rc.n:
 		return wire.Errorf(wire.ErrInvalid, "resource change %s: delta has %d ranks, the request was for %d", rc.delta, len(ranks), rc.n)
+	case rc.typ == TypeReplace && len(out) != rc.n:
+		return wire.Errorf(wire.ErrInvalid, "resource change %s: REPLACE of %d processes replaces %d", rc.delta, rc.n, len(out))
 	}
-	if r, dup := firstDup(ranks); dup {
+	if r, dup := firstDup(append(slices.Clone(ranks), out...)); dup {
 		return wire.Errorf(wire.ErrInvalid, "resource change %s: rank %d twice in the delta", rc.delta, r)
 	}
 	for _, r := range rc.named {
-		if !slices.Contains(ranks, r) {
+		if !slices.Contains(leaving, r) {
 			return wire.Errorf(wire.ErrInvalid, "resource change %s: named rank %d missing from the delta", rc.delta, r)
 		}
 	}
 	switch {
-	case rc.typ == TypeAdd && len(bound) != 1:
+	case rc.typ != TypeSub && len(bound) != 1:
 		return wire.Errorf(wire.ErrInvalid, "resource change %s: ADD binds to exactly one set, got %d", rc.delta, len(bound))
 	case rc.typ == TypeSub && len(bound) == 0:
 		return wire.Errorf(wire.ErrInvalid, "resource change %s: SUB needs its reference-counted sets, got none", rc.delta)
@@ -248,6 +274,7 @@ func (rc *RC) DefineDelta(at time.Time, ranks []uint32, bound []string) error {
 		return err
 	}
 	rc.ranks = slices.Clone(ranks)
+	rc.out = slices.Clone(out)
 	rc.bound = slices.Clone(bound)
 	rc.defined = true
 	return nil
@@ -283,13 +310,13 @@ func (rc *RC) Announce(at time.Time) error {
 	return rc.to(StatusAnnounced)
 }
 
-// AllStarted records that every new process of an ADD was launched. Allowed
+// AllStarted records that every new process of an ADD or a REPLACE was launched. Allowed
 // once, while ANNOUNCED, PENDING or FINALIZED (see the package comment).
 func (rc *RC) AllStarted(at time.Time) error {
 	const step = StepAllStarted
 	switch {
-	case rc.typ != TypeAdd:
-		return rc.stateErr(step, "only an ADD starts processes")
+	case rc.typ == TypeSub:
+		return rc.stateErr(step, "a SUB starts no processes")
 	case rc.status != StatusAnnounced && rc.status != StatusPending && rc.status != StatusFinalized:
 		return rc.stateErr(step, "only after the announcement and before an abort")
 	case !rc.times.AllStarted.IsZero():
@@ -299,12 +326,12 @@ func (rc *RC) AllStarted(at time.Time) error {
 }
 
 // Accept records the accept of bound set from and returns the new status.
-// ADD: ANNOUNCED → PENDING. SUB: the first accept moves ANNOUNCED → PENDING
+// ADD, REPLACE: ANNOUNCED → PENDING. SUB: the first accept moves ANNOUNCED → PENDING
 // and the |bound|-th distinct one moves PENDING → FINALIZED.
 func (rc *RC) Accept(at time.Time, from string) (Status, error) {
 	const step = StepAcceptPublished
-	if rc.status.Terminal() || rc.status == StatusNull || (rc.typ == TypeAdd && rc.status != StatusAnnounced) {
-		return rc.status, rc.stateErr(step, "accepts are taken only while ANNOUNCED (ADD) or ANNOUNCED/PENDING (SUB)")
+	if rc.status.Terminal() || rc.status == StatusNull || (rc.typ != TypeSub && rc.status != StatusAnnounced) {
+		return rc.status, rc.stateErr(step, "accepts are taken only while ANNOUNCED (ADD, REPLACE) or ANNOUNCED/PENDING (SUB)")
 	}
 	if !slices.Contains(rc.bound, from) {
 		return rc.status, wire.Errorf(wire.ErrInvalid, "resource change %s: set %q is not bound to it (bound: %v)", rc.delta, from, rc.bound)
@@ -338,12 +365,12 @@ func (rc *RC) Accept(at time.Time, from string) (Status, error) {
 // Accepted returns the sets that accepted so far, in order.
 func (rc *RC) Accepted() []Accept { return slices.Clone(rc.accepts) }
 
-// Confirm records the confirmation of the new processes of an ADD:
-// PENDING → FINALIZED. A failed confirmation is an Abort.
+// Confirm records the confirmation of the new processes of an ADD or a
+// REPLACE: PENDING → FINALIZED. A failed confirmation is an Abort.
 func (rc *RC) Confirm(at time.Time) error {
 	const step = StepConfirmed
-	if rc.typ != TypeAdd {
-		return rc.stateErr(step, "only new processes of an ADD confirm")
+	if rc.typ == TypeSub {
+		return rc.stateErr(step, "only new processes (ADD, REPLACE) confirm")
 	}
 	if err := CheckTransition(rc.status, StatusFinalized, rc.delta); err != nil {
 		return err
@@ -356,14 +383,18 @@ func (rc *RC) Confirm(at time.Time) error {
 	return rc.to(StatusFinalized)
 }
 
-// Enforce records that the grace period for the delta members of a SUB ran
-// out and the runtime began killing them. Once, while PENDING or FINALIZED,
-// and before AllExited.
+// Enforce records that the grace period for the leaving processes ran out
+// and the runtime began killing them. Once, before AllExited: for a SUB
+// while PENDING or FINALIZED; for a REPLACE once FINALIZED (its replaced
+// processes are told to leave only when the new ones have confirmed, so
+// that an abort leaves the job as it was).
 func (rc *RC) Enforce(at time.Time) error {
 	const step = StepEnforced
 	switch {
-	case rc.typ != TypeSub:
-		return rc.stateErr(step, "only a SUB terminates processes")
+	case rc.typ == TypeAdd:
+		return rc.stateErr(step, "an ADD terminates no processes")
+	case rc.typ == TypeReplace && rc.status != StatusFinalized:
+		return rc.stateErr(step, "only once the replacement is FINALIZED")
 	case rc.status != StatusPending && rc.status != StatusFinalized:
 		return rc.stateErr(step, "only after an accept and before an abort")
 	case !rc.times.Enforced.IsZero():
@@ -374,13 +405,17 @@ func (rc *RC) Enforce(at time.Time) error {
 	return rc.stamp(step, at)
 }
 
-// AllExited records that every delta member of a SUB has exited. Once,
-// while PENDING or FINALIZED.
+// AllExited records that every leaving process (the delta of a SUB, the
+// replaced processes of a REPLACE) has exited. Once, while PENDING or
+// FINALIZED (a REPLACE: FINALIZED; a replaced process lost before that is
+// not waited for).
 func (rc *RC) AllExited(at time.Time) error {
 	const step = StepAllExited
 	switch {
-	case rc.typ != TypeSub:
-		return rc.stateErr(step, "only a SUB removes processes")
+	case rc.typ == TypeAdd:
+		return rc.stateErr(step, "an ADD removes no processes")
+	case rc.typ == TypeReplace && rc.status != StatusFinalized:
+		return rc.stateErr(step, "only once the replacement is FINALIZED")
 	case rc.status != StatusPending && rc.status != StatusFinalized:
 		return rc.stateErr(step, "only after an accept and before an abort")
 	case !rc.times.AllExited.IsZero():

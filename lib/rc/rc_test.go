@@ -39,6 +39,9 @@ func addReq() Request {
 	return Request{Type: TypeAdd, N: addRanks, By: Requester{Kind: ByTool, Name: "dynrc"}}
 }
 func subReq() Request { return Request{Type: TypeSub, N: 2, By: Requester{Kind: ByApp, Rank: 3}} }
+func replaceReq() Request {
+	return Request{Type: TypeReplace, Ranks: []uint32{3, 5}, By: Requester{Kind: ByTool, Name: "dynrc"}}
+}
 
 // state names used by the event matrix.
 const (
@@ -59,9 +62,12 @@ func build(t *testing.T, typ Type, s string) *RC {
 	t.Helper()
 	req := addReq()
 	bound := []string{setApp}
-	if typ == TypeSub {
+	switch typ {
+	case TypeSub:
 		req = subReq()
 		bound = []string{setA, setB}
+	case TypeReplace:
+		req = replaceReq()
 	}
 	rc := mustNew(t, req)
 	must := func(err error) {
@@ -73,7 +79,11 @@ func build(t *testing.T, typ Type, s string) *RC {
 	if s == sFresh {
 		return rc
 	}
-	must(rc.DefineDelta(at(1), []uint32{10, 11}, bound))
+	if typ == TypeReplace {
+		must(rc.DefineReplace(at(1), []uint32{10, 11}, []uint32{3, 5}, setApp))
+	} else {
+		must(rc.DefineDelta(at(1), []uint32{10, 11}, bound))
+	}
 	if s == sDefined {
 		return rc
 	}
@@ -89,7 +99,7 @@ func build(t *testing.T, typ Type, s string) *RC {
 		must(rc.Abort(at(4), "test"))
 		return rc
 	}
-	if typ == TypeAdd {
+	if typ != TypeSub {
 		_, err := rc.Accept(at(4), setApp)
 		must(err)
 		if s == sFin {
@@ -113,6 +123,9 @@ type event struct {
 
 var events = []event{
 	{"DefineDelta", func(rc *RC, ts time.Time) error {
+		if rc.Type() == TypeReplace {
+			return rc.DefineReplace(ts, []uint32{10, 11}, []uint32{3, 5}, setApp)
+		}
 		b := []string{setApp}
 		if rc.Type() == TypeSub {
 			b = []string{setA, setB}
@@ -161,8 +174,19 @@ func TestEventMatrix(t *testing.T) {
 			sFin:     "SSSSSSooS",
 			sAbort:   "SSSSSSSSS",
 		},
+		// Like an ADD until FINALIZED, then its replaced processes
+		// leave like a SUB's (Enforce, AllExited).
+		TypeReplace: {
+			sFresh:   "oSSSSSSSo",
+			sDefined: "SoSSSSSSo",
+			sPushed:  "SSoSSSSSo",
+			sAnn:     "SSSooSSSo",
+			sPend:    "SSSoSoSSo",
+			sFin:     "SSSoSSooS",
+			sAbort:   "SSSSSSSSS",
+		},
 	}
-	for _, typ := range []Type{TypeAdd, TypeSub} {
+	for _, typ := range []Type{TypeAdd, TypeSub, TypeReplace} {
 		for _, s := range states {
 			row := want[typ][s]
 			for i, ev := range events {
@@ -289,7 +313,11 @@ func TestNewValidation(t *testing.T) {
 		{"sub count", app, delta0, Request{Type: TypeSub, N: 2}, nil, 2},
 		{"sub named, n from ranks", app, delta0, Request{Type: TypeSub, Ranks: []uint32{3, 5}}, nil, 2},
 		{"sub named, n matches", app, delta0, Request{Type: TypeSub, N: 2, Ranks: []uint32{3, 5}}, nil, 2},
-		{"replace unsupported", app, delta0, Request{Type: TypeReplace, N: 1}, wire.ErrUnsupported, 0},
+		{"replace count", app, delta0, Request{Type: TypeReplace, N: 1}, nil, 1},
+		{"replace named, n from ranks", app, delta0, Request{Type: TypeReplace, Ranks: []uint32{3, 7}}, nil, 2},
+		{"replace zero", app, delta0, Request{Type: TypeReplace}, wire.ErrInvalid, 0},
+		{"replace n mismatch", app, delta0, Request{Type: TypeReplace, N: 1, Ranks: []uint32{3, 7}}, wire.ErrInvalid, 0},
+		{"replace duplicate rank", app, delta0, Request{Type: TypeReplace, Ranks: []uint32{3, 3}}, wire.ErrInvalid, 0},
 		{"null type", app, delta0, Request{Type: TypeNull, N: 1}, wire.ErrInvalid, 0},
 		{"add zero", app, delta0, Request{Type: TypeAdd}, wire.ErrInvalid, 0},
 		{"add names ranks", app, delta0, Request{Type: TypeAdd, N: 1, Ranks: []uint32{1}}, wire.ErrInvalid, 0},
@@ -592,5 +620,48 @@ func TestExpire(t *testing.T) {
 	}
 	if err := build(t, TypeSub, sPend).Expire(at(20), ""); !errors.Is(err, wire.ErrInvalid) {
 		t.Errorf("Expire without a reason: %v", err)
+	}
+}
+
+// DefineReplace checks its two rank lists against the request; the other
+// types cannot use it, nor a REPLACE DefineDelta.
+func TestDefineReplace(t *testing.T) {
+	tests := []struct {
+		name    string
+		req     Request
+		in, out []uint32
+		want    *wire.Error
+	}{
+		{"ok", replaceReq(), []uint32{10, 11}, []uint32{3, 5}, nil},
+		{"ok, runtime's choice", Request{Type: TypeReplace, N: 2}, []uint32{10, 11}, []uint32{1, 2}, nil},
+		{"fewer new", replaceReq(), []uint32{10}, []uint32{3, 5}, wire.ErrInvalid},
+		{"fewer replaced", Request{Type: TypeReplace, N: 2}, []uint32{10, 11}, []uint32{3}, wire.ErrInvalid},
+		{"named rank not replaced", replaceReq(), []uint32{10, 11}, []uint32{3, 6}, wire.ErrInvalid},
+		{"rank new and replaced", replaceReq(), []uint32{5, 11}, []uint32{3, 5}, wire.ErrInvalid},
+		{"not a replace", addReq(), []uint32{10, 11}, []uint32{3, 5}, wire.ErrState},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rc := mustNew(t, tc.req)
+			err := rc.DefineReplace(at(1), tc.in, tc.out, setApp)
+			if tc.want == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if i := rc.Info(); !reflect.DeepEqual(i.Ranks, tc.in) || !reflect.DeepEqual(i.Out, tc.out) || !reflect.DeepEqual(i.Bound, []string{setApp}) {
+					t.Errorf("info %+v", i)
+				}
+				return
+			}
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("err %v, want %v", err, tc.want)
+			}
+			if rc.Info().Times.DeltaDefined != (time.Time{}) {
+				t.Errorf("a refused definition was recorded")
+			}
+		})
+	}
+	if err := mustNew(t, replaceReq()).DefineDelta(at(1), []uint32{10, 11}, []string{setApp}); !errors.Is(err, wire.ErrState) {
+		t.Errorf("DefineDelta on a REPLACE: %v, want ErrState", err)
 	}
 }

@@ -73,8 +73,8 @@ func TestTrackerBusy(t *testing.T) {
 		t.Fatalf("after finalize: active %v last %v", tr.Active(), tr.Last())
 	}
 	// A rejected (invalid) request does not use a number.
-	if _, _, err := tr.Submit(at(5), Request{Type: TypeReplace, N: 1}); !errors.Is(err, wire.ErrUnsupported) {
-		t.Fatalf("replace: %v", err)
+	if _, _, err := tr.Submit(at(5), Request{Type: TypeReplace}); !errors.Is(err, wire.ErrInvalid) {
+		t.Fatalf("replace of nothing: %v", err)
 	}
 	rc1, queued, err := tr.Submit(at(6), subReq())
 	if err != nil || queued || rc1.Delta() != "mpi://rte/jac/rc/1" {

@@ -17,17 +17,18 @@
 // type and the status and fails with wire.ErrState (naming the delta) rather
 // than doing nothing:
 //
-//	step              method       types  allowed in                  effect
-//	requested         New          all    —                           status NULL
-//	delta defined     DefineDelta  all    NULL, once                  ranks and bound sets fixed
-//	job data pushed   PushJobData  all    NULL, after delta defined
-//	announced         Announce     all    NULL, after job data pushed NULL → ANNOUNCED
-//	all started       AllStarted   ADD    ANNOUNCED/PENDING/FINALIZED
-//	accept published  Accept       all    ANNOUNCED (ADD, SUB), PENDING (SUB)
-//	confirmed         Confirm      ADD    PENDING                     PENDING → FINALIZED
-//	enforced          Enforce      SUB    PENDING/FINALIZED, once     (grace period ran out)
-//	all exited        AllExited    SUB    PENDING/FINALIZED, once
-//	aborted           Abort        all    NULL/ANNOUNCED/PENDING      → ABORTED
+//	step              method         types         allowed in                  effect
+//	requested         New            all           —                           status NULL
+//	delta defined     DefineDelta    ADD, SUB      NULL, once                  ranks and bound sets fixed
+//	                  DefineReplace  REPLACE       NULL, once                  new and replaced ranks, one bound set
+//	job data pushed   PushJobData    all           NULL, after delta defined
+//	announced         Announce       all           NULL, after job data pushed NULL → ANNOUNCED
+//	all started       AllStarted     ADD, REPLACE  ANNOUNCED/PENDING/FINALIZED
+//	accept published  Accept         all           ANNOUNCED; SUB also PENDING
+//	confirmed         Confirm        ADD, REPLACE  PENDING                     PENDING → FINALIZED
+//	enforced          Enforce        SUB, REPLACE  SUB: PENDING/FINALIZED; REPLACE: FINALIZED; once (grace period ran out)
+//	all exited        AllExited      SUB, REPLACE  as Enforce, once
+//	aborted           Abort          all           NULL/ANNOUNCED/PENDING      → ABORTED
 //
 // Why these windows: new processes are launched only after the announcement
 // (DESIGN §5 phase 1), and their "all started" report reaches the master on a
@@ -73,8 +74,11 @@ import (
 type Type uint8
 
 // Types. TypeNull is what a query answers when no change is available.
-// TypeReplace is reserved (thesis §6.2.3): it parses and prints, but New
-// rejects it with wire.ErrUnsupported.
+// TypeReplace (the thesis's future work, §6.6) replaces processes by as
+// many new ones in one change: its delta set holds the new processes, and
+// the replaced ones are listed beside it (RC.Out). It runs like an ADD
+// (one bound set accepts, the new processes confirm) and then, once
+// FINALIZED, lets the replaced processes go like a SUB.
 const (
 	TypeNull Type = iota
 	TypeAdd
@@ -98,7 +102,7 @@ func ParseType(s string) (Type, error) {
 			return Type(i), nil
 		}
 	}
-	return 0, wire.Errorf(wire.ErrInvalid, "unknown resource change type %q (want add or sub)", s)
+	return 0, wire.Errorf(wire.ErrInvalid, "unknown resource change type %q (want add, sub or replace)", s)
 }
 
 // MarshalText makes JSON show the name rather than a number.
