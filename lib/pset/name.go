@@ -17,7 +17,7 @@ const (
 	KindSelf         // mpi://SELF: the calling process alone
 	KindShared       // mpi://SHARED: the caller's job peers on its node
 	KindApp          // mpi://app/<app>[/<name>...]: the application's domain
-	KindDelta        // mpi://rte/<app>/rc/<n>: delta set of a resource change
+	KindDelta        // mpi://rte/<app>/rc/<n>[/out]: delta set of a resource change (out: the processes a REPLACE replaces)
 )
 
 var kindNames = [...]string{"invalid", "world", "self", "shared", "app", "delta"}
@@ -59,7 +59,7 @@ const (
 )
 
 // shapes is quoted in every parse error so the user sees what would work.
-const shapes = "accepted: mpi://WORLD, mpi://SELF, mpi://SHARED, mpi://app/<app>[/<name>...], mpi://rte/<app>/rc/<n>; " +
+const shapes = "accepted: mpi://WORLD, mpi://SELF, mpi://SHARED, mpi://app/<app>[/<name>...], mpi://rte/<app>/rc/<n>[/out]; " +
 	"segments use letters, digits, '-', '_', '.'"
 
 // Name is a parsed process set name.
@@ -68,6 +68,7 @@ type Name struct {
 	App  string // application (job) name for KindApp and KindDelta
 	Sub  string // path below mpi://app/<app> ("" for the application's root set)
 	RC   uint64 // resource change number for KindDelta
+	Out  bool   // KindDelta: the replaced processes of a REPLACE (mpi://rte/<app>/rc/<n>/out)
 }
 
 // String returns the canonical spelling of n.
@@ -85,6 +86,9 @@ func (n Name) String() string {
 		}
 		return AppName(n.App) + "/" + n.Sub
 	case KindDelta:
+		if n.Out {
+			return OutName(n.App, n.RC)
+		}
 		return DeltaName(n.App, n.RC)
 	}
 	return ""
@@ -100,6 +104,10 @@ func AppName(app string) string { return "mpi://app/" + app }
 func DeltaName(app string, n uint64) string {
 	return "mpi://rte/" + app + "/rc/" + strconv.FormatUint(n, 10)
 }
+
+// OutName returns mpi://rte/<app>/rc/<n>/out, the set of the processes
+// the n-th change (a REPLACE) replaces. It does not validate app.
+func OutName(app string, n uint64) string { return DeltaName(app, n) + "/out" }
 
 // Parse validates a process set name and splits it into its parts. The
 // predefined names are matched case-insensitively (Open MPI spells them in
@@ -140,8 +148,9 @@ func Parse(s string) (Name, error) {
 		}
 		return Name{Kind: KindApp, App: segs[1], Sub: strings.Join(segs[2:], "/")}, nil
 	case "rte":
-		if len(segs) != 4 || segs[2] != "rc" {
-			return bad("runtime names must be mpi://rte/<app>/rc/<n>")
+		out := len(segs) == 5 && segs[4] == "out"
+		if (len(segs) != 4 && !out) || segs[2] != "rc" {
+			return bad("runtime names must be mpi://rte/<app>/rc/<n> or mpi://rte/<app>/rc/<n>/out")
 		}
 		if len(segs[1]) > MaxAppLen {
 			return bad("application name longer than " + strconv.Itoa(MaxAppLen) + " bytes")
@@ -150,7 +159,7 @@ func Parse(s string) (Name, error) {
 		if err != "" {
 			return bad("resource change number " + err)
 		}
-		return Name{Kind: KindDelta, App: segs[1], RC: n}, nil
+		return Name{Kind: KindDelta, App: segs[1], RC: n, Out: out}, nil
 	}
 	return bad("unknown domain " + strconv.Quote(segs[0]))
 }

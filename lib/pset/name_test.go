@@ -41,6 +41,7 @@ func TestParseGood(t *testing.T) {
 		{"mpi://app/app1/rc", Name{Kind: KindApp, App: "app1", Sub: "rc"}, "mpi://app/app1/rc"},
 		{"mpi://rte/app1/rc/0", Name{Kind: KindDelta, App: "app1", RC: 0}, "mpi://rte/app1/rc/0"},
 		{"mpi://rte/app1/rc/42", Name{Kind: KindDelta, App: "app1", RC: 42}, "mpi://rte/app1/rc/42"},
+		{"mpi://rte/app1/rc/42/out", Name{Kind: KindDelta, App: "app1", RC: 42, Out: true}, "mpi://rte/app1/rc/42/out"},
 		{"mpi://rte/app1/rc/18446744073709551615", Name{Kind: KindDelta, App: "app1", RC: 1<<64 - 1}, "mpi://rte/app1/rc/18446744073709551615"},
 		{"mpi://app/" + strings.Repeat("a", MaxAppLen), Name{Kind: KindApp, App: strings.Repeat("a", MaxAppLen)}, "mpi://app/" + strings.Repeat("a", MaxAppLen)},
 	}
@@ -87,6 +88,8 @@ func TestParseBad(t *testing.T) {
 		{"mpi://rte/app1/rc", "mpi://rte/<app>/rc/<n>"},
 		{"mpi://rte/app1/delta/1", "mpi://rte/<app>/rc/<n>"},
 		{"mpi://rte/app1/rc/1/x", "mpi://rte/<app>/rc/<n>"},
+		{"mpi://rte/app1/rc/1/out/x", "mpi://rte/<app>/rc/<n>/out"},
+		{"mpi://rte/app1/rc/x/out", "not a non-negative decimal"},
 		{"mpi://rte/app1/rc/-1", "not a non-negative decimal"},
 		{"mpi://rte/app1/rc/x1", "not a non-negative decimal"},
 		{"mpi://rte/app1/rc/01", "leading zeros"},

@@ -207,6 +207,27 @@ func (r *Registry) DefineDelta(members []uint32) (Info, error) {
 	return p.info(0, p.latest()), nil
 }
 
+// DefineReplaced defines the second delta set of the latest change, a
+// REPLACE: mpi://rte/<app>/rc/<n>/out, the processes it replaces (its
+// delta set, from DefineDelta, holds the new ones). Same epoch as that
+// delta; forgotten with it (ForgetDelta).
+func (r *Registry) DefineReplaced(members []uint32) (Info, error) {
+	if len(members) == 0 {
+		return Info{}, wire.Errorf(wire.ErrInvalid, "replaced set for %s: no members", r.root)
+	}
+	if r.lastRC == 0 {
+		return Info{}, wire.Errorf(wire.ErrState, "replaced set for %s: no delta set defined yet", r.root)
+	}
+	n := Name{Kind: KindDelta, App: r.app, RC: r.lastRC, Out: true}
+	key := n.String()
+	if _, dup := r.sets[key]; dup {
+		return Info{}, wire.Errorf(wire.ErrState, "replaced set %s already defined", key)
+	}
+	p := &pset{name: n, key: key, hist: []*version{newVersion(roaring.BitmapOf(members...), r.rcEpoch)}, active: true}
+	r.sets[key] = p
+	return p.info(0, p.latest()), nil
+}
+
 // Delete removes an application-created set with all its versions. The
 // predefined sets (mpi://WORLD, mpi://app/<app>) and delta sets cannot be
 // deleted, nor can a pinned set. If the name is created again later its

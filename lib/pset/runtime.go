@@ -137,7 +137,16 @@ func (r *Registry) ForgetDelta(name string) error {
 	if p.pins > 0 {
 		return pinnedErr(p, "forget")
 	}
+	if p.name.Out {
+		return wire.Errorf(wire.ErrInvalid, "%s goes with its change's delta set: forget that one", p.key)
+	}
+	out := p.name
+	out.Out = true
+	if q := r.sets[out.String()]; q != nil && q.pins > 0 {
+		return pinnedErr(q, "forget")
+	}
 	delete(r.sets, p.key) // not in r.deleted: byName tells from the number
+	delete(r.sets, out.String())
 	return nil
 }
 

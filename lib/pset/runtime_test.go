@@ -160,3 +160,29 @@ func TestRetention(t *testing.T) {
 		t.Errorf("numbering after a forget: %s", d.Name)
 	}
 }
+
+// A REPLACE's second delta set (/out) belongs to the latest delta: same
+// epoch, defined once, forgotten with its delta and not alone.
+func TestDefineReplaced(t *testing.T) {
+	r := mustNew(t, "a", ranges(0, 3))
+	_, err := r.DefineReplaced([]uint32{1})
+	wantErr(t, err, wire.ErrState, "no delta set defined yet")
+	d := mustDelta(t, r, []uint32{4})
+	out, err := r.DefineReplaced([]uint32{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Name != OutName("a", 1) || out.Epoch != d.Epoch || out.Size != 1 {
+		t.Errorf("replaced set %+v, delta %+v", out, d)
+	}
+	_, err = r.DefineReplaced([]uint32{2})
+	wantErr(t, err, wire.ErrState, "already defined")
+	_, err = r.DefineReplaced(nil)
+	wantErr(t, err, wire.ErrInvalid, "no members")
+	wantErr(t, r.ForgetDelta(out.Name), wire.ErrInvalid, "goes with")
+	if err := r.ForgetDelta(d.Name); err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Get(out.Name, Latest)
+	wantErr(t, err, wire.ErrNotFound, "forgotten")
+}
