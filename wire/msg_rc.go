@@ -19,7 +19,7 @@ const (
 const (
 	RCAdd     = "ADD"     // grow: new processes are started
 	RCSub     = "SUB"     // shrink: processes are asked to leave
-	RCReplace = "REPLACE" // reserved
+	RCReplace = "REPLACE" // replace: new processes start, as many named ones leave (RC.Out)
 )
 
 // RC statuses. NULL means "no change available" in a query.
@@ -60,13 +60,15 @@ type RCTimes struct {
 type RC struct {
 	Delta       string      `msgpack:"d,omitempty"`    // delta set name, mpi://rte/<app>/rc/<n>
 	Job         string      `msgpack:"j,omitempty"`    // job namespace
-	Type        string      `msgpack:"t,omitempty"`    // RCAdd or RCSub
+	Type        string      `msgpack:"t,omitempty"`    // RCAdd, RCSub or RCReplace
 	Status      string      `msgpack:"st,omitempty"`   // one of the RC* statuses
 	Bound       []string    `msgpack:"b,omitempty"`    // bound set(s)
 	Requester   string      `msgpack:"by,omitempty"`   // ByTool, ByApp or BySched
 	RequesterID string      `msgpack:"byid,omitempty"` // e.g. "dynrc pid 4242" or "rank 3"
 	N           uint32      `msgpack:"n,omitempty"`    // number of processes added or removed
-	Ranks       RankRanges  `msgpack:"r,omitempty"`    // the delta's ranks
+	Ranks       RankRanges  `msgpack:"r,omitempty"`    // the delta's ranks (ADD, REPLACE: the new processes; SUB: the leaving ones)
+	Out         RankRanges  `msgpack:"out,omitempty"`  // REPLACE: the processes replaced (they leave once FINALIZED)
+	OutSet      string      `msgpack:"os,omitempty"`   // REPLACE: the set of those, mpi://rte/<app>/rc/<n>/out
 	Placement   []Placement `msgpack:"pl,omitempty"`   // where the delta's processes run
 	NewSet      *PsetRef    `msgpack:"set,omitempty"`  // set published by the accept
 	Accepts     uint32      `msgpack:"accn,omitempty"` // accepts received (SUB needs one per bound-set member)
@@ -82,9 +84,9 @@ type RC struct {
 // remove; otherwise the runtime picks the highest-slot ones.
 type RCRequest struct {
 	Job         string            `msgpack:"j,omitempty"`     // job namespace
-	Type        string            `msgpack:"t,omitempty"`     // RCAdd or RCSub
+	Type        string            `msgpack:"t,omitempty"`     // RCAdd, RCSub or RCReplace
 	N           uint32            `msgpack:"n,omitempty"`     // processes to add or remove
-	Ranks       RankRanges        `msgpack:"r,omitempty"`     // SUB: exact ranks to remove
+	Ranks       RankRanges        `msgpack:"r,omitempty"`     // SUB, REPLACE: exact ranks to remove or replace
 	Bound       []string          `msgpack:"b,omitempty"`     // sets to bind the change to; empty = the runtime's choice
 	Requester   string            `msgpack:"by,omitempty"`    // ByTool, ByApp or BySched
 	RequesterID string            `msgpack:"byid,omitempty"`  // free-form

@@ -80,6 +80,7 @@ func run(ctx context.Context, e *env, args []string) int {
 		Commands: []*cli.Command{
 			changeCommand(e, wire.RCAdd),
 			changeCommand(e, wire.RCSub),
+			changeCommand(e, wire.RCReplace),
 			{
 				Name:   "list",
 				Usage:  "list the resource changes of the DVM's jobs, oldest first",
@@ -203,7 +204,7 @@ func queueFlag() cli.Flag {
 func changeCommand(e *env, typ string) *cli.Command {
 	flags := []cli.Flag{
 		dvmFlag(), jobFlag(),
-		&cli.IntFlag{Name: "n", Usage: "number of processes `N` to " + map[string]string{wire.RCAdd: "start", wire.RCSub: "remove"}[typ], DefaultText: "none"},
+		&cli.IntFlag{Name: "n", Usage: "number of processes `N` to " + map[string]string{wire.RCAdd: "start", wire.RCSub: "remove", wire.RCReplace: "replace"}[typ], DefaultText: "none"},
 	}
 	cmd := &cli.Command{Name: strings.ToLower(typ), HideHelpCommand: true}
 	switch typ {
@@ -223,6 +224,17 @@ func changeCommand(e *env, typ string) *cli.Command {
 			&cli.StringFlag{Name: "ranks", Usage: "remove exactly these ranks: `LIST` like 3,5-7 (instead of -n)"},
 			&cli.StringFlag{Name: "pset", Usage: "remove members of the set `P` only"},
 			&cli.DurationFlag{Name: "grace", Usage: "time `D` the removed processes get to exit after FINALIZED before SIGTERM, then SIGKILL", DefaultText: "the master's"})
+	case wire.RCReplace:
+		cmd.Usage = "replace processes of a running job by as many new ones"
+		cmd.UsageText = "dynrc replace (-n N | --ranks LIST) [--job J] [--pset P] [--wait] [--timeout D] [--json] [--queue] [--grace D] [--confirm-timeout D]"
+		cmd.Description = "New processes start on free slots (not those of the replaced ones, which are still held),\n" +
+			"the set that holds every replaced process accepts, the new processes confirm, and only then\n" +
+			"are the replaced processes told to leave; e.g. evacuate a node: dynrc replace --ranks <its ranks>.\n" +
+			"Without --ranks the runtime replaces the processes on the highest slots (of --pset, if given)."
+		flags = append(flags,
+			&cli.StringFlag{Name: "ranks", Usage: "replace exactly these ranks: `LIST` like 3,5-7 (instead of -n)"},
+			&cli.StringFlag{Name: "pset", Usage: "replace members of the malleable set `P` (it accepts the change)"},
+			&cli.DurationFlag{Name: "grace", Usage: "time `D` the replaced processes get to exit after FINALIZED before SIGTERM, then SIGKILL", DefaultText: "the master's"})
 	}
 	flags = append(flags, &cli.DurationFlag{Name: "confirm-timeout", Usage: "abort the change unless it is FINALIZED (sub: accepted) within `D` of its announcement", DefaultText: "the master's"})
 	cmd.Flags = append(flags,
@@ -282,7 +294,7 @@ func changeReq(c *cli.Context, e *env, typ string) (wire.RCRequest, error) {
 	if hasN && n <= 0 {
 		return req, cliutil.Usagef("-n must be a positive number of processes, got %d", n)
 	}
-	if typ == wire.RCSub && c.IsSet("ranks") {
+	if typ != wire.RCAdd && c.IsSet("ranks") {
 		if hasN {
 			return req, cliutil.Usagef("give either -n or --ranks, not both")
 		}
@@ -294,8 +306,8 @@ func changeReq(c *cli.Context, e *env, typ string) (wire.RCRequest, error) {
 		return req, nil
 	}
 	if !hasN {
-		if typ == wire.RCSub {
-			return req, cliutil.Usagef("sub needs -n N or --ranks LIST")
+		if typ != wire.RCAdd {
+			return req, cliutil.Usagef("%s needs -n N or --ranks LIST", strings.ToLower(typ))
 		}
 		return req, cliutil.Usagef("add needs -n N")
 	}

@@ -84,6 +84,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"sub", "--ranks", "7-5"}, "reversed"},
 		{[]string{"sub", "--ranks", "1,1"}, "named twice"},
 		{[]string{"sub", "--ranks", "a"}, `"a" is not a rank`},
+		{[]string{"replace"}, "replace needs -n N or --ranks LIST"},
+		{[]string{"replace", "-n", "1", "--ranks", "2"}, "either -n or --ranks"},
 		{[]string{"sub", "--ranks", ""}, "empty rank list"},
 		{[]string{"add", "-n", "1", "--timeout", "-1s"}, "--timeout must be positive"},
 		{[]string{"sub", "-n", "1", "--grace", "0s"}, "--grace must be at least 1ms"},

@@ -166,4 +166,16 @@ func TestDVMGrowShrink(t *testing.T) {
 	if out := d.must(0, "list", "--json"); strings.Count(out, `"status": "FINALIZED"`) != 7 {
 		t.Errorf("list --json:\n%s", out)
 	}
+
+	// Replace rank 0 (evacuate it): a new rank takes its place.
+	out = d.must(0, "replace", "--ranks", "0", "--wait")
+	if !strings.HasPrefix(out, "mpi://rte/mall/rc/8  REPLACE 1 (ranks 0 by 9)  FINALIZED after") {
+		t.Errorf("replace --wait: %q", out)
+	}
+	rec = d.show("8")
+	if rec.Replaced != "0" || rec.ReplacedSet != "mpi://rte/mall/rc/8/out" || !rec.Settled ||
+		!hasSteps(rec, "announced", "launched", "all_started", "accept_published", "confirmed", "finalized", "all_exited") {
+		t.Errorf("REPLACE record: %+v", rec)
+	}
+	d.waitSize("mall", 2)
 }

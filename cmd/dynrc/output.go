@@ -79,7 +79,7 @@ func endTime(rc *wire.RC) int64 {
 		return rc.Times.Aborted
 	case rc.Status != wire.RCFinalized:
 		return 0
-	case rc.Type == wire.RCSub:
+	case rc.Type == wire.RCSub || rc.Type == wire.RCReplace:
 		return rc.Times.Exited
 	}
 	return rc.Times.Finalized
@@ -103,6 +103,8 @@ type rcJSON struct {
 	Status      string             `json:"status"`
 	N           uint32             `json:"n"`
 	Ranks       string             `json:"ranks"`
+	Replaced    string             `json:"replaced,omitempty"`     // REPLACE: the processes replaced
+	ReplacedSet string             `json:"replaced_set,omitempty"` // REPLACE: their set
 	Bound       []string           `json:"bound"`
 	BoundRefs   []setJSON          `json:"bound_versions,omitempty"` // bound sets with the version whose members accept
 	Requester   string             `json:"requester"`
@@ -153,6 +155,7 @@ func toJSON(rc *wire.RC) rcJSON {
 		Bound: append([]string{}, rc.Bound...), Requester: rc.Requester, RequesterID: rc.RequesterID,
 		Placement: []placementJSON{}, Accepts: rc.Accepts, Reason: rc.Reason, Settled: rc.Settled,
 		Steps: []stepJSON{}, ElapsedMS: map[string]float64{},
+		Replaced: rc.Out.String(), ReplacedSet: rc.OutSet,
 	}
 	if out.Status == "" {
 		out.Status = wire.RCNull
@@ -190,10 +193,14 @@ func writeJSON(w io.Writer, v any) error {
 // unit of the thesis's tables.
 func fmtMS(d time.Duration) string { return fmt.Sprintf("%.3f ms", float64(d)/1e6) }
 
-// what describes the change in a few words: "ADD 2 (ranks 28-29)".
+// what describes the change in a few words: "ADD 2 (ranks 28-29)",
+// "REPLACE 2 (ranks 1-2 by 28-29)".
 func what(rc *wire.RC) string {
 	s := fmt.Sprintf("%s %d", rc.Type, rc.N)
-	if len(rc.Ranks) > 0 {
+	switch {
+	case len(rc.Out) > 0 && len(rc.Ranks) > 0:
+		s += " (ranks " + rc.Out.String() + " by " + rc.Ranks.String() + ")"
+	case len(rc.Ranks) > 0:
 		s += " (ranks " + rc.Ranks.String() + ")"
 	}
 	return s
@@ -241,6 +248,8 @@ func writeShow(w io.Writer, rc *wire.RC, loc *time.Location) error {
 	switch {
 	case final(rc.Status) && !rc.Settled && rc.Type == wire.RCSub:
 		st += " (removed processes still exiting)"
+	case rc.Status == wire.RCFinalized && !rc.Settled && rc.Type == wire.RCReplace:
+		st += " (replaced processes still exiting)"
 	case final(rc.Status) && !rc.Settled:
 		st += " (being cleaned up)"
 	case rc.Status == wire.RCNull || rc.Status == "":
@@ -249,6 +258,9 @@ func writeShow(w io.Writer, rc *wire.RC, loc *time.Location) error {
 	row("status", st)
 	row("processes", fmt.Sprintf("%d", rc.N))
 	row("ranks", dash(rc.Ranks.String()))
+	if rc.Type == wire.RCReplace {
+		row("replaced", dash(rc.Out.String())+" ("+dash(rc.OutSet)+")")
+	}
 	bound := rc.Bound
 	if len(rc.BoundRefs) > 0 {
 		bound = nil

@@ -11,7 +11,7 @@
 //	STATE      a change this process took part in ended (rank, delta,
 //	           status, set, version, members, size, epoch, and the job data
 //	           of the daemon: jobsize, node, peers)
-//	LEFT       a SUB removed this process (it exits 0)
+//	LEFT       a SUB removed this process, or a REPLACE replaced it (it exits 0)
 //	DONE       the process ends after change -last
 //	OPS/FINAL  the -psetstress results
 //	BENCH      the -bench results of rank 0 (mean, median, p90 in ns)
@@ -129,12 +129,12 @@ func run(ctx context.Context, c config) error {
 	}
 	p.main = wire.PsetRef{Name: session.AppSet(p.app)}
 
-	// A process started by an ADD confirms first (listing 6.7).
+	// A process started by an ADD or a REPLACE confirms first (listing 6.7).
 	q, err := s.QueryRC(ctx, session.QueryOptions{Bound: session.Self})
 	if err != nil {
 		return err
 	}
-	if q.Incl && q.Type == wire.RCAdd && (q.Status == wire.RCAnnounced || q.Status == wire.RCPending) {
+	if q.Incl && (q.Type == wire.RCAdd || q.Type == wire.RCReplace) && (q.Status == wire.RCAnnounced || q.Status == wire.RCPending) {
 		switch {
 		case c.noConfirm:
 			<-ctx.Done()
@@ -235,24 +235,35 @@ func (p *proc) adapt(ctx context.Context, r session.RC) (bool, error) {
 	}
 	newSet := ""
 	if p.me == members[0].Lo {
-		op := session.OpUnion
-		if r.Type == wire.RCSub {
-			op = session.OpDifference
+		// ADD: UNION(set, delta); SUB: DIFFERENCE(set, delta); REPLACE:
+		// DIFFERENCE(set, out), then UNION with the delta.
+		type step struct{ op, with string }
+		steps := []step{{session.OpUnion, r.Delta}}
+		switch r.Type {
+		case wire.RCSub:
+			steps = []step{{session.OpDifference, r.Delta}}
+		case wire.RCReplace:
+			steps = []step{{session.OpDifference, r.Record.OutSet}, {session.OpUnion, r.Delta}}
 		}
-		// An ADD aborted meanwhile refuses the operation (ErrAborted):
+		// A change aborted meanwhile refuses the operation (ErrAborted):
 		// then the root accepts without a set and every member learns the
 		// abort from the accept.
-		res, err := s.PsetOp(ctx, op, bound, r.Delta, session.PsetOpOptions{Target: bound})
-		switch {
-		case err == nil:
-			newSet = res.Name + "@" + strconv.FormatUint(uint64(res.Version), 10)
-		case !errors.Is(err, wire.ErrAborted):
-			return false, fmt.Errorf("%s(%s, %s): %w", op, bound, r.Delta, err)
+		for _, st := range steps {
+			res, err := s.PsetOp(ctx, st.op, bound, st.with, session.PsetOpOptions{Target: bound})
+			if err == nil {
+				newSet = res.Name + "@" + strconv.FormatUint(uint64(res.Version), 10)
+				continue
+			}
+			newSet = ""
+			if !errors.Is(err, wire.ErrAborted) {
+				return false, fmt.Errorf("%s(%s, %s): %w", st.op, bound, st.with, err)
+			}
+			break
 		}
 	}
 	o := session.AcceptOptions{Bound: bound, Blocking: p.c.blocking}
 	acc, err := s.Accept(ctx, r.Delta, newSet, o)
-	for err == nil && acc.Status == wire.RCPending && r.Type == wire.RCAdd {
+	for err == nil && acc.Status == wire.RCPending && r.Type != wire.RCSub {
 		// Wait for the confirmation (or the abort), then ask again: every
 		// member asks as often as the others, since all wait for the same
 		// end.

@@ -221,14 +221,14 @@ func (jc *jobCache) concerns(r *wire.RC, rank uint32) bool {
 	return false
 }
 
-// launchDelta names the ADD that started rank ("" for a process of the
+// launchDelta names the ADD or REPLACE that started rank ("" for a process of the
 // launch). d.mu must be held.
 func (jc *jobCache) launchDelta(rank uint32) string {
 	if jc.rcs == nil {
 		return ""
 	}
 	for i := len(jc.rcs.order) - 1; i >= 0; i-- {
-		if r := jc.rcs.order[i]; r.Type == wire.RCAdd && r.Ranks.Contains(rank) {
+		if r := jc.rcs.order[i]; (r.Type == wire.RCAdd || r.Type == wire.RCReplace) && r.Ranks.Contains(rank) {
 			return r.Delta
 		}
 	}

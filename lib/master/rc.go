@@ -87,9 +87,12 @@ type rcRun struct {
 	jr        *jobRC
 	r         *rc.RC
 	req       wire.RCRequest
-	typ       string // wire.RCAdd or wire.RCSub
+	typ       string // wire.RCAdd, wire.RCSub or wire.RCReplace
 	ranks     []uint32
 	delta     wire.RankRanges
+	out       []uint32        // REPLACE: the processes replaced (rc_replace.go)
+	outRR     wire.RankRanges // the same as ranges
+	outSet    string          // their set, mpi://rte/<app>/rc/<n>/out
 	bound     []string
 	refs      []wire.PsetRef             // bound sets at the announcement
 	bmem      map[string]wire.RankRanges // their members then
@@ -246,9 +249,9 @@ func parseRCType(t string) (string, error) {
 	case wire.RCSub:
 		return wire.RCSub, nil
 	case wire.RCReplace:
-		return "", wire.Errorf(wire.ErrUnsupported, "master: REPLACE changes are not supported (use a SUB, then an ADD)")
+		return wire.RCReplace, nil
 	}
-	return "", wire.Errorf(wire.ErrInvalid, "master: resource change type %q: want ADD or SUB", t)
+	return "", wire.Errorf(wire.ErrInvalid, "master: resource change type %q: want ADD, SUB or REPLACE", t)
 }
 
 // requester converts the wire requester of a change.
@@ -487,6 +490,7 @@ func (s *state) rcStart(jr *jobRC, b *wire.RCRequest, at time.Time, reply func(*
 	}
 	var (
 		ranks  []uint32
+		out    []uint32 // REPLACE: the replaced processes
 		placed []alloc.Proc
 		bound  []string
 		err    error
@@ -499,6 +503,11 @@ func (s *state) rcStart(jr *jobRC, b *wire.RCRequest, at time.Time, reply func(*
 		}
 	case wire.RCSub:
 		ranks, bound, err = s.rcPlanSub(j, b)
+	case wire.RCReplace:
+		out, placed, bound, err = s.rcPlanReplace(j, b)
+		for _, p := range placed {
+			ranks = append(ranks, p.Rank)
+		}
 	}
 	if err != nil {
 		reply(nil, err)
@@ -506,23 +515,26 @@ func (s *state) rcStart(jr *jobRC, b *wire.RCRequest, at time.Time, reply func(*
 	}
 	release := func() { s.rcRetract(j, placed) }
 	named := []uint32(nil)
-	if typ == wire.RCSub {
+	if typ != wire.RCAdd {
 		named = b.Ranks.Ranks()
 	}
-	rtyp := rc.TypeAdd
-	if typ == wire.RCSub {
-		rtyp = rc.TypeSub
-	}
+	rtyp := map[string]rc.Type{wire.RCAdd: rc.TypeAdd, wire.RCSub: rc.TypeSub, wire.RCReplace: rc.TypeReplace}[typ]
 	r, _, err := jr.tr.Submit(at, rc.Request{Type: rtyp, N: len(ranks), Ranks: named, By: requester(b)})
 	if err != nil {
 		release()
 		reply(nil, err)
 		return
 	}
-	snap := j.reg.Snapshot(ranks)
+	snap := j.reg.Snapshot(append(slices.Clone(ranks), out...))
 	in, err := j.reg.DefineDelta(ranks)
 	if err == nil && in.Name != r.Delta() {
 		err = wire.Errorf(wire.ErrInternal, "master: delta set numbering out of step: registry defined %s for %s", in.Name, r.Delta())
+	}
+	var outSet string
+	if err == nil && typ == wire.RCReplace {
+		var oi pset.Info
+		oi, err = j.reg.DefineReplaced(out)
+		outSet = oi.Name
 	}
 	if err != nil {
 		release()
@@ -545,6 +557,7 @@ func (s *state) rcStart(jr *jobRC, b *wire.RCRequest, at time.Time, reply func(*
 	run := &rcRun{
 		jr: jr, r: r, req: *b, typ: typ, ranks: ranks, delta: wire.RangesOf(ranks), bound: bound,
 		procs: placed, snap: snap, placed: time.Now(), gone: make(map[uint32]bool), launchEnd: typ == wire.RCSub,
+		out: out, outRR: wire.RangesOf(out), outSet: outSet,
 	}
 	jr.cur = run
 	jr.runs[r.Delta()] = run
@@ -554,7 +567,7 @@ func (s *state) rcStart(jr *jobRC, b *wire.RCRequest, at time.Time, reply func(*
 	} else {
 		run.announced = reply
 	}
-	if typ == wire.RCAdd {
+	if run.adds() {
 		// The new processes join the job table now, so that every later
 		// step (job data, kills, exits) sees them.
 		for _, p := range placed {
@@ -569,7 +582,16 @@ func (s *state) rcStart(jr *jobRC, b *wire.RCRequest, at time.Time, reply func(*
 		s.rcFail(run, err)
 		return
 	}
-	s.pushSets(j, []wire.PsetInfo{def}, nil, func() { s.rcDefined(run, def) })
+	defs := []wire.PsetInfo{def}
+	if outSet != "" {
+		od, err := setInfo(j.reg, j.ns, outSet, time.Now().UnixNano())
+		if err != nil {
+			s.rcFail(run, err)
+			return
+		}
+		defs = append(defs, od)
+	}
+	s.pushSets(j, defs, nil, func() { s.rcDefined(run, defs) })
 }
 
 // rcPlanAdd checks an ADD and places its processes.
@@ -674,59 +696,13 @@ func (s *state) rcPlanSub(j *job, b *wire.RCRequest) ([]uint32, []string, error)
 	if len(named) == 0 && b.N == 0 {
 		return nil, nil, wire.Errorf(wire.ErrInvalid, "master: a SUB needs a positive number of processes or the ranks to remove")
 	}
-	var within wire.RankRanges
-	if len(b.Bound) == 1 {
-		ms, err := j.reg.Members(b.Bound[0])
-		if err != nil {
-			return nil, nil, err
-		}
-		within = wire.RangesOf(ms)
+	victims, err := s.rcVictims(j, b, named, "SUB")
+	if err != nil {
+		return nil, nil, err
 	}
-	live := j.live
-	var victims []uint32
-	if len(named) > 0 {
-		for _, r := range named {
-			if !s.procLive(procRef{j.ns, r}) {
-				return nil, nil, wire.Errorf(wire.ErrNotFound, "master: job %s has no live rank %d", j.app, r)
-			}
-			if within != nil && !within.Contains(r) {
-				return nil, nil, wire.Errorf(wire.ErrInvalid, "master: rank %d is not a member of %s", r, b.Bound[0])
-			}
-		}
-		victims = named
-	} else {
-		procs := s.alloc.Procs(j.ns)
-		slices.SortStableFunc(procs, func(a, b alloc.Proc) int {
-			switch {
-			case a.Slot == alloc.Oversubscribed && b.Slot == alloc.Oversubscribed:
-				return int(b.Rank) - int(a.Rank)
-			case a.Slot == alloc.Oversubscribed:
-				return -1
-			case b.Slot == alloc.Oversubscribed:
-				return 1
-			}
-			return b.Slot - a.Slot
-		})
-		for _, p := range procs {
-			if len(victims) == int(b.N) {
-				break
-			}
-			if s.procLive(procRef{j.ns, p.Rank}) && (within == nil || within.Contains(p.Rank)) {
-				victims = append(victims, p.Rank)
-			}
-		}
-		if len(victims) < int(b.N) {
-			where := "job " + j.app
-			if within != nil {
-				where = b.Bound[0]
-			}
-			return nil, nil, wire.Errorf(wire.ErrInvalid, "master: SUB of %d: %s has only %d live processes", b.N, where, len(victims))
-		}
-	}
-	if len(victims) >= live {
+	if live := j.live; len(victims) >= live {
 		return nil, nil, wire.Errorf(wire.ErrInvalid, "master: SUB of %d would remove every process of job %s (it has %d); end the job instead", len(victims), j.app, live)
 	}
-	slices.Sort(victims)
 	// X_c(U) must not be empty, or nobody could accept the change; and no
 	// set of it may lose every live member: its new version X \ U would be
 	// empty, which no set can be, and nobody would stay to accept.
@@ -756,6 +732,62 @@ func (s *state) rcPlanSub(j *job, b *wire.RCRequest) ([]uint32, []string, error)
 	return victims, nil, nil
 }
 
+// rcVictims chooses the processes a SUB removes or a REPLACE replaces:
+// the named ranks, or the live processes on the highest slots
+// (oversubscribed ones first), within the named set if there is one.
+func (s *state) rcVictims(j *job, b *wire.RCRequest, named []uint32, typ string) ([]uint32, error) {
+	var within wire.RankRanges
+	if len(b.Bound) == 1 {
+		ms, err := j.reg.Members(b.Bound[0])
+		if err != nil {
+			return nil, err
+		}
+		within = wire.RangesOf(ms)
+	}
+	var victims []uint32
+	if len(named) > 0 {
+		for _, r := range named {
+			if !s.procLive(procRef{j.ns, r}) {
+				return nil, wire.Errorf(wire.ErrNotFound, "master: job %s has no live rank %d", j.app, r)
+			}
+			if within != nil && !within.Contains(r) {
+				return nil, wire.Errorf(wire.ErrInvalid, "master: rank %d is not a member of %s", r, b.Bound[0])
+			}
+		}
+		victims = named
+	} else {
+		procs := s.alloc.Procs(j.ns)
+		slices.SortStableFunc(procs, func(a, b alloc.Proc) int {
+			switch {
+			case a.Slot == alloc.Oversubscribed && b.Slot == alloc.Oversubscribed:
+				return int(b.Rank) - int(a.Rank)
+			case a.Slot == alloc.Oversubscribed:
+				return -1
+			case b.Slot == alloc.Oversubscribed:
+				return 1
+			}
+			return b.Slot - a.Slot
+		})
+		for _, p := range procs {
+			if len(victims) == int(b.N) {
+				break
+			}
+			if s.procLive(procRef{j.ns, p.Rank}) && (within == nil || within.Contains(p.Rank)) {
+				victims = append(victims, p.Rank)
+			}
+		}
+		if len(victims) < int(b.N) {
+			where := "job " + j.app
+			if within != nil {
+				where = b.Bound[0]
+			}
+			return nil, wire.Errorf(wire.ErrInvalid, "master: %s of %d: %s has only %d live processes", typ, b.N, where, len(victims))
+		}
+	}
+	slices.Sort(victims)
+	return victims, nil
+}
+
 // rcFail aborts a change whose phase 1 failed inside the master.
 func (s *state) rcFail(run *rcRun, err error) {
 	s.log.Error("master: resource change failed", "delta", run.r.Delta(), "err", err)
@@ -763,17 +795,25 @@ func (s *state) rcFail(run *rcRun, err error) {
 }
 
 // rcDefined runs once every daemon has the delta set.
-func (s *state) rcDefined(run *rcRun, def wire.PsetInfo) {
+func (s *state) rcDefined(run *rcRun, defs []wire.PsetInfo) {
 	if run.r.Status() == rc.StatusAborted {
 		return
 	}
-	if err := run.r.DefineDelta(time.Now(), run.ranks, run.bound); err != nil {
+	var err error
+	if run.typ == wire.RCReplace {
+		err = run.r.DefineReplace(time.Now(), run.ranks, run.out, run.bound[0])
+	} else {
+		err = run.r.DefineDelta(time.Now(), run.ranks, run.bound)
+	}
+	if err != nil {
 		s.rcFail(run, err)
 		return
 	}
 	j := run.jr.j
-	def.Members = nil
-	s.publish(wire.Event{Kind: wire.EvPsetDef, Job: j.ns, Pset: &def})
+	for _, def := range defs {
+		def.Members = nil
+		s.publish(wire.Event{Kind: wire.EvPsetDef, Job: j.ns, Pset: &def})
+	}
 	s.pushJobData(j, func() { s.rcJobPushed(run) })
 }
 
@@ -791,8 +831,11 @@ func (s *state) rcJobData(j *job) wire.JobData {
 	if jr := s.rcs().jobs[j.ns]; jr != nil && jr.cur != nil {
 		cur := jr.cur
 		aborted := cur.r.Status() == rc.StatusAborted
-		if (cur.typ == wire.RCSub && !aborted) || (cur.typ == wire.RCAdd && aborted) {
+		switch {
+		case (cur.typ == wire.RCSub && !aborted) || (cur.adds() && aborted):
 			excl = cur.delta
+		case cur.typ == wire.RCReplace:
+			excl = cur.outRR // the job after the change
 		}
 	}
 	data := wire.JobData{Gen: j.gen, ID: j.id, Job: j.ns, App: j.app, NextRank: uint32(j.procs.len())}
@@ -871,7 +914,7 @@ func (s *state) rcJobPushed(run *rcRun) {
 			run.announced(rec, nil)
 			run.announced = nil
 		}
-		if run.typ == wire.RCAdd && run.r.Status() != rc.StatusAborted {
+		if run.adds() && run.r.Status() != rc.StatusAborted {
 			s.rcLaunch(run)
 		}
 	})
@@ -950,7 +993,7 @@ func (s *state) rcLaunchDone(run *rcRun, calls []*nodeCall) {
 		// flight: a daemon may have forked after the kill reached it, and
 		// nothing else would end those processes (the job's kill went out
 		// before they existed, so the job would never end).
-		s.rcKillDelta(run, syscall.SIGTERM)
+		s.rcKillDelta(run, syscall.SIGTERM, run.ranks)
 	default:
 		if run.started == len(run.ranks) {
 			if err := run.r.AllStarted(time.Now()); err == nil {
@@ -985,7 +1028,7 @@ func (s *state) rcProcExit(j *job, rank uint32, how string, failed bool) bool {
 	run := jr.cur
 	st := run.r.Status()
 	inDelta := run.delta.Contains(rank)
-	if inDelta {
+	if inDelta || run.outRR.Contains(rank) {
 		run.gone[rank] = true
 	}
 	abort := func(why string) {
@@ -995,10 +1038,17 @@ func (s *state) rcProcExit(j *job, rank uint32, how string, failed bool) bool {
 		_ = s.rcAbort(run, why, true)
 	}
 	switch {
-	case run.typ == wire.RCAdd && inDelta && st == rc.StatusFinalized:
+	case run.adds() && inDelta && st == rc.StatusFinalized:
 		s.rcSettle(run)
 		return false // a member of the job like any other now
-	case run.typ == wire.RCAdd && inDelta:
+	case run.typ == wire.RCReplace && run.outRR.Contains(rank) && st == rc.StatusFinalized:
+		// Replaced, and told to leave: as a process a SUB removed.
+		if failed {
+			j.noteRemoved(fmt.Sprintf("%s after %s replaced it", how, run.r.Delta()))
+		}
+		s.rcSettle(run)
+		return true
+	case run.adds() && inDelta:
 		if !st.Terminal() {
 			abort(fmt.Sprintf("new process %s before confirming", how))
 		}
@@ -1046,7 +1096,7 @@ func (s *state) rcBoundMember(run *rcRun, rank uint32) bool {
 // in time.
 func (s *state) rcTimeout(run *rcRun, d time.Duration) {
 	switch st := run.r.Status(); {
-	case run.typ == wire.RCAdd && !st.Terminal():
+	case run.adds() && !st.Terminal():
 		_ = s.rcAbort(run, fmt.Sprintf("not confirmed within %v", d), true)
 	case run.typ == wire.RCSub && st == rc.StatusAnnounced:
 		_ = s.rcAbort(run, fmt.Sprintf("not accepted within %v", d), true)
@@ -1086,16 +1136,16 @@ func (s *state) rcGraceOver(run *rcRun) {
 	if err := run.r.Enforce(time.Now()); err != nil {
 		return
 	}
-	s.rcKillDelta(run, syscall.SIGTERM)
+	s.rcKillDelta(run, syscall.SIGTERM, run.leaving())
 	s.rcUpdate(run, nil)
 }
 
-// rcKillDelta signals the delta processes still alive (SIGKILL after the
-// master's grace).
-func (s *state) rcKillDelta(run *rcRun, sig syscall.Signal) {
+// rcKillDelta signals the given processes of the change (the delta, or
+// those it replaces) still alive (SIGKILL after the master's grace).
+func (s *state) rcKillDelta(run *rcRun, sig syscall.Signal, ranks []uint32) {
 	j := run.jr.j
 	per := map[int]wire.RankRanges{}
-	for _, r := range run.ranks {
+	for _, r := range ranks {
 		if !run.gone[r] && s.procLive(procRef{j.ns, r}) {
 			n := j.procs.at(r).node
 			per[n] = per[n].Add(r)
@@ -1133,7 +1183,7 @@ func (s *state) rcAbort(run *rcRun, why string, force bool) error {
 		run.announced = nil
 	}
 	if !j.done {
-		if run.typ == wire.RCAdd {
+		if run.adds() {
 			if run.launched.IsZero() {
 				for _, r := range run.ranks {
 					if p := j.procs.at(r); p != nil && p.state == wire.ProcStateLaunching {
@@ -1143,7 +1193,7 @@ func (s *state) rcAbort(run *rcRun, why string, force bool) error {
 					}
 				}
 			} else {
-				s.rcKillDelta(run, syscall.SIGTERM)
+				s.rcKillDelta(run, syscall.SIGTERM, run.ranks)
 			}
 		}
 		if !run.r.Times().JobDataPushed.IsZero() && !j.done {
@@ -1216,11 +1266,14 @@ func (s *state) rcSettle(run *rcRun) {
 	}
 	j := run.jr.j
 	st := run.r.Status()
-	alive := 0
-	for _, r := range run.ranks {
-		if !run.gone[r] && s.procLive(procRef{j.ns, r}) {
-			alive++
+	alive := func(ranks []uint32) int {
+		n := 0
+		for _, r := range ranks {
+			if !run.gone[r] && s.procLive(procRef{j.ns, r}) {
+				n++
+			}
 		}
+		return n
 	}
 	switch {
 	case j.done:
@@ -1228,24 +1281,25 @@ func (s *state) rcSettle(run *rcRun) {
 		if run.r.Times().AllStarted.IsZero() {
 			return
 		}
-	case st == rc.StatusFinalized && run.typ == wire.RCSub:
-		if alive > 0 {
+	case st == rc.StatusFinalized && run.typ != wire.RCAdd: // SUB, REPLACE
+		leaving := run.leaving()
+		if alive(leaving) > 0 || (run.typ == wire.RCReplace && run.r.Times().AllStarted.IsZero()) {
 			return
 		}
 		if err := run.r.AllExited(time.Now()); err != nil {
 			s.log.Warn("master: resource change", "delta", run.r.Delta(), "err", err)
 		}
 		s.rcStopTimer(run)
-		s.releaseSlots(j, run.ranks)
-		s.rcInactive(run)
+		s.releaseSlots(j, leaving)
+		s.rcInactive(run, run.leavingSet())
 		s.pushJobData(j, func() {}) // the removed processes are out of the job table now
-	case st == rc.StatusAborted && run.typ == wire.RCAdd:
-		if !run.launchEnd && !run.launched.IsZero() || alive > 0 {
+	case st == rc.StatusAborted && run.adds():
+		if !run.launchEnd && !run.launched.IsZero() || alive(run.ranks) > 0 {
 			return
 		}
 		run.exited = time.Now()
 		s.releaseSlots(j, run.ranks)
-		s.rcInactive(run)
+		s.rcInactive(run, run.r.Delta())
 		s.rcRewind(run)
 	case st == rc.StatusAborted:
 	default:
@@ -1312,7 +1366,7 @@ func (s *state) rcRetain(jr *jobRC) {
 			}
 			_ = jr.tr.Forget(delta)
 			delete(jr.runs, delta)
-			for _, r := range run.ranks {
+			for _, r := range append(slices.Clone(run.ranks), run.out...) {
 				// Processes the change removed, or started and lost:
 				// ended, they go from the job table with the record.
 				if p := j.procs.at(r); p != nil && !s.procLive(procRef{j.ns, r}) {
@@ -1377,11 +1431,12 @@ func (s *state) rcRewind(run *rcRun) {
 	}
 }
 
-// rcInactive removes the delta's ranks from the inactive sets (a finished
-// SUB, an aborted ADD) and pushes the sets that changed.
-func (s *state) rcInactive(run *rcRun) {
+// rcInactive removes the ranks of delta (the change's delta set, or the
+// set a REPLACE replaces) from the inactive sets (a finished SUB or
+// REPLACE, an aborted ADD or REPLACE) and pushes the sets that changed.
+func (s *state) rcInactive(run *rcRun, delta string) {
 	j := run.jr.j
-	changed, err := j.reg.ApplyDeltaToInactive(run.r.Delta(), pset.OpDifference)
+	changed, err := j.reg.ApplyDeltaToInactive(delta, pset.OpDifference)
 	if err != nil || len(changed) == 0 {
 		return
 	}
@@ -1410,8 +1465,8 @@ func (s *state) rcInactive(run *rcRun) {
 func (s *state) rcRestoreSets(run *rcRun) {
 	j := run.jr.j
 	var dead []uint32
-	for _, r := range run.ranks {
-		if run.typ == wire.RCSub && !s.procLive(procRef{j.ns, r}) {
+	for _, r := range run.leaving() {
+		if !s.procLive(procRef{j.ns, r}) {
 			dead = append(dead, r)
 		}
 	}
@@ -1455,6 +1510,7 @@ func (s *state) rcAbortedDelta(j *job, names ...string) error {
 		if err != nil || n.Kind != pset.KindDelta || s.rc == nil {
 			continue
 		}
+		n.Out = false // a REPLACE's second set: its change
 		jr := s.rc.jobs[j.ns]
 		if jr == nil {
 			continue
@@ -1464,8 +1520,11 @@ func (s *state) rcAbortedDelta(j *job, names ...string) error {
 			continue
 		}
 		what := "its processes never joined"
-		if run.typ == wire.RCSub {
+		switch run.typ {
+		case wire.RCSub:
 			what = "its processes stay in their sets"
+		case wire.RCReplace:
+			what = "its new processes never joined and the replaced ones stay"
 		}
 		return wire.Errorf(wire.ErrAborted, "master: resource change %s (%s) was aborted (%s): %s; a set operation with its delta is refused",
 			run.r.Delta(), run.typ, run.r.AbortReason(), what)
@@ -1503,6 +1562,7 @@ func (run *rcRun) record() wire.RC {
 		Delta: in.Delta, Job: run.jr.j.ns, Type: run.typ, Status: in.Status.String(), Bound: in.Bound,
 		Requester: run.req.Requester, RequesterID: run.req.RequesterID, N: uint32(len(run.ranks)), Ranks: run.delta,
 		NewSet: run.newSet, Accepts: uint32(len(in.Accepts)), Reason: in.AbortReason, Seq: run.seq,
+		Out: run.outRR, OutSet: run.outSet,
 		BoundRefs: run.refs, Settled: run.settled, Placement: run.placement,
 		Times: wire.RCTimes{
 			Requested: ns(t.Requested), Placed: ns(run.placed), Defined: ns(t.DeltaDefined), JobData: ns(t.JobDataPushed),
@@ -1530,7 +1590,7 @@ func (run *rcRun) ended() []wire.ProcInfo {
 	}
 	j := run.jr.j
 	var out []wire.ProcInfo
-	for _, r := range run.ranks {
+	for _, r := range append(slices.Clone(run.ranks), run.out...) {
 		p := j.procs.at(r)
 		if p == nil {
 			continue

@@ -183,8 +183,8 @@ func (s *state) rcAccept(b *wire.RCAcceptReq, reply func(*wire.RCAcceptReply, er
 				return
 			}
 			set = &ref
-		} else if run.typ == wire.RCAdd {
-			fail(wire.Errorf(wire.ErrInvalid, "master: accepting ADD %s needs the new set to continue with", delta))
+		} else if run.adds() {
+			fail(wire.Errorf(wire.ErrInvalid, "master: accepting %s %s needs the new set to continue with", run.typ, delta))
 			return
 		}
 		st, err := run.r.Accept(time.Now(), bound)
@@ -198,7 +198,7 @@ func (s *state) rcAccept(b *wire.RCAcceptReq, reply func(*wire.RCAcceptReply, er
 			}
 			run.sets[bound] = *set
 		}
-		if run.typ == wire.RCAdd {
+		if run.adds() {
 			run.newSet = set
 			s.rcPublish(j, owner, daemon.RCAcceptKey(delta), []byte(refString(*set)))
 		}
@@ -211,12 +211,16 @@ func (s *state) rcAccept(b *wire.RCAcceptReq, reply func(*wire.RCAcceptReply, er
 		fail(wire.Errorf(wire.ErrState, "master: %s has already accepted %s", bound, delta))
 		return
 	}
-	term := run.typ == wire.RCSub && run.delta.Contains(b.Rank)
 	st := run.r.Status()
+	// A replaced process learns that it leaves only once the REPLACE is
+	// FINALIZED (a blocked accept is answered then): until then it may
+	// still be aborted, and the process must stay.
+	term := (run.typ == wire.RCSub && run.delta.Contains(b.Rank)) || (run.typ == wire.RCReplace && run.outRR.Contains(b.Rank))
 	if b.Block && !st.Terminal() {
 		run.blocked = append(run.blocked, rcBlocked{key: key, bound: bound, owner: owner, term: term, reply: reply})
 		return
 	}
+	term = term && (run.typ != wire.RCReplace || st == rc.StatusFinalized)
 	rep := &wire.RCAcceptReply{Status: st.String(), Terminate: term, Set: run.sets[bound]}
 	s.rcDecide(run, key, owner, rep, nil)
 	reply(rep, nil)
@@ -266,7 +270,7 @@ func (s *state) rcFinalized(run *rcRun) {
 		b.reply(rep, nil)
 	}
 	run.blocked = nil
-	if run.typ == wire.RCSub {
+	if run.typ != wire.RCAdd { // SUB, REPLACE: the leaving processes have the grace period
 		d := s.m.cfg.RCGrace
 		if run.req.GraceMS > 0 {
 			d = time.Duration(run.req.GraceMS) * time.Millisecond
@@ -294,8 +298,8 @@ func (s *state) rcConfirm(b *wire.RCConfirmReq) (*wire.RCAcceptReply, error) {
 	}
 	delta := run.r.Delta()
 	switch {
-	case run.typ != wire.RCAdd:
-		return nil, wire.Errorf(wire.ErrInvalid, "master: only the new processes of an ADD confirm; %s is a SUB", delta)
+	case !run.adds():
+		return nil, wire.Errorf(wire.ErrInvalid, "master: only the new processes of an ADD or a REPLACE confirm; %s is a SUB", delta)
 	case !run.delta.Contains(b.Rank):
 		return nil, wire.Errorf(wire.ErrPermission, "master: rank %d is not a new process of %s", b.Rank, delta)
 	}

@@ -78,8 +78,10 @@ func TestRCRefused(t *testing.T) {
 		msg  string
 	}{
 		{"unknown job", wire.RCRequest{Job: "nosuch", Type: wire.RCAdd, N: 1}, wire.ErrNotFound, "no job"},
-		{"bad type", wire.RCRequest{Job: job.Job, Type: "grow", N: 1}, wire.ErrInvalid, "want ADD or SUB"},
-		{"replace", wire.RCRequest{Job: job.Job, Type: wire.RCReplace, N: 1}, wire.ErrUnsupported, "REPLACE"},
+		{"bad type", wire.RCRequest{Job: job.Job, Type: "grow", N: 1}, wire.ErrInvalid, "want ADD, SUB or REPLACE"},
+		{"replace zero", wire.RCRequest{Job: job.Job, Type: wire.RCReplace}, wire.ErrInvalid, "positive"},
+		{"replace too many", wire.RCRequest{Job: job.Job, Type: wire.RCReplace, N: 3}, wire.ErrInvalid, "only 2 live"},
+		{"replace unknown rank", wire.RCRequest{Job: job.Job, Type: wire.RCReplace, Ranks: wire.Span(7, 7)}, wire.ErrNotFound, "rank 7"},
 		{"add zero", wire.RCRequest{Job: job.Job, Type: wire.RCAdd}, wire.ErrInvalid, "positive"},
 		{"add ranks", wire.RCRequest{Job: job.Job, Type: wire.RCAdd, N: 1, Ranks: wire.Span(0, 0)}, wire.ErrInvalid, "cannot name ranks"},
 		{"add too many", wire.RCRequest{Job: job.Job, Type: wire.RCAdd, N: 3}, wire.ErrNoResources, "free"},

@@ -47,7 +47,7 @@ func (s *Session) AcceptAsRoot(ctx context.Context, delta, newSet string, o Acce
 	}
 	return AcceptResult{
 		Status: rep.Status, NewSet: rep.Set,
-		Terminate: rec.Type == wire.RCSub && rec.Ranks.Contains(me),
+		Terminate: terminates(&rec, me, rep.Status),
 	}, nil
 }
 
@@ -66,6 +66,6 @@ func (s *Session) AcceptedByRoot(ctx context.Context, delta string, res AcceptRe
 		return AcceptResult{}, err
 	}
 	s.rc.next(rec.Delta + "|" + ref.Name)
-	res.Terminate = rec.Type == wire.RCSub && rec.Ranks.Contains(s.info.Rank)
+	res.Terminate = terminates(&rec, s.info.Rank, res.Status)
 	return res, nil
 }

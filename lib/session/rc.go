@@ -129,9 +129,9 @@ func (r *rcSession) undo(key string) {
 // RC is the answer of QueryRC: the change, or Type and Status NULL when
 // there is none.
 type RC struct {
-	Type   string // wire.RCAdd, wire.RCSub, or wire.RCNull
+	Type   string // wire.RCAdd, wire.RCSub, wire.RCReplace, or wire.RCNull
 	Delta  string // the delta set naming the change
-	Incl   bool   // the caller is in the delta: a new process (ADD) or one to remove (SUB)
+	Incl   bool   // the caller is in the delta: a new process (ADD, REPLACE) or one to remove (SUB)
 	Status string // wire.RCAnnounced, RCPending, RCFinalized, RCAborted, or RCNull
 	// Record is the runtime's full record: bound sets with their
 	// versions, ranks, step times, abort reason.
@@ -328,7 +328,8 @@ type AcceptResult struct {
 	// later, with the same arguments) or wire.RCFinalized. A SUB's accept
 	// is complete even while PENDING (other bound sets have to accept too).
 	Status string
-	// Terminate is set for the processes a SUB removes: they must call
+	// Terminate is set for the processes a SUB removes, and for those a
+	// REPLACE replaces once it is FINALIZED: they must call
 	// Finalize and exit.
 	Terminate bool
 	// NewSet is the set to continue with (ADD).
@@ -419,8 +420,21 @@ func (s *Session) Accept(ctx context.Context, delta, newSet string, o AcceptOpti
 	}
 	return AcceptResult{
 		Status: rep.Status, NewSet: rep.Set,
-		Terminate: rec.Type == wire.RCSub && rec.Ranks.Contains(me),
+		Terminate: terminates(&rec, me, rep.Status),
 	}, nil
+}
+
+// terminates says whether rank leaves with the change: a process a SUB
+// removes, or one a REPLACE replaces once it is FINALIZED (before that it
+// may still be aborted, and the process stays).
+func terminates(rec *wire.RC, rank uint32, status string) bool {
+	switch rec.Type {
+	case wire.RCSub:
+		return rec.Ranks.Contains(rank)
+	case wire.RCReplace:
+		return status == wire.RCFinalized && rec.Out.Contains(rank)
+	}
+	return false
 }
 
 // boundOf resolves the bound set a member accepts for and its members at
@@ -493,7 +507,7 @@ type ConfirmOptions struct {
 	Timeout time.Duration
 }
 
-// Confirm is called by every process an ADD started (listing 6.6): it
+// Confirm is called by every process an ADD or a REPLACE started (listing 6.6): it
 // waits until the running processes have accepted, fences the new
 // processes, lets the lowest of them confirm (status FINALIZED), and
 // returns the set to continue with. If the change is aborted it returns
@@ -505,8 +519,8 @@ func (s *Session) Confirm(ctx context.Context, delta string, o ConfirmOptions) (
 	}
 	me := s.info.Rank
 	switch {
-	case rec.Type != wire.RCAdd:
-		return wire.PsetRef{}, wire.Errorf(wire.ErrInvalid, "session: %s is a %s; only the new processes of an ADD confirm", rec.Delta, rec.Type)
+	case rec.Type != wire.RCAdd && rec.Type != wire.RCReplace:
+		return wire.PsetRef{}, wire.Errorf(wire.ErrInvalid, "session: %s is a %s; only the new processes of an ADD or a REPLACE confirm", rec.Delta, rec.Type)
 	case !rec.Ranks.Contains(me):
 		return wire.PsetRef{}, wire.Errorf(wire.ErrPermission, "session: rank %d is not a new process of %s", me, rec.Delta)
 	case rec.Status == wire.RCAborted:
