@@ -23,7 +23,7 @@ func samples() map[string]any {
 	rc := RC{
 		Delta: "mpi://rte/lu/rc/1", Job: "dvm1.1", Type: RCAdd, Status: RCPending,
 		Bound: []string{"mpi://app/lu"}, Requester: ByTool, RequesterID: "dynrc pid 4242", N: 4,
-		Ranks: RankRanges{{8, 11}}, Placement: pl, NewSet: &ref, Accepts: 1, Reason: "none", Times: times,
+		Ranks: RankRanges{{8, 11}}, Out: RankRanges{{2, 3}}, OutSet: "mpi://rte/lu/rc/3/out", Placement: pl, NewSet: &ref, Accepts: 1, Reason: "none", Times: times,
 		Seq: 5, BoundRefs: []PsetRef{{Name: "mpi://app/lu", Version: 2}}, Settled: true,
 		Ended: []ProcInfo{{Rank: 9, Node: "n1", State: ProcStateKilled, Signal: 15, Ended: 1700000000000000014}},
 	}
