@@ -203,6 +203,19 @@ func (l Limits) Check(kind string, body any) error {
 		c.name("p2", b.P2)
 		c.name("t", b.Target)
 		c.hints(b.Hints)
+		// A split stores one set per part: the parts, their lists and
+		// names are bounded like any list, and the ranks they name (a
+		// partition of one set) like the processes of one job.
+		c.fail("field k", int(b.K), "list-items", l.ListItems)
+		c.list("rl", len(b.Lists))
+		ranges, ranks := 0, 0
+		for _, rl := range b.Lists {
+			ranges += len(rl)
+			ranks += rl.Count()
+		}
+		c.fail("field rl ranges", ranges, "list-items", l.ListItems)
+		c.fail("field rl ranks", ranks, "procs-per-job", l.ProcsPerJob)
+		c.names("ns", b.Names)
 	}
 	return c.err
 }

@@ -20,6 +20,14 @@ const (
 	OpDifference   = "difference"   // members of P1 not in P2
 	OpIntersection = "intersection" // members of both
 	OpNull         = "null"         // no set operation: only update the attributes of P1
+	OpSplit        = "split"        // split P1 into new sets, in the way Mode says
+)
+
+// Split modes (PsetOpReq.Mode, with Op OpSplit).
+const (
+	SplitParts = "parts" // K near-equal parts in rank order, larger parts first
+	SplitRanks = "ranks" // the rank lists in Lists, which must partition P1
+	SplitNode  = "node"  // one part per node that holds members of P1, in node order
 )
 
 // PsetRef names one exact membership: a set name and a version.
@@ -45,6 +53,11 @@ type PsetInfo struct {
 // Target equal to P1 makes a new version of P1; none: the runtime names
 // the result in mpi://app/<app>). When P2 is a delta set the
 // same operation is applied to every set recursively affected by it.
+//
+// Op "split" splits P1 (P2 unused) into new sets as Mode says and answers
+// with PsetOpReply.Parts. The parts are named by Names (one per part), else
+// Target/<i>, else mpi://app/<app>/split-<n>/<i>; Active and Hints apply
+// to every part.
 type PsetOpReq struct {
 	Job    string            `msgpack:"j,omitempty"`   // job namespace
 	Op     string            `msgpack:"op,omitempty"`  // one of the Op* values
@@ -54,6 +67,10 @@ type PsetOpReq struct {
 	Active *bool             `msgpack:"act,omitempty"` // set mpi_ps_active of the result; absent = unchanged
 	Hints  map[string]string `msgpack:"h,omitempty"`   // hints to set on the result ("" value deletes)
 	Rank   uint32            `msgpack:"r,omitempty"`   // requesting rank (for the record)
+	Mode   string            `msgpack:"sm,omitempty"`  // split: one of the Split* values
+	K      uint32            `msgpack:"k,omitempty"`   // split by parts: the number of parts
+	Lists  []RankRanges      `msgpack:"rl,omitempty"`  // split by ranks: the members of each part
+	Names  []string          `msgpack:"ns,omitempty"`  // split: names of the parts, one per part (none: generated)
 }
 
 // PsetOpReply is the result of a set operation.
@@ -63,6 +80,10 @@ type PsetOpReply struct {
 	Size    uint32     `msgpack:"sz,omitempty"`  // its size
 	Members RankRanges `msgpack:"m,omitempty"`   // its members
 	Updated []PsetRef  `msgpack:"upd,omitempty"` // other sets updated recursively, with their new versions
+	// Split only (the fields above stay empty): the parts in part order,
+	// with members, and for a split by node the node of each part.
+	Parts []PsetInfo `msgpack:"parts,omitempty"` // split: the new sets
+	Nodes []string   `msgpack:"pn,omitempty"`    // split by node: node name of each part
 }
 
 // PsetGetReq asks for one set, at a version or the latest.

@@ -29,9 +29,7 @@ func fig61(t testing.TB) (app1 *Registry, s1 string, app2 *Registry, s2 string) 
 		{"mpi://app/app1/add", []uint32{4, 5, 6, 7}},
 		{"mpi://app/app1/roots", []uint32{0, 4}},
 	} {
-		if _, err := app1.Split(SplitRequest{Set: "mpi://app/app1", Ranks: [][]uint32{s.m}, Names: []string{s.name}, Active: ptr(true)}); err != nil {
-			t.Fatal(err)
-		}
+		put(t, app1, s.name, s.m, true)
 	}
 	s1 = mustDelta(t, app1, []uint32{2, 3}).Name
 	app2 = mustNew(t, "app2", ranges(0, 4))

@@ -32,4 +32,10 @@
 // recursion of Definition 4 in ApplyOp and through ApplyDeltaToInactive.
 // Malleable, RefCounted and RecursivelyAffected give Definitions 2-4 for
 // the runtime to bind resource changes.
+//
+// Split. Registry.Split divides one set into parts (by count, by explicit
+// rank lists that partition it, or by node from a rank-to-node map the
+// caller supplies) and stores each part as a set in one step. It changes
+// no other set: it has no delta operand, so nothing is recursively
+// affected.
 package pset

@@ -166,7 +166,7 @@ func TestKindAndOpText(t *testing.T) {
 		}
 	}
 	_, err := ParseOp("xor")
-	wantErr(t, err, wire.ErrInvalid, `"xor"`, "union, difference, intersection")
+	wantErr(t, err, wire.ErrInvalid, `"xor"`, "union, difference, intersection, null or split")
 }
 
 func TestHelpers(t *testing.T) {

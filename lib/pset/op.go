@@ -1,6 +1,7 @@
 package pset
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,7 +49,9 @@ func ParseOp(s string) (Op, error) {
 			return Op(i), nil
 		}
 	}
-	return 0, wire.Errorf(wire.ErrInvalid, "unknown process set operation %q (want union, difference, intersection or null)", s)
+	// SPLIT is listed too: it is one of the operations of pset.op, but it
+	// has its own request (Registry.Split) since it makes several sets.
+	return 0, wire.Errorf(wire.ErrInvalid, "unknown process set operation %q (want union, difference, intersection, null or split)", s)
 }
 
 // apply computes a op b into a new bitmap.
@@ -361,101 +364,192 @@ func (r *Registry) ApplyDeltaToInactive(delta string, op Op) ([]Info, error) {
 	return out, nil
 }
 
-// SplitRequest asks to split one set into parts (thesis §6.3.3 names
-// splitting as a needed extension). Exactly one of Parts and Ranks is set.
+// SplitMode says how Split divides a set.
+type SplitMode uint8
+
+// The ways to split (wire.SplitParts, wire.SplitRanks, wire.SplitNode).
+const (
+	SplitByCount SplitMode = iota + 1 // k near-equal parts in rank order
+	SplitByRanks                      // explicit rank lists that partition the set
+	SplitByNode                       // one part per node holding members
+)
+
+var splitModeNames = [...]string{"", wire.SplitParts, wire.SplitRanks, wire.SplitNode}
+
+func (m SplitMode) String() string {
+	if m > 0 && int(m) < len(splitModeNames) {
+		return splitModeNames[m]
+	}
+	return "split-mode(" + strconv.Itoa(int(m)) + ")"
+}
+
+// ParseSplitMode parses "parts", "ranks" or "node" (any case).
+func ParseSplitMode(s string) (SplitMode, error) {
+	for i, n := range splitModeNames[1:] {
+		if strings.EqualFold(n, s) {
+			return SplitMode(i + 1), nil
+		}
+	}
+	if s == "" {
+		return 0, wire.Errorf(wire.ErrInvalid, "split: no mode given (want %s, %s or %s)", wire.SplitParts, wire.SplitRanks, wire.SplitNode)
+	}
+	return 0, wire.Errorf(wire.ErrInvalid, "split: unknown mode %q (want %s, %s or %s)", s, wire.SplitParts, wire.SplitRanks, wire.SplitNode)
+}
+
+// SplitRequest asks to split one set into parts (SPLIT, named by thesis
+// §6.6 and psetop v2 as a needed extension). Each mode uses its own field;
+// the others must be zero.
 type SplitRequest struct {
-	Set string // reference of the set to split ("name" or "name@version")
-	// Parts > 0 splits into that many parts in rank order whose sizes
-	// differ by at most one (the first parts take the extra ranks).
+	Set  string // reference of the set to split ("name" or "name@version")
+	Mode SplitMode
+	// Parts (SplitByCount) is k, 1..|Set|: part i holds the next
+	// ceil/floor(|Set|/k) members in rank order, larger parts first.
 	Parts int
-	// Ranks gives the parts explicitly. Each must be a non-empty subset of
-	// Set and the parts must be pairwise disjoint; they need not cover Set,
-	// so picking a few groups out of a set is a split too. Overlapping parts
-	// are rejected because they are almost always a mistake and would make
-	// "split" mean nothing more than "define".
+	// Ranks (SplitByRanks) are the parts: each non-empty, pairwise
+	// disjoint, and together exactly the members of Set (a partition), so
+	// that no member is lost or counted twice by accident.
 	Ranks [][]uint32
+	// NodeOf (SplitByNode) maps each member to the index of its node; the
+	// parts follow the node order. The master fills it in from its
+	// process table: the registry knows no nodes.
+	NodeOf map[uint32]int
 	// Names of the parts, one per part. If empty, part i is named
-	// "<Target>/<i>" (i from 0); an empty Target means Set's own name when
-	// Set is in the application domain, else a generated name. Existing
-	// names get a new version, as for ApplyOp's target.
+	// "<Target>/<i>" (i from 0), or, without Target, "<root>/split-<n>/<i>"
+	// with a fresh n. An existing name gets a new version, as for
+	// ApplyOp's target.
 	Names  []string
 	Target string
 	Active *bool             // as in OpRequest; new parts inherit from Set
 	Sched  map[string]string // as in OpRequest
+	Caller *Caller           // resolves SELF and SHARED; may be nil
 }
 
-// Split splits a set as described by req. The parts take the epoch of the
-// split set's version. It returns one result per part, in part order;
-// nothing is changed when an error is returned.
-func (r *Registry) Split(req SplitRequest) ([]OpResult, error) {
+// SplitResult reports a split: one result per part, in part order.
+type SplitResult struct {
+	Parts []OpResult
+	Nodes []int // SplitByNode: the node index of each part
+}
+
+// Split splits a set as described by req into new sets (or new versions of
+// the named ones). The parts take the epoch of the split version (Def. 1:
+// the result of an operation has the newest epoch of its operands), and
+// no other set changes: there is no delta operand, so no set is
+// recursively affected (Def. 4). Delta sets cannot be split: they record a
+// change, and their parts would mean nothing to the change engine. Nothing
+// is changed when an error is returned.
+func (r *Registry) Split(req SplitRequest) (SplitResult, error) {
 	if err := checkSched(req.Sched); err != nil {
-		return nil, err
+		return SplitResult{}, err
 	}
-	src, err := r.operand("set to split", req.Set, nil)
+	src, err := r.operand("set to split", req.Set, req.Caller)
 	if err != nil {
-		return nil, err
+		return SplitResult{}, err
+	}
+	if src.kind == KindDelta {
+		return SplitResult{}, wire.Errorf(wire.ErrInvalid, "cannot split %s: a delta set records a resource change and is read-only; split the set the change was applied to", src.key)
+	}
+	if err := req.checkMode(); err != nil {
+		return SplitResult{}, err
 	}
 	var parts []*roaring.Bitmap
-	switch {
-	case req.Parts > 0 && len(req.Ranks) > 0:
-		return nil, wire.Errorf(wire.ErrInvalid, "split %s: give either a number of parts or explicit rank lists, not both", req.Set)
-	case req.Parts > 0:
-		if parts, err = splitEven(src, req.Parts); err != nil {
-			return nil, err
-		}
-	case len(req.Ranks) > 0:
-		if parts, err = splitExplicit(src, req.Ranks); err != nil {
-			return nil, err
-		}
-	default:
-		return nil, wire.Errorf(wire.ErrInvalid, "split %s: give a positive number of parts or explicit rank lists", req.Set)
+	var nodes []int
+	switch req.Mode {
+	case SplitByCount:
+		parts, err = splitEven(src, req.Parts)
+	case SplitByRanks:
+		parts, err = splitExplicit(src, req.Ranks)
+	case SplitByNode:
+		parts, nodes, err = splitByNode(src, req.NodeOf)
 	}
-
+	if err != nil {
+		return SplitResult{}, err
+	}
+	if len(req.Names) > 0 && len(req.Names) != len(parts) {
+		return SplitResult{}, wire.Errorf(wire.ErrInvalid, "split %s: %d name(s) given for %d part(s)", src.key, len(req.Names), len(parts))
+	}
 	names := req.Names
-	if len(names) == 0 {
-		base := req.Target
-		if base == "" {
-			if src.kind == KindApp {
-				base = src.key
-			} else {
-				base = r.generate("split").String()
-			}
-		}
+	if len(names) == 0 && req.Target != "" {
 		for i := range parts {
-			names = append(names, base+"/"+strconv.Itoa(i))
+			names = append(names, req.Target+"/"+strconv.Itoa(i))
 		}
-	} else if len(names) != len(parts) {
-		return nil, wire.Errorf(wire.ErrInvalid, "split %s: %d names given for %d parts", req.Set, len(names), len(parts))
 	}
-
 	ws := make([]write, len(parts))
 	seen := map[string]bool{}
 	for i, bm := range parts {
-		n, p, err := r.target(names[i])
-		if err != nil {
-			return nil, err
-		}
-		if key := n.String(); seen[key] {
-			return nil, wire.Errorf(wire.ErrInvalid, "split %s: name %s given twice", req.Set, key)
-		} else {
-			seen[key] = true
+		var n Name
+		var p *pset
+		if names != nil {
+			if n, p, err = r.target(names[i]); err != nil {
+				return SplitResult{}, err
+			}
+			if key := n.String(); seen[key] {
+				return SplitResult{}, wire.Errorf(wire.ErrInvalid, "split %s: name %s given twice", src.key, key)
+			}
+			seen[n.String()] = true
 		}
 		ws[i] = write{name: n, p: p, bm: bm, epoch: src.ver.epoch}
 		if ws[i].active, ws[i].sched, err = attrs(p, src, req.Active, req.Sched); err != nil {
-			return nil, err
+			return SplitResult{}, err
 		}
 	}
-	out := make([]OpResult, len(ws))
+	if names == nil {
+		// Generated only once the request is known to be good, so that a
+		// refused split does not use up a number.
+		base := r.generateSplit(len(parts))
+		for i := range ws {
+			ws[i].name = Name{Kind: KindApp, App: r.app, Sub: base + "/" + strconv.Itoa(i)}
+		}
+	}
+	out := SplitResult{Parts: make([]OpResult, len(ws)), Nodes: nodes}
 	for i, w := range ws {
-		out[i] = r.commit(w)
+		out.Parts[i] = r.commit(w)
 	}
 	return out, nil
 }
 
+// checkMode checks that the fields of the other modes are unset.
+func (req *SplitRequest) checkMode() error {
+	set := map[SplitMode]bool{SplitByCount: req.Parts != 0, SplitByRanks: len(req.Ranks) > 0, SplitByNode: req.NodeOf != nil}
+	switch req.Mode {
+	case SplitByCount, SplitByRanks, SplitByNode:
+	default:
+		return wire.Errorf(wire.ErrInvalid, "split %s: unknown mode %s (want %s, %s or %s)", req.Set, req.Mode, SplitByCount, SplitByRanks, SplitByNode)
+	}
+	for m, given := range set {
+		if given && m != req.Mode {
+			return wire.Errorf(wire.ErrInvalid, "split %s by %s: the %s of split by %s given too; give one mode", req.Set, req.Mode, map[SplitMode]string{SplitByCount: "number of parts", SplitByRanks: "rank lists", SplitByNode: "node map"}[m], m)
+		}
+	}
+	return nil
+}
+
+// generateSplit returns a fresh stem "split-<n>" under which none of the
+// k part names is taken.
+func (r *Registry) generateSplit(k int) string {
+	for {
+		stem := r.generate("split").Sub
+		free := true
+		for i := range k {
+			key := r.root + "/" + stem + "/" + strconv.Itoa(i)
+			if _, used := r.sets[key]; used {
+				free = false
+				break
+			}
+			if _, used := r.deleted[key]; used {
+				free = false
+				break
+			}
+		}
+		if free {
+			return stem
+		}
+	}
+}
+
 func splitEven(src operand, k int) ([]*roaring.Bitmap, error) {
 	n := src.ver.size
-	if k > n {
-		return nil, wire.Errorf(wire.ErrInvalid, "cannot split %s (%d members) into %d non-empty parts", src.key, n, k)
+	if k < 1 || k > n {
+		return nil, wire.Errorf(wire.ErrInvalid, "cannot split %s (%d members) into %d parts: want 1 to %d non-empty parts", src.key, n, k, n)
 	}
 	ranks := src.ver.bm.ToArray()
 	q, rem := n/k, n%k
@@ -472,22 +566,78 @@ func splitEven(src operand, k int) ([]*roaring.Bitmap, error) {
 	return parts, nil
 }
 
+// splitExplicit checks that lists partition src and reports every rank
+// that breaks it, so one answer names all mistakes.
 func splitExplicit(src operand, lists [][]uint32) ([]*roaring.Bitmap, error) {
 	parts := make([]*roaring.Bitmap, len(lists))
-	seen := roaring.New()
+	seen, dup, out := roaring.New(), roaring.New(), roaring.New()
+	var empty []string
 	for i, l := range lists {
 		bm := roaring.BitmapOf(l...)
 		if bm.IsEmpty() {
-			return nil, wire.Errorf(wire.ErrInvalid, "split %s: part %d is empty", src.key, i)
+			empty = append(empty, strconv.Itoa(i))
 		}
-		if out := roaring.AndNot(bm, src.ver.bm); !out.IsEmpty() {
-			return nil, wire.Errorf(wire.ErrInvalid, "split %s: part %d has %d rank(s) outside the set (first: %d)", src.key, i, out.GetCardinality(), out.Minimum())
-		}
-		if both := roaring.And(bm, seen); !both.IsEmpty() {
-			return nil, wire.Errorf(wire.ErrInvalid, "split %s: part %d overlaps an earlier part (rank %d); parts must be disjoint", src.key, i, both.Minimum())
-		}
+		out.Or(roaring.AndNot(bm, src.ver.bm))
+		dup.Or(roaring.And(bm, seen))
 		seen.Or(bm)
 		parts[i] = bm
 	}
+	missing := roaring.AndNot(src.ver.bm, seen)
+	var errs []string
+	if len(empty) > 0 {
+		errs = append(errs, "part(s) "+strings.Join(empty, ", ")+" empty")
+	}
+	if !out.IsEmpty() {
+		errs = append(errs, "not members: "+rankList(out))
+	}
+	if !dup.IsEmpty() {
+		errs = append(errs, "in more than one part: "+rankList(dup))
+	}
+	if !missing.IsEmpty() {
+		errs = append(errs, "members in no part: "+rankList(missing))
+	}
+	if len(errs) > 0 {
+		return nil, wire.Errorf(wire.ErrInvalid, "split %s: the rank lists must be non-empty, disjoint and cover the set exactly; %s", src.key, strings.Join(errs, "; "))
+	}
 	return parts, nil
+}
+
+// rankList shows the ranks of bm as ranges, the first few only.
+func rankList(bm *roaring.Bitmap) string {
+	var rr wire.RankRanges
+	it := bm.Iterator()
+	for it.HasNext() && len(rr) <= 8 {
+		rr = rr.Add(it.Next())
+	}
+	if len(rr) > 8 {
+		return wire.RankRanges(rr[:8]).String() + ",... (" + strconv.FormatUint(bm.GetCardinality(), 10) + " ranks)"
+	}
+	return rr.String()
+}
+
+func splitByNode(src operand, nodeOf map[uint32]int) ([]*roaring.Bitmap, []int, error) {
+	byNode := map[int]*roaring.Bitmap{}
+	lost := roaring.New()
+	it := src.ver.bm.Iterator()
+	for it.HasNext() {
+		x := it.Next()
+		n, ok := nodeOf[x]
+		if !ok {
+			lost.Add(x)
+			continue
+		}
+		if byNode[n] == nil {
+			byNode[n] = roaring.New()
+		}
+		byNode[n].Add(x)
+	}
+	if !lost.IsEmpty() {
+		return nil, nil, wire.Errorf(wire.ErrState, "cannot split %s by node: rank(s) %s run on no node (exited or lost); remove them from the set first", src.key, rankList(lost))
+	}
+	nodes := slices.Sorted(maps.Keys(byNode))
+	parts := make([]*roaring.Bitmap, len(nodes))
+	for i, n := range nodes {
+		parts[i] = byNode[n]
+	}
+	return parts, nodes, nil
 }

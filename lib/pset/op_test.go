@@ -338,88 +338,160 @@ func infoNames(in []Info) []string {
 	return out
 }
 
+// TestSplit covers the three modes of SPLIT and every way to get it wrong.
+// The registry: app "a" with ranks 0-2,4-5,7-8,10-11,13 (holes), a
+// scheduling hint on the root, and "work" (the root minus 13) at epoch 1.
 func TestSplit(t *testing.T) {
 	r := mustNew(t, "a", []uint32{0, 1, 2, 4, 5, 7, 8, 10, 11, 13}) // 10 ranks, holes
 	mustOp(t, r, OpRequest{Op: OpNull, Target: "mpi://app/a", Sched: map[string]string{"mpi_ps_sched_opt": "8"}})
 	d := mustDelta(t, r, []uint32{13}).Name
 	mustOp(t, r, OpRequest{Op: OpDifference, P1: "mpi://app/a", P2: d, Target: "mpi://app/a/work"}) // epoch 1, 9 ranks
+	mustOp(t, r, OpRequest{Op: OpNull, Target: "mpi://app/a/work", Active: ptr(false)})
+	// ranks of "a" on nodes 3 (0-2), 5 (4,5,13) and 1 (7-11); node 9 holds ranks outside the set.
+	nodeOf := map[uint32]int{0: 3, 1: 3, 2: 3, 4: 5, 5: 5, 13: 5, 7: 1, 8: 1, 10: 1, 11: 1, 20: 9}
 
-	t.Run("even", func(t *testing.T) {
-		res, err := r.Split(SplitRequest{Set: "mpi://app/a", Parts: 3})
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := [][]uint32{{0, 1, 2, 4}, {5, 7, 8}, {10, 11, 13}}
-		for i, p := range res {
-			if p.Result.Name != "mpi://app/a/"+string(rune('0'+i)) || !p.Created || p.Result.Epoch != 0 || p.Result.Sched["mpi_ps_sched_opt"] != "8" {
-				t.Errorf("part %d: %+v", i, p)
-			}
-			wantMembers(t, r, p.Result.Name, want[i])
-		}
-	})
-
-	t.Run("even with target and epoch", func(t *testing.T) {
-		res, err := r.Split(SplitRequest{Set: "mpi://app/a/work", Parts: 2, Target: "mpi://app/a/w", Active: ptr(false)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(res) != 2 || res[0].Result.Name != "mpi://app/a/w/0" || res[0].Result.Size != 5 || res[1].Result.Size != 4 ||
-			res[1].Result.Epoch != 1 || res[1].Result.Active {
-			t.Errorf("%+v", res)
-		}
-	})
-
-	t.Run("explicit", func(t *testing.T) {
-		res, err := r.Split(SplitRequest{Set: "mpi://WORLD", Ranks: [][]uint32{{0, 4}, {13, 11, 11}},
-			Names: []string{"mpi://app/a/roots", "mpi://app/a/work"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !res[0].Created || res[1].Created || res[1].Result.Version != 1 || res[1].Result.Epoch != 0 {
-			t.Errorf("%+v", res)
-		}
-		wantMembers(t, r, "mpi://app/a/work", []uint32{11, 13})
-		wantMembers(t, r, "mpi://app/a/roots", []uint32{0, 4})
-	})
-
-	t.Run("generated base for WORLD", func(t *testing.T) {
-		res, err := r.Split(SplitRequest{Set: "mpi://WORLD", Parts: 10})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(res) != 10 || !strings.HasPrefix(res[9].Result.Name, "mpi://app/a/split-") || !strings.HasSuffix(res[9].Result.Name, "/9") || res[9].Result.Size != 1 {
-			t.Errorf("%+v", res[9])
-		}
-	})
-
+	type part struct {
+		name    string
+		members []uint32
+		version int
+		created bool
+	}
 	cases := []struct {
+		name   string
+		req    SplitRequest
+		parts  []part
+		epoch  int
+		active bool
+		nodes  []int
+	}{
+		{"count 3 of 10: larger parts first", SplitRequest{Set: "mpi://app/a", Mode: SplitByCount, Parts: 3, Target: "mpi://app/a/c"},
+			[]part{{"mpi://app/a/c/0", []uint32{0, 1, 2, 4}, 0, true}, {"mpi://app/a/c/1", []uint32{5, 7, 8}, 0, true}, {"mpi://app/a/c/2", []uint32{10, 11, 13}, 0, true}},
+			0, true, nil},
+		{"count 1 is a copy", SplitRequest{Set: "mpi://app/a/work", Mode: SplitByCount, Parts: 1, Names: []string{"mpi://app/a/copy"}},
+			[]part{{"mpi://app/a/copy", []uint32{0, 1, 2, 4, 5, 7, 8, 10, 11}, 0, true}}, 1, false, nil},
+		{"count |set|: singletons, epoch and activity of the source", SplitRequest{Set: "mpi://app/a/work@0", Mode: SplitByCount, Parts: 9, Target: "mpi://app/a/one"},
+			[]part{{"mpi://app/a/one/0", []uint32{0}, 0, true}, {"mpi://app/a/one/1", []uint32{1}, 0, true}, {"mpi://app/a/one/2", []uint32{2}, 0, true},
+				{"mpi://app/a/one/3", []uint32{4}, 0, true}, {"mpi://app/a/one/4", []uint32{5}, 0, true}, {"mpi://app/a/one/5", []uint32{7}, 0, true},
+				{"mpi://app/a/one/6", []uint32{8}, 0, true}, {"mpi://app/a/one/7", []uint32{10}, 0, true}, {"mpi://app/a/one/8", []uint32{11}, 0, true}},
+			1, false, nil},
+		{"ranks: unsorted lists, an existing name gets a new version", SplitRequest{Set: "mpi://app/a", Mode: SplitByRanks, Active: ptr(true),
+			Ranks: [][]uint32{{13, 0, 4}, {1, 2, 5, 7, 8, 10, 11}}, Names: []string{"mpi://app/a/roots", "mpi://app/a/c/1"}},
+			[]part{{"mpi://app/a/roots", []uint32{0, 4, 13}, 0, true}, {"mpi://app/a/c/1", []uint32{1, 2, 5, 7, 8, 10, 11}, 1, false}}, 0, true, nil},
+		{"by node, in node order", SplitRequest{Set: "mpi://app/a", Mode: SplitByNode, NodeOf: nodeOf, Active: ptr(false)},
+			[]part{{"mpi://app/a/split-1/0", []uint32{7, 8, 10, 11}, 0, true}, {"mpi://app/a/split-1/1", []uint32{0, 1, 2}, 0, true}, {"mpi://app/a/split-1/2", []uint32{4, 5, 13}, 0, true}},
+			0, false, []int{1, 3, 5}},
+		{"by node of WORLD, generated names go on", SplitRequest{Set: "mpi://WORLD", Mode: SplitByNode, NodeOf: nodeOf, Active: ptr(true)},
+			[]part{{"mpi://app/a/split-2/0", []uint32{7, 8, 10, 11}, 0, true}, {"mpi://app/a/split-2/1", []uint32{0, 1, 2}, 0, true}, {"mpi://app/a/split-2/2", []uint32{4, 5, 13}, 0, true}},
+			0, true, []int{1, 3, 5}},
+		{"SHARED of the caller", SplitRequest{Set: "mpi://SHARED", Mode: SplitByCount, Parts: 2, Caller: &Caller{Rank: 4, NodePeers: []uint32{4, 5, 13}}, Target: "mpi://app/a/sh"},
+			[]part{{"mpi://app/a/sh/0", []uint32{4, 5}, 0, true}, {"mpi://app/a/sh/1", []uint32{13}, 0, true}}, 0, true, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := r.List()
+			res, err := r.Split(c.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Parts) != len(c.parts) || !slices.Equal(res.Nodes, c.nodes) {
+				t.Fatalf("got %d parts on nodes %v, want %d on %v: %+v", len(res.Parts), res.Nodes, len(c.parts), c.nodes, res)
+			}
+			written := map[string]bool{}
+			for i, p := range res.Parts {
+				w := c.parts[i]
+				in := p.Result
+				if in.Name != w.name || in.Version != w.version || p.Created != w.created || !p.Changed || in.Epoch != c.epoch || in.Active != c.active || in.Size != len(w.members) {
+					t.Errorf("part %d: %+v (created %v), want %s v%d created %v epoch %d active %v", i, in, p.Created, w.name, w.version, w.created, c.epoch, c.active)
+				}
+				if len(p.Affected) != 0 {
+					t.Errorf("part %d affected other sets: %+v", i, p.Affected)
+				}
+				wantMembers(t, r, in.Name, w.members)
+				written[in.Name] = true
+			}
+			// Nothing but the parts changed (no recursion, Def. 4).
+			for _, b := range before {
+				if written[b.Name] {
+					continue
+				}
+				if now, err := r.Get(b.Name, Latest); err != nil || !infoEqual(now, b) {
+					t.Errorf("%s changed: %+v -> %+v (%v)", b.Name, b, now, err)
+				}
+			}
+		})
+	}
+	if in, _ := r.Get("mpi://app/a/c/0", Latest); in.Sched["mpi_ps_sched_opt"] != "8" {
+		t.Errorf("a new part did not inherit the hints of the split set: %+v", in)
+	}
+
+	long := "mpi://app/a/" + strings.Repeat("n", MaxNameLen-13)
+	errCases := []struct {
 		name     string
 		req      SplitRequest
 		sentinel *wire.Error
-		frag     string
+		frag     []string
 	}{
-		{"too many parts", SplitRequest{Set: "mpi://app/a", Parts: 11}, wire.ErrInvalid, "(10 members) into 11 non-empty parts"},
-		{"nothing", SplitRequest{Set: "mpi://app/a"}, wire.ErrInvalid, "positive number of parts"},
-		{"both", SplitRequest{Set: "mpi://app/a", Parts: 2, Ranks: [][]uint32{{1}}}, wire.ErrInvalid, "not both"},
-		{"empty part", SplitRequest{Set: "mpi://app/a", Ranks: [][]uint32{{1}, {}}}, wire.ErrInvalid, "part 1 is empty"},
-		{"outside", SplitRequest{Set: "mpi://app/a", Ranks: [][]uint32{{1, 3, 6}}}, wire.ErrInvalid, "2 rank(s) outside the set (first: 3)"},
-		{"overlap", SplitRequest{Set: "mpi://app/a", Ranks: [][]uint32{{1, 2}, {4}, {2, 5}}}, wire.ErrInvalid, "part 2 overlaps an earlier part (rank 2)"},
-		{"names count", SplitRequest{Set: "mpi://app/a", Parts: 2, Names: []string{"mpi://app/a/n"}}, wire.ErrInvalid, "1 names given for 2 parts"},
-		{"name twice", SplitRequest{Set: "mpi://app/a", Parts: 2, Names: []string{"mpi://app/a/n", "mpi://app/a/n"}}, wire.ErrInvalid, "given twice"},
-		{"read-only name", SplitRequest{Set: "mpi://app/a", Parts: 2, Names: []string{"mpi://app/a/n", "mpi://WORLD"}}, wire.ErrPermission, "read-only"},
-		{"unknown set", SplitRequest{Set: "mpi://app/a/none", Parts: 2}, wire.ErrNotFound, "mpi://app/a/none"},
-		{"SELF", SplitRequest{Set: "mpi://SELF", Parts: 1}, wire.ErrInvalid, "depends on the calling process"},
-		{"bad hint", SplitRequest{Set: "mpi://app/a", Parts: 2, Sched: map[string]string{"x": "1"}}, wire.ErrInvalid, `"x"`},
-		{"name too long", SplitRequest{Set: "mpi://app/a", Parts: 2, Target: "mpi://app/a/" + strings.Repeat("n", MaxNameLen-13)}, wire.ErrInvalid, "longer than 255"},
+		{"no mode", SplitRequest{Set: "mpi://app/a", Parts: 2}, wire.ErrInvalid, []string{"unknown mode split-mode(0)", "parts, ranks or node"}},
+		{"unknown mode", SplitRequest{Set: "mpi://app/a", Mode: 7}, wire.ErrInvalid, []string{"unknown mode split-mode(7)"}},
+		{"k=0", SplitRequest{Set: "mpi://app/a", Mode: SplitByCount}, wire.ErrInvalid, []string{"(10 members) into 0 parts", "1 to 10"}},
+		{"k<0", SplitRequest{Set: "mpi://app/a", Mode: SplitByCount, Parts: -1}, wire.ErrInvalid, []string{"into -1 parts"}},
+		{"k>size", SplitRequest{Set: "mpi://app/a", Mode: SplitByCount, Parts: 11}, wire.ErrInvalid, []string{"(10 members) into 11 parts"}},
+		{"two modes", SplitRequest{Set: "mpi://app/a", Mode: SplitByCount, Parts: 2, Ranks: [][]uint32{{1}}}, wire.ErrInvalid, []string{"rank lists of split by ranks given too"}},
+		{"node map with count", SplitRequest{Set: "mpi://app/a", Mode: SplitByCount, Parts: 2, NodeOf: nodeOf}, wire.ErrInvalid, []string{"node map"}},
+		{"no lists", SplitRequest{Set: "mpi://app/a", Mode: SplitByRanks}, wire.ErrInvalid, []string{"members in no part: 0-2,4-5,7-8,10-11,13"}},
+		{"empty part", SplitRequest{Set: "mpi://app/a", Mode: SplitByRanks, Ranks: [][]uint32{{0, 1, 2, 4, 5, 7, 8, 10, 11, 13}, {}}}, wire.ErrInvalid, []string{"part(s) 1 empty"}},
+		{"not members", SplitRequest{Set: "mpi://app/a", Mode: SplitByRanks, Ranks: [][]uint32{{0, 1, 2, 3, 4, 5, 6}, {7, 8, 10, 11, 13}}}, wire.ErrInvalid, []string{"not members: 3,6"}},
+		{"overlap", SplitRequest{Set: "mpi://app/a", Mode: SplitByRanks, Ranks: [][]uint32{{0, 1, 2, 4, 5}, {5, 7, 8}, {10, 11, 13, 8}}}, wire.ErrInvalid, []string{"in more than one part: 5,8"}},
+		{"missing", SplitRequest{Set: "mpi://app/a", Mode: SplitByRanks, Ranks: [][]uint32{{0, 1}, {7, 8}}}, wire.ErrInvalid, []string{"members in no part: 2,4-5,10-11,13"}},
+		{"all at once", SplitRequest{Set: "mpi://app/a", Mode: SplitByRanks, Ranks: [][]uint32{{0, 1, 3}, {}, {1}}}, wire.ErrInvalid,
+			[]string{"part(s) 1 empty", "not members: 3", "in more than one part: 1", "members in no part: 2,4-5"}},
+		{"by node, a rank on no node", SplitRequest{Set: "mpi://app/a", Mode: SplitByNode, NodeOf: map[uint32]int{0: 1, 1: 1}}, wire.ErrState, []string{"rank(s) 2,4-5,7-8,10-11,13 run on no node"}},
+		{"by node without a map", SplitRequest{Set: "mpi://app/a", Mode: SplitByNode}, wire.ErrState, []string{"run on no node"}},
+		{"delta set", SplitRequest{Set: d, Mode: SplitByCount, Parts: 1}, wire.ErrInvalid, []string{"cannot split mpi://rte/a/rc/1", "delta set"}},
+		{"unknown set", SplitRequest{Set: "mpi://app/a/none", Mode: SplitByCount, Parts: 2}, wire.ErrNotFound, []string{"mpi://app/a/none"}},
+		{"pruned or missing version", SplitRequest{Set: "mpi://app/a@5", Mode: SplitByCount, Parts: 2}, wire.ErrNotFound, []string{"no version 5"}},
+		{"SELF without a caller", SplitRequest{Set: "mpi://SELF", Mode: SplitByCount, Parts: 1}, wire.ErrInvalid, []string{"depends on the calling process"}},
+		{"names count", SplitRequest{Set: "mpi://app/a", Mode: SplitByCount, Parts: 2, Names: []string{"mpi://app/a/n"}}, wire.ErrInvalid, []string{"1 name(s) given for 2 part(s)"}},
+		{"names count by node", SplitRequest{Set: "mpi://app/a", Mode: SplitByNode, NodeOf: nodeOf, Names: []string{"mpi://app/a/n"}}, wire.ErrInvalid, []string{"1 name(s) given for 3 part(s)"}},
+		{"name twice", SplitRequest{Set: "mpi://app/a", Mode: SplitByCount, Parts: 2, Names: []string{"mpi://app/a/n", "mpi://app/a/n"}}, wire.ErrInvalid, []string{"given twice"}},
+		{"read-only name", SplitRequest{Set: "mpi://app/a", Mode: SplitByCount, Parts: 2, Names: []string{"mpi://app/a/n", "mpi://WORLD"}}, wire.ErrPermission, []string{"read-only"}},
+		{"other app's name", SplitRequest{Set: "mpi://app/a", Mode: SplitByCount, Parts: 1, Target: "mpi://app/b/x"}, wire.ErrPermission, []string{`application "b"`}},
+		{"bad hint", SplitRequest{Set: "mpi://app/a", Mode: SplitByCount, Parts: 2, Sched: map[string]string{"x": "1"}}, wire.ErrInvalid, []string{`"x"`}},
+		{"name too long", SplitRequest{Set: "mpi://app/a", Mode: SplitByCount, Parts: 2, Target: long}, wire.ErrInvalid, []string{"longer than 255"}},
 	}
 	before := r.List()
-	for _, c := range cases {
+	for _, c := range errCases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := r.Split(c.req)
-			wantErr(t, err, c.sentinel, c.frag)
+			wantErr(t, err, c.sentinel, c.frag...)
 		})
 	}
 	if after := r.List(); !slices.EqualFunc(before, after, infoEqual) {
 		t.Errorf("failed splits changed the registry")
+	}
+	// A refused split used no generated number.
+	res, err := r.Split(SplitRequest{Set: "mpi://app/a", Mode: SplitByCount, Parts: 1})
+	if err != nil || res.Parts[0].Result.Name != "mpi://app/a/split-3/0" {
+		t.Errorf("after the failures: %+v, %v", res, err)
+	}
+}
+
+func TestParseSplitMode(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want SplitMode
+		err  string
+	}{
+		{"parts", SplitByCount, ""}, {"RANKS", SplitByRanks, ""}, {"node", SplitByNode, ""},
+		{"", 0, "no mode given"}, {"nodes", 0, `unknown mode "nodes"`},
+	} {
+		got, err := ParseSplitMode(c.in)
+		if c.err != "" {
+			wantErr(t, err, wire.ErrInvalid, c.err)
+			continue
+		}
+		if err != nil || got != c.want || !strings.EqualFold(got.String(), c.in) {
+			t.Errorf("%q: %v, %v", c.in, got, err)
+		}
 	}
 }

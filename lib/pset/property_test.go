@@ -3,6 +3,7 @@ package pset
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -186,6 +187,20 @@ func TestVersionHistory(t *testing.T) {
 		record(in)
 	}
 	deltas := 0
+	nsplits := 0
+	split := func(t *testing.T, rng *rand.Rand, r *Registry, ref string, names []string) {
+		res, _, err := randSplit(rng, r, ref, names)
+		if err != nil {
+			if !errors.Is(err, wire.ErrInvalid) && !errors.Is(err, wire.ErrNotFound) {
+				t.Fatalf("split %s: %v", ref, err)
+			}
+			return
+		}
+		for _, p := range res.Parts {
+			record(p.Result)
+		}
+		nsplits++
+	}
 	for step := range 1000 {
 		switch k := rng.IntN(20); {
 		case k == 0: // a delta, used as p2 below
@@ -210,6 +225,10 @@ func TestVersionHistory(t *testing.T) {
 			if target == "mpi://WORLD" {
 				target = pool[0]
 			}
+			if rng.IntN(8) == 0 { // a split into pool names (or fresh ones)
+				split(t, rng, r, p1, pool[2:])
+				continue
+			}
 			res, err := r.ApplyOp(OpRequest{Op: Op(1 + rng.IntN(3)), P1: p1, P2: p2, Target: target})
 			if err != nil {
 				if !errors.Is(err, wire.ErrInvalid) && !errors.Is(err, wire.ErrNotFound) {
@@ -223,8 +242,8 @@ func TestVersionHistory(t *testing.T) {
 			}
 		}
 	}
-	if len(seen) < 200 {
-		t.Fatalf("only %d versions seen; the test exercises too little", len(seen))
+	if len(seen) < 200 || nsplits < 50 {
+		t.Fatalf("only %d versions seen, %d splits; the test exercises too little", len(seen), nsplits)
 	}
 	checked := 0
 	for k, want := range seen {
@@ -273,6 +292,143 @@ func TestFastPaths(t *testing.T) {
 		}
 		if got, want := subsetOf(a, b), a.bm.AndCardinality(b.bm) == a.bm.GetCardinality(); got != want {
 			t.Fatalf("subsetOf(%v, %v) = %v", a.bm, b.bm, got)
+		}
+	}
+}
+
+// randSplit splits ref in a random mode into parts named from names (or
+// generated names), checking the parts against the model: they partition
+// ref, in the order and sizes the mode promises.
+func randSplit(rng *rand.Rand, r *Registry, ref string, names []string) (SplitResult, SplitMode, error) {
+	m, err := r.Members(ref)
+	if err != nil {
+		return SplitResult{}, 0, err
+	}
+	req := SplitRequest{Set: ref, Mode: SplitMode(1 + rng.IntN(3))}
+	var want [][]uint32
+	switch req.Mode {
+	case SplitByCount:
+		req.Parts = 1 + rng.IntN(min(len(m), 6))
+		// model: member i goes to the part whose range holds i
+		q, rem := len(m)/req.Parts, len(m)%req.Parts
+		for i, lo := 0, 0; i < req.Parts; i++ {
+			n := q
+			if i < rem {
+				n++
+			}
+			want = append(want, m[lo:lo+n])
+			lo += n
+		}
+	case SplitByRanks:
+		k := 1 + rng.IntN(min(len(m), 5))
+		want = make([][]uint32, k)
+		for i, x := range m { // every part gets one, the rest at random
+			p := i
+			if i >= k {
+				p = rng.IntN(k)
+			}
+			want[p] = append(want[p], x)
+		}
+		for _, l := range want {
+			shuffled := slices.Clone(l)
+			rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+			req.Ranks = append(req.Ranks, shuffled)
+		}
+		for _, l := range want {
+			slices.Sort(l)
+		}
+	case SplitByNode:
+		req.NodeOf = map[uint32]int{}
+		byNode := map[int][]uint32{}
+		for _, x := range m {
+			n := rng.IntN(4) * 10
+			req.NodeOf[x] = n
+			byNode[n] = append(byNode[n], x)
+		}
+		for _, n := range slices.Sorted(maps.Keys(byNode)) {
+			want = append(want, byNode[n])
+		}
+	}
+	if len(want) <= len(names) && rng.IntN(2) == 0 {
+		req.Names = names[:len(want)]
+	}
+	res, err := r.Split(req)
+	if err != nil {
+		if len(req.Names) > 0 { // a pool name may be the read-only root
+			return res, req.Mode, err
+		}
+		return res, req.Mode, fmt.Errorf("%s %+v: %w (not expected)", ref, req, err)
+	}
+	if len(res.Parts) != len(want) {
+		return res, req.Mode, fmt.Errorf("split %s by %s: %d parts, want %d", ref, req.Mode, len(res.Parts), len(want))
+	}
+	var all []uint32
+	for i, p := range res.Parts {
+		got, err := r.Members(fmt.Sprintf("%s@%d", p.Result.Name, p.Result.Version))
+		if err != nil || !slices.Equal(got, want[i]) || p.Result.Size != len(want[i]) {
+			return res, req.Mode, fmt.Errorf("split %s by %s: part %d = %v (%v), want %v", ref, req.Mode, i, got, err, want[i])
+		}
+		all = append(all, got...)
+	}
+	slices.Sort(all)
+	if !slices.Equal(all, m) {
+		return res, req.Mode, fmt.Errorf("split %s: the parts hold %v, the set %v", ref, all, m)
+	}
+	return res, req.Mode, nil
+}
+
+// TestSplitProperties: on random sets, every mode yields a partition of
+// the set in the promised order (checked by randSplit against the model),
+// by count with sizes that differ by at most one, larger parts first;
+// the parts carry the split version's epoch; no other set changes.
+func TestSplitProperties(t *testing.T) {
+	rng := newRand()
+	modes := map[SplitMode]int{}
+	defer func() {
+		if len(modes) != 3 {
+			t.Errorf("modes exercised: %v", modes)
+		}
+	}()
+	for iter := range 200 {
+		u := randUniverse(rng, 5+rng.IntN(200))
+		r := mustNew(t, "s", u)
+		put(t, r, "mpi://app/s/A", u, true)
+		var d string
+		for range 1 + rng.IntN(3) { // a few changes: epochs go up
+			d = mustDelta(t, r, u[:1]).Name
+		}
+		mustOp(t, r, OpRequest{Op: OpUnion, P1: "mpi://app/s/A", P2: d, Target: "mpi://app/s/A"})
+		s := randSubset(rng, u)
+		if len(s) == 0 {
+			s = u[:1]
+		}
+		put(t, r, "mpi://app/s/B", s, rng.IntN(2) == 0)
+		src := []string{"mpi://app/s/A", "mpi://app/s/B", "mpi://WORLD"}[rng.IntN(3)]
+		srcInfo, _ := r.Get(src, Latest)
+		before := r.List()
+		res, mode, err := randSplit(rng, r, src, nil)
+		if err != nil {
+			t.Fatalf("iteration %d: %v", iter, err)
+		}
+		sizes := []int{}
+		for _, p := range res.Parts {
+			if p.Result.Epoch != srcInfo.Epoch || p.Result.Active != srcInfo.Active || !p.Created {
+				t.Fatalf("iteration %d: part %+v of %+v", iter, p, srcInfo)
+			}
+			sizes = append(sizes, p.Result.Size)
+		}
+		if mode == SplitByCount && (slices.Max(sizes)-slices.Min(sizes) > 1 || !slices.IsSortedFunc(sizes, func(a, b int) int { return b - a })) {
+			t.Fatalf("iteration %d: part sizes %v", iter, sizes)
+		}
+		modes[mode]++
+		after := r.List()
+		if len(after) != len(before)+len(res.Parts) {
+			t.Fatalf("iteration %d: %d sets before, %d parts, %d after", iter, len(before), len(res.Parts), len(after))
+		}
+		for _, b := range before {
+			if now, _ := r.Get(b.Name, Latest); !infoEqual(now, b) {
+				t.Fatalf("iteration %d: %s changed by a split", iter, b.Name)
+			}
 		}
 	}
 }
