@@ -69,10 +69,13 @@ func samples() map[string]any {
 
 		"PsetRef":  &ref,
 		"PsetInfo": &pset,
+		// Every field set, split fields included (see TestPsetOpCompat
+		// for the encodings of the requests older clients send).
 		"PsetOpReq": &PsetOpReq{Job: "dvm1.1", Op: OpUnion, P1: "mpi://app/lu", P2: "mpi://rte/lu/rc/1",
-			Target: "mpi://app/lu/grid", Active: &yes, Hints: map[string]string{"k": "v", "a": ""}, Rank: 2},
+			Target: "mpi://app/lu/grid", Active: &yes, Hints: map[string]string{"k": "v", "a": ""}, Rank: 2,
+			Mode: SplitRanks, K: 2, Lists: []RankRanges{{{0, 3}}, {{4, 4}, {9, 1000}}}, Names: []string{"mpi://app/lu/a", "mpi://app/lu/b"}},
 		"PsetOpReply": &PsetOpReply{Name: "mpi://app/lu/grid", Version: 4, Size: 12, Members: rr,
-			Updated: []PsetRef{ref, {Name: "mpi://app/lu", Version: 1}}},
+			Updated: []PsetRef{ref, {Name: "mpi://app/lu", Version: 1}}, Parts: []PsetInfo{pset}, Nodes: []string{"n0"}},
 		"PsetGetReq":    &PsetGetReq{Job: "dvm1.1", Name: "mpi://WORLD", Version: u32(0), Members: true},
 		"PsetListReq":   &PsetListReq{Job: "dvm1.1", Prefix: "mpi://app/", Members: true, Deleted: true},
 		"PsetQueryReq":  &PsetQueryReq{Job: "dvm1.1", Refs: []PsetRef{ref}, Rank: u32(7), Members: true},

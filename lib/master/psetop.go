@@ -3,6 +3,7 @@ package master
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/dynrt/dynrt/lib/pset"
@@ -38,6 +39,10 @@ func (s *state) psetOp(b *wire.PsetOpReq, app bool, reply func(*wire.PsetOpReply
 		reply(nil, wire.Errorf(wire.ErrState, "master: job %s (%s) has ended", j.app, j.ns))
 		return
 	}
+	if strings.EqualFold(b.Op, wire.OpSplit) {
+		s.psetSplit(j, b, app, reply)
+		return
+	}
 	op, err := pset.ParseOp(b.Op)
 	if err != nil {
 		reply(nil, err)
@@ -49,44 +54,114 @@ func (s *state) psetOp(b *wire.PsetOpReq, app bool, reply func(*wire.PsetOpReply
 			return
 		}
 	}
-	var sched map[string]string
-	for k, v := range b.Hints {
-		if sched == nil {
-			sched = make(map[string]string, len(b.Hints))
-		}
-		sched[pset.SchedPrefix+k] = v
-	}
-	req := pset.OpRequest{Op: op, P1: b.P1, P2: b.P2, Target: b.Target, Active: b.Active, Sched: sched}
-	if p := j.procs.at(b.Rank); app && p != nil {
-		req.Caller = &pset.Caller{Rank: b.Rank, NodePeers: j.nodes[p.node].Ranks()}
-	}
+	req := pset.OpRequest{Op: op, P1: b.P1, P2: b.P2, Target: b.Target, Active: b.Active, Sched: schedOf(b.Hints), Caller: caller(j, b, app)}
 	res, err := j.reg.ApplyOp(req)
 	if err != nil {
 		reply(nil, err)
 		return
 	}
-	now := time.Now().UnixNano()
 	names := []string{res.Result.Name}
 	for _, a := range res.Affected {
 		names = append(names, a.Name)
 	}
-	defs := make([]wire.PsetInfo, 0, len(names))
-	for _, name := range names {
-		def, err := setInfo(j.reg, j.ns, name, now)
-		if err != nil {
-			reply(nil, err)
-			return
-		}
-		defs = append(defs, def)
-		ev := def
-		ev.Members = nil
-		s.publish(wire.Event{Kind: wire.EvPsetDef, Job: j.ns, Pset: &ev})
+	defs, err := s.definedSets(j, names)
+	if err != nil {
+		reply(nil, err)
+		return
 	}
 	rep := &wire.PsetOpReply{Name: defs[0].Name, Version: defs[0].Version, Size: defs[0].Size, Members: defs[0].Members}
 	for _, d := range defs[1:] {
 		rep.Updated = append(rep.Updated, wire.PsetRef{Name: d.Name, Version: d.Version})
 	}
 	s.pushSets(j, defs, nil, func() { reply(rep, nil) })
+}
+
+// psetSplit serves pset.op "split": the parts are stored in one step,
+// announced and pushed to every daemon before the reply, like the result
+// of the other operations. A split by node takes each member's node from
+// the job's process table (the registry knows no nodes); the parts follow
+// the node order of the DVM.
+func (s *state) psetSplit(j *job, b *wire.PsetOpReq, app bool, reply func(*wire.PsetOpReply, error)) {
+	mode, err := pset.ParseSplitMode(b.Mode)
+	if err != nil {
+		reply(nil, err)
+		return
+	}
+	if b.P2 != "" {
+		reply(nil, wire.Errorf(wire.ErrInvalid, "split %s: takes one set (p1), not a second operand (p2 %s)", b.P1, b.P2))
+		return
+	}
+	req := pset.SplitRequest{Set: b.P1, Mode: mode, Parts: int(b.K), Names: b.Names, Target: b.Target,
+		Active: b.Active, Sched: schedOf(b.Hints), Caller: caller(j, b, app)}
+	for _, l := range b.Lists {
+		req.Ranks = append(req.Ranks, l.Ranks())
+	}
+	if mode == pset.SplitByNode {
+		req.NodeOf = map[uint32]int{}
+		for idx, rr := range j.nodes {
+			for r := range rr.All() {
+				req.NodeOf[r] = idx
+			}
+		}
+	}
+	res, err := j.reg.Split(req)
+	if err != nil {
+		reply(nil, err)
+		return
+	}
+	names := make([]string, len(res.Parts))
+	for i, p := range res.Parts {
+		names[i] = p.Result.Name
+	}
+	defs, err := s.definedSets(j, names)
+	if err != nil {
+		reply(nil, err)
+		return
+	}
+	rep := &wire.PsetOpReply{Parts: defs}
+	for _, idx := range res.Nodes {
+		rep.Nodes = append(rep.Nodes, s.nodes[idx].name)
+	}
+	s.pushSets(j, defs, nil, func() { reply(rep, nil) })
+}
+
+// schedOf turns the hints of a request into mpi_ps_sched_* attributes.
+func schedOf(hints map[string]string) map[string]string {
+	var sched map[string]string
+	for k, v := range hints {
+		if sched == nil {
+			sched = make(map[string]string, len(hints))
+		}
+		sched[pset.SchedPrefix+k] = v
+	}
+	return sched
+}
+
+// caller identifies the requesting process of an application's request,
+// which resolves mpi://SELF and mpi://SHARED; tools have none.
+func caller(j *job, b *wire.PsetOpReq, app bool) *pset.Caller {
+	if p := j.procs.at(b.Rank); app && p != nil {
+		return &pset.Caller{Rank: b.Rank, NodePeers: j.nodes[p.node].Ranks()}
+	}
+	return nil
+}
+
+// definedSets describes the named sets as just written, with members, and
+// announces each (pset.def events carry no members).
+func (s *state) definedSets(j *job, names []string) ([]wire.PsetInfo, error) {
+	now := time.Now().UnixNano()
+	defs := make([]wire.PsetInfo, 0, len(names))
+	for _, name := range names {
+		def, err := setInfo(j.reg, j.ns, name, now)
+		if err != nil {
+			return nil, err
+		}
+		defs = append(defs, def)
+		ev := def
+		ev.Members = nil
+		s.publish(wire.Event{Kind: wire.EvPsetDef, Job: j.ns, Pset: &ev})
+	}
+	return defs, nil
 }
 
 func (m *Master) handlePsetDelete(ctx context.Context, _ *wire.Request, b *wire.PsetDeleteReq) (any, error) {
