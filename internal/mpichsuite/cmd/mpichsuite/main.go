@@ -160,9 +160,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer journal.Close()
 	fmt.Fprintln(stderr, "mpichsuite: journal:", jpath)
 	cfg.Progress = func(r mpichsuite.Result) {
-		if err := mpichsuite.WriteTSVRow(journal, r); err == nil {
+		err := mpichsuite.WriteTSVRow(journal, r)
+		if err == nil {
 			err = journal.Sync()
-		} else {
+		}
+		if err != nil {
 			fmt.Fprintln(stderr, "mpichsuite: journal:", err)
 		}
 		if *verbose {
