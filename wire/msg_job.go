@@ -59,7 +59,18 @@ type JobLaunchReq struct {
 	PMI           string      `msgpack:"pmi,omitempty"`  // PMI service for MPI programs: PMIAuto (default), PMIFD, PMIPort or PMINone
 	Stdin         bool        `msgpack:"in,omitempty"`   // rank 0 reads what the launcher sends with job.stdin (else /dev/null)
 	Universe      int32       `msgpack:"usz,omitempty"`  // MPI_UNIVERSE_SIZE: 0 = unset (Hydra's default), UniverseSlots = the DVM's slot count, else that number
+	OnFailure     string      `msgpack:"onf,omitempty"`  // what a lost process does to the job: one of the OnFailure* values; empty = OnFailureAbort, or OnFailureContinue with KeepGoing
 }
+
+// Failure policies of a job (JobLaunchReq.OnFailure, dynrun --on-failure):
+// what the loss of a process that was not removed by a change (a non-zero
+// exit, a signal, its node lost) does to its job.
+const (
+	OnFailureAbort    = "abort"    // the job is torn down and fails (the default)
+	OnFailureContinue = "continue" // the job goes on without the lost processes (--keep-going)
+	OnFailureShrink   = "shrink"   // the loss becomes a SUB of the lost ranks (a resource change with Cause); the job goes on at the smaller size
+	OnFailureReplace  = "replace"  // reserved: the loss becomes a REPLACE (not supported yet)
+)
 
 // UniverseSlots in JobLaunchReq.Universe makes MPI_UNIVERSE_SIZE the DVM's
 // slot count (Hydra's -usize SYSTEM).
@@ -138,6 +149,7 @@ type JobInfo struct {
 	Reason    string      `msgpack:"why,omitempty"`   // job.wait: why the job ended, one of the JobEnd* values
 	Msg       string      `msgpack:"msg,omitempty"`   // job.wait: one-line report, e.g. "rank 3 on node2 exited with code 7"
 	Failure   string      `msgpack:"fail,omitempty"`  // job.wait: how the failure that gave Code came about, one of the Fail* values
+	OnFailure string      `msgpack:"onf,omitempty"`   // the job's failure policy, one of the OnFailure* values
 }
 
 // JobStateReq asks for one job.

@@ -26,13 +26,14 @@ func samples() map[string]any {
 		Ranks: RankRanges{{8, 11}}, Out: RankRanges{{2, 3}}, OutSet: "mpi://rte/lu/rc/3/out", Placement: pl, NewSet: &ref, Accepts: 1, Reason: "none", Times: times,
 		Seq: 5, BoundRefs: []PsetRef{{Name: "mpi://app/lu", Version: 2}}, Settled: true,
 		Ended: []ProcInfo{{Rank: 9, Node: "n1", State: ProcStateKilled, Signal: 15, Ended: 1700000000000000014}},
+		Cause: &RCCause{Kind: CauseFailure, Ranks: RankRanges{{8, 11}}, Why: []string{"rank 8 on n1 was lost with its node (daemon gone)"}},
 	}
 	out := OutputLine{Job: "dvm1.1", Rank: 5, Stream: StreamStderr, Line: []byte("hello\x00\xffworld"), Time: 1700000000000000099}
 	proc := ProcInfo{Rank: 2, Node: "n0", PID: 31337, State: ProcStateExited, Code: 3, Signal: 9, Started: 1, Ended: 2}
 	job := JobInfo{
 		ID: 7, Job: "dvm1.7", App: "lu", State: JobStateRunning, Argv: []string{"./lu", "-n", "64"}, Size: 8,
 		NextRank: 12, Code: 1, Started: 3, Ended: 4, Delta: "mpi://rte/lu/rc/1", Placement: pl, Procs: []ProcInfo{proc},
-		Reason: JobEndFailed, Msg: "job lu (dvm1.7): rank 2 on n0 exited with code 3", Failure: FailExit,
+		Reason: JobEndFailed, Msg: "job lu (dvm1.7): rank 2 on n0 exited with code 3", Failure: FailExit, OnFailure: OnFailureShrink,
 	}
 	slot := SlotUse{Slot: 9, Node: 1, Job: "dvm1.7", Rank: 2}
 	node := NodeInfo{Name: "n0", Index: 1, Host: "h0", Slots: 8, Used: 6, PID: 100, Addr: "/run/d0.sock", State: NodeUp}
@@ -85,6 +86,7 @@ func samples() map[string]any {
 
 		"RCTimes": &times,
 		"RC":      &rc,
+		"RCCause": rc.Cause,
 		"RCRequest": &RCRequest{Job: "dvm1.1", Type: RCSub, N: 2, Ranks: RankRanges{{6, 7}}, Bound: []string{"mpi://app/lu"},
 			Requester: ByApp, RequesterID: "rank 0", Hints: map[string]string{"z": "1", "y": "2"}, Wait: true, TimeoutMS: 1000,
 			Queue: true, GraceMS: 2000, ConfirmMS: 30000},
@@ -124,7 +126,7 @@ func samples() map[string]any {
 		"OutputFlags": &outFlags,
 		"JobLaunchReq": &JobLaunchReq{Argv: []string{"./lu", "-n", "64"}, N: 8, MapBy: MapByNode, Oversubscribe: true,
 			Name: "lu", Env: []string{"OMP_NUM_THREADS=1", "A=b"}, Wdir: "/home/u", KeepGoing: true, TimeoutMS: 60000, Output: outFlags, PMI: PMIPort,
-			Stdin: true, Universe: UniverseSlots},
+			Stdin: true, Universe: UniverseSlots, OnFailure: OnFailureShrink},
 		"JobLaunchReply": &JobLaunchReply{ID: 7, Job: "dvm1.7", App: "lu", Placement: pl},
 		"ProcInfo":       &proc,
 		"JobInfo":        &job,

@@ -497,3 +497,23 @@ func TestJSONShape(t *testing.T) {
 		t.Errorf("steps: %v ... %v", first, last)
 	}
 }
+
+// TestFailureCauseGolden: a failure change (made by the runtime under
+// --on-failure shrink) shows its cause in list, show and show --json.
+func TestFailureCauseGolden(t *testing.T) {
+	f := finishedFake(t)
+	f.fates = []string{wire.RCFinalized}
+	runFake(f, "sub", "--ranks", "3", "--wait")
+	last := &f.rcs[len(f.rcs)-1].rc
+	last.Requester, last.RequesterID = wire.ByRuntime, "failure policy shrink"
+	last.Cause = &wire.RCCause{Kind: wire.CauseFailure, Ranks: wire.Span(3, 3), Why: []string{"rank 3 on node1 killed by signal 9"}}
+	var all strings.Builder
+	for _, args := range [][]string{{"list"}, {"show", "4"}, {"show", "4", "--json"}} {
+		code, out, errOut := runFake(f, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d, %s", args, code, errOut)
+		}
+		all.WriteString(out + "\n")
+	}
+	golden(t, "failure.golden", all.String())
+}

@@ -115,9 +115,18 @@ type rcJSON struct {
 	Reason      string             `json:"reason,omitempty"`
 	Settled     bool               `json:"settled"`         // final, and every process and slot of the change released
 	Ended       []endJSON          `json:"ended,omitempty"` // the delta's processes that have ended
+	Cause       *causeJSON         `json:"cause,omitempty"` // why the runtime made the change itself (requester "runtime")
 	Steps       []stepJSON         `json:"steps"`
 	ElapsedMS   map[string]float64 `json:"elapsed_ms"` // step name → ms since the request
 	TotalMS     *float64           `json:"total_ms,omitempty"`
+}
+
+// causeJSON is a change's cause: kind "failure", the lost ranks, and one
+// line per rank on how it was lost.
+type causeJSON struct {
+	Kind  string   `json:"kind"`
+	Ranks string   `json:"ranks"`
+	Why   []string `json:"why"`
 }
 
 type endJSON struct {
@@ -171,6 +180,9 @@ func toJSON(rc *wire.RC) rcJSON {
 	}
 	if rc.NewSet != nil {
 		out.NewSet = &setJSON{Name: rc.NewSet.Name, Version: rc.NewSet.Version}
+	}
+	if c := rc.Cause; c != nil {
+		out.Cause = &causeJSON{Kind: c.Kind, Ranks: c.Ranks.String(), Why: append([]string{}, c.Why...)}
 	}
 	for _, s := range stepTimes(rc) {
 		out.Steps = append(out.Steps, stepJSON{Step: s.Name, At: s.At.UTC(), SincePrevMS: ms(s.SincePrev), SinceRequestMS: ms(s.SinceRequest)})
@@ -280,6 +292,9 @@ func writeShow(w io.Writer, rc *wire.RC, loc *time.Location) error {
 		by += " (" + rc.RequesterID + ")"
 	}
 	row("requester", by)
+	if c := rc.Cause; c != nil {
+		row("cause", fmt.Sprintf("%s of ranks %s: %s", c.Kind, c.Ranks, strings.Join(c.Why, "; ")))
+	}
 	var pl []string
 	for _, p := range rc.Placement {
 		pl = append(pl, p.Node+": "+p.Ranks.String())
@@ -356,7 +371,16 @@ func writeList(w io.Writer, rcs []wire.RC) error {
 		if d := total(rc); d > 0 {
 			tot = fmtMS(d)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", rc.Delta, rc.Job, rc.Type, rc.N, dash(rc.Ranks.String()), status(rc), dash(rc.Requester), tot)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", rc.Delta, rc.Job, rc.Type, rc.N, dash(rc.Ranks.String()), status(rc), byText(rc), tot)
 	}
 	return tw.Flush()
+}
+
+// byText is the list's BY column: the requester, and the cause of a
+// change the runtime made itself ("runtime (failure)").
+func byText(rc *wire.RC) string {
+	if rc.Cause != nil {
+		return dash(rc.Requester) + " (" + rc.Cause.Kind + ")"
+	}
+	return dash(rc.Requester)
 }

@@ -32,8 +32,9 @@ func launchFlags() []cli.Flag {
 		&cli.StringFlag{Name: "wdir", Usage: "working directory `D` of the processes (default: the current one)"},
 		&cli.StringFlag{Name: "stdin", Value: "none", Usage: "where stdin goes: none (processes read /dev/null) or 0 (rank 0)"},
 		&cli.DurationFlag{Name: "timeout", Usage: "kill the job after `D` (e.g. 30s) and exit 124"},
-		&cli.BoolFlag{Name: "keep-going", Usage: "keep the job running when a process fails (MPI: its peers are told, see docs/mpi.md)"},
-		&cli.BoolFlag{Name: "disable-auto-cleanup", Usage: "mpiexec.hydra's name for --keep-going; dynrun then also prints no report of failed processes, as Hydra"},
+		&cli.StringFlag{Name: "on-failure", Value: wire.OnFailureAbort, Usage: "what a lost process (non-zero exit, signal, node lost) does to the job: `P` = abort (tear it down), continue (run on without it), shrink (a SUB of the lost ranks that the application accepts like any change; docs/rc.md) or replace (not there yet)"},
+		&cli.BoolFlag{Name: "keep-going", Usage: "the same as --on-failure continue (MPI: the peers of a failed process are told, see docs/mpi.md)"},
+		&cli.BoolFlag{Name: "disable-auto-cleanup", Usage: "mpiexec.hydra's name for --keep-going (--on-failure continue); dynrun then also prints no report of failed processes, as Hydra"},
 		&cli.StringFlag{Name: "usize", Usage: "MPI_UNIVERSE_SIZE as Hydra's -usize: `U` = INFINITE (unset, the default), SYSTEM (the DVM's slot count) or a number"},
 		&cli.StringFlag{Name: "pmi", Value: wire.PMIAuto, Usage: "PMI service for MPI programs (docs/mpi.md): auto (PMI_FD socketpair, like Hydra), fd, port (TCP PMI_PORT + PMI_ID) or none"},
 		&cli.IntFlag{Name: "nodes", Usage: "private DVM only: `K` virtual nodes (default 1)"},
@@ -54,7 +55,8 @@ type launchOpts struct {
 	wdir        string   // absolute
 	stdin       string
 	timeout     time.Duration
-	keepGoing   bool
+	keepGoing   bool   // --keep-going, --disable-auto-cleanup: --on-failure continue
+	onFailure   string // --on-failure, a wire.OnFailure* value
 	hydraQuiet  bool   // --disable-auto-cleanup: no report line for processes that failed by themselves
 	pmi         string // --pmi
 	universe    int32  // --usize (wire.JobLaunchReq.Universe)
@@ -105,6 +107,9 @@ func parseLaunch(c *cli.Context, cwd string, lim wire.Limits, e *env) (launchOpt
 		return o, cliutil.Usagef("--pmi %q: want auto, fd, port or none", o.pmi)
 	}
 	if o.universe, err = parseUsize(c.String("usize")); err != nil {
+		return o, err
+	}
+	if o.onFailure, err = onFailureOpt(c, o.keepGoing); err != nil {
 		return o, err
 	}
 	if o.stdin != "none" && o.stdin != "0" {
@@ -329,7 +334,7 @@ func (o *launchOpts) launchReq(env []string, cwd string) wire.JobLaunchReq {
 	argv := append([]string{o.programPath}, o.argv[1:]...)
 	req := wire.JobLaunchReq{
 		Argv: argv, N: uint32(o.n), MapBy: o.mapBy, Oversubscribe: o.over, Name: o.appName(),
-		Env: env, Wdir: o.wdir, KeepGoing: o.keepGoing, Output: wire.OutputFlags{Forward: true}, PMI: o.pmi,
+		Env: env, Wdir: o.wdir, OnFailure: o.onFailure, Output: wire.OutputFlags{Forward: true}, PMI: o.pmi,
 		Stdin: o.stdin == "0", Universe: o.universe,
 	}
 	if o.timeout > 0 {
@@ -351,4 +356,22 @@ func (o *launchOpts) appName() string {
 		return o.name
 	}
 	return filepath.Base(o.argv[0])
+}
+
+// onFailureOpt checks --on-failure; --keep-going and --disable-auto-cleanup
+// are --on-failure continue under older names.
+func onFailureOpt(c *cli.Context, keepGoing bool) (string, error) {
+	p := strings.ToLower(c.String("on-failure"))
+	switch p {
+	case wire.OnFailureAbort, wire.OnFailureContinue, wire.OnFailureShrink, wire.OnFailureReplace:
+	default:
+		return "", cliutil.Usagef("--on-failure %q: want abort, continue, shrink or replace", c.String("on-failure"))
+	}
+	if !keepGoing {
+		return p, nil
+	}
+	if c.IsSet("on-failure") && p != wire.OnFailureContinue {
+		return "", cliutil.Usagef("--keep-going (or --disable-auto-cleanup) is --on-failure continue; it cannot be combined with --on-failure %s", p)
+	}
+	return wire.OnFailureContinue, nil
 }

@@ -61,6 +61,7 @@ type jobJSON struct {
 	Started   time.Time       `json:"started"`
 	Ended     *time.Time      `json:"ended,omitempty"`
 	Placement []placementJSON `json:"placement,omitempty"`
+	OnFailure string          `json:"on_failure,omitempty"` // failure policy: abort, continue or shrink
 }
 
 type placementJSON struct {
@@ -92,7 +93,7 @@ func toStatusJSON(st wire.DVMState, name string) statusJSON {
 		out.Nodes = append(out.Nodes, nodeJSON{Name: n.Name, Index: n.Index, Host: n.Host, Slots: n.Slots, Used: n.Used, PID: n.PID, Addr: n.Addr, State: n.State})
 	}
 	for _, j := range st.Jobs {
-		jj := jobJSON{ID: j.ID, Job: j.Job, App: j.App, State: j.State, Size: j.Size, Argv: j.Argv, Code: j.Code, Started: unixNS(j.Started)}
+		jj := jobJSON{ID: j.ID, Job: j.Job, App: j.App, State: j.State, Size: j.Size, Argv: j.Argv, Code: j.Code, Started: unixNS(j.Started), OnFailure: j.OnFailure}
 		if jj.Argv == nil {
 			jj.Argv = []string{}
 		}
@@ -172,7 +173,7 @@ func writeStatus(w io.Writer, s statusJSON) error {
 		return err
 	}
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "JOB\tNAMESPACE\tAPP\tSTATE\tPROCS\tNODES\tCOMMAND")
+	fmt.Fprintln(tw, "JOB\tNAMESPACE\tAPP\tSTATE\tON-FAILURE\tPROCS\tNODES\tCOMMAND")
 	for _, j := range s.Jobs {
 		nodes := make([]string, len(j.Placement))
 		for i, p := range j.Placement {
@@ -182,7 +183,7 @@ func writeStatus(w io.Writer, s statusJSON) error {
 		if j.Ended != nil && j.Code != 0 {
 			state += fmt.Sprintf(" (%d)", j.Code)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", j.ID, j.Job, j.App, state, j.Size, dash(strings.Join(nodes, ",")), clip(strings.Join(j.Argv, " "), 40))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", j.ID, j.Job, j.App, state, dash(j.OnFailure), j.Size, dash(strings.Join(nodes, ",")), clip(strings.Join(j.Argv, " "), 40))
 	}
 	return tw.Flush()
 }

@@ -143,9 +143,9 @@ func sampleState() wire.DVMState {
 			{Name: "node2", Index: 2, Host: "hostB", Slots: 4, Used: 0, PID: 4251, State: wire.NodeDown},
 		},
 		Jobs: []wire.JobInfo{
-			{ID: 1, Job: "abcd2345.1", App: "solver", State: wire.JobStateRunning, Argv: []string{"/opt/solver", "--grid", "512"}, Size: 31, Started: t0 + 1e9,
+			{ID: 1, Job: "abcd2345.1", App: "solver", State: wire.JobStateRunning, Argv: []string{"/opt/solver", "--grid", "512"}, Size: 31, Started: t0 + 1e9, OnFailure: wire.OnFailureShrink,
 				Placement: []wire.Placement{{Node: "node0", Ranks: wire.Span(0, 27)}, {Node: "node1", Ranks: wire.Span(28, 30)}}},
-			{ID: 2, Job: "abcd2345.2", App: "sleep", State: wire.JobStateFailed, Argv: []string{"/usr/bin/sleep", strings.Repeat("9", 50)}, Code: 7, Started: t0 + 2e9, Ended: t0 + 3e9},
+			{ID: 2, Job: "abcd2345.2", App: "sleep", State: wire.JobStateFailed, Argv: []string{"/usr/bin/sleep", strings.Repeat("9", 50)}, Code: 7, Started: t0 + 2e9, Ended: t0 + 3e9, OnFailure: wire.OnFailureAbort},
 		},
 		Launcher: "ssh",
 		NodeLog: []wire.Event{

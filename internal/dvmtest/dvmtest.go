@@ -112,6 +112,9 @@ type Options struct {
 	// Limits are the master's (master.Config.Limits); zero fields take
 	// the defaults.
 	Limits wire.Limits
+	// RCConfirmTimeout is the master's confirm timeout of resource
+	// changes (master.Config.RCConfirmTimeout); 0 = its default.
+	RCConfirmTimeout time.Duration
 }
 
 // DVM is a running test DVM.
@@ -170,7 +173,7 @@ func Start(t testing.TB, o Options) *DVM {
 	defer cancel()
 	m, err := master.Start(ctx, master.Config{
 		Dir: dir, Name: o.Name, Nodes: nodes, Starter: starter, KillGrace: o.KillGrace, Logger: Logger(),
-		Env: func(string) string { return "" }, Limits: o.Limits,
+		Env: func(string) string { return "" }, Limits: o.Limits, RCConfirmTimeout: o.RCConfirmTimeout,
 		HeartbeatInterval: cmp.Or(o.HeartbeatInterval, time.Second), HeartbeatMisses: cmp.Or(o.HeartbeatMisses, 3),
 	})
 	if err != nil {

@@ -58,6 +58,8 @@ type job struct {
 	pmi      *pmiJob  // PMI service of the job (pmi.go), set by the first node.launch body
 	dead     []uint32 // ended ranks still to be taken out of the sets (flushDead)
 	removed  removedExits
+	policy   string       // failure policy, a wire.OnFailure* value (failure.go)
+	shrunk   removedExits // shrink policy: processes lost and removed by failure changes, for the end report
 }
 
 // removedExits counts the processes removed by a SUB that did not leave
@@ -121,7 +123,7 @@ func (s *state) jobInfo(j *job, withProcs bool) wire.JobInfo {
 	in := wire.JobInfo{
 		ID: j.id, Job: j.ns, App: j.app, State: j.state, Argv: j.req.Argv, Size: uint32(j.live),
 		NextRank: uint32(j.procs.len()), Started: j.started.UnixNano(), Placement: s.placement(j),
-		Delta: s.rcDelta(j),
+		Delta: s.rcDelta(j), OnFailure: j.policy,
 	}
 	if j.done {
 		in.Code = j.end.Code
@@ -259,6 +261,11 @@ func (s *state) launch(c *wire.Conn, b *wire.JobLaunchReq, reply func(*wire.JobL
 		reply(nil, wire.Errorf(wire.ErrInvalid, "master: universe size %d: want a positive number, 0 (unset) or %d (the DVM's slots)", b.Universe, wire.UniverseSlots))
 		return
 	}
+	policy, err := failurePolicy(b)
+	if err != nil {
+		reply(nil, err)
+		return
+	}
 	id := s.lastJob + 1
 	ns := s.id + "." + strconv.FormatUint(uint64(id), 10)
 	placed, err := s.place(ns, int(b.N), alloc.Options{MapBy: mapBy, Oversubscribe: b.Oversubscribe})
@@ -292,8 +299,9 @@ func (s *state) launch(c *wire.Conn, b *wire.JobLaunchReq, reply func(*wire.JobL
 	j := &job{
 		id: id, ns: ns, app: app, req: *b, owner: p, state: wire.JobStateLaunching,
 		nodes: make(map[int]wire.RankRanges), reg: reg,
-		gen: 1, started: now, live: len(placed),
+		gen: 1, started: now, live: len(placed), policy: policy,
 	}
+	j.req.KeepGoing = policy == wire.OnFailureContinue // PMI's fault notification follows it
 	for _, pr := range placed {
 		j.procs.add(jproc{node: pr.Node, state: wire.ProcStateLaunching}) // placed is in rank order from 0
 		j.nodes[pr.Node] = j.nodes[pr.Node].Add(pr.Rank)
@@ -485,10 +493,14 @@ func (s *state) recordExit(j *job, ev wire.ProcExited, note string) {
 	if s.rcProcExit(j, ev.Rank, describeExit(ev.Rank, node, ev, note), failed || ev.Forced) {
 		failed = false // a process a resource change adds or removes (rc.go)
 	}
+	if failed && j.policy == wire.OnFailureShrink && ev.Err == "" &&
+		s.shrinkLoss(j, lostRank{rank: ev.Rank, node: node, why: describeExit(ev.Rank, node, ev, note), how: failHow(ev, note), code: ev.Code}) {
+		failed = false // a failure change takes it over, or the job ends with the loss's report (failure.go)
+	}
 	if failed && (j.failure == nil || s.pmiDiedBefore(j, ev.Rank, j.failure.rank)) {
 		first := j.failure == nil
 		j.failure = &failure{rank: ev.Rank, code: ev.Code, msg: describeExit(ev.Rank, node, ev, note), how: failHow(ev, note)}
-		if first && !j.req.KeepGoing {
+		if first && j.policy != wire.OnFailureContinue {
 			s.killJob(j, killOrder{reason: reasonFailed})
 		}
 	}
@@ -705,6 +717,15 @@ func (s *state) endJob(j *job) {
 		// Not a failure (a SUB had removed them), but not silent either.
 		end.Msg = fmt.Sprintf("%s done; %d removed process(es) did not leave cleanly (not a failure of the job): %s",
 			label, j.removed.n, j.removed.first)
+	}
+	if j.state == wire.JobStateDone && j.shrunk.n > 0 {
+		// Not a failure either: the job shrank past the losses.
+		if end.Msg != "" {
+			end.Msg += "; "
+		} else {
+			end.Msg = label + " done; "
+		}
+		end.Msg += fmt.Sprintf("%d lost process(es) were removed by failure changes (--on-failure shrink): %s", j.shrunk.n, j.shrunk.first)
 	}
 	j.end = end // jobInfo reads the code from here
 	j.end = s.jobInfo(j, false)

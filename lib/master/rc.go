@@ -73,6 +73,9 @@ type jobRC struct {
 	order []*rcRun
 	cur   *rcRun       // the change not yet settled, if any
 	queue []*rcPending // requests waiting for cur (Queue)
+
+	lost       []lostRank // shrink policy: lost ranks waiting for their failure SUB (failure.go)
+	lossPosted bool       // a start of the failure SUB is posted
 }
 
 // rcPending is a queued request.
@@ -100,6 +103,7 @@ type rcRun struct {
 	snap      pset.Snapshot              // which sets held the delta's ranks before the change (an abort restores it)
 	endedAt   []wire.ProcInfo            // aborted ADD: how its processes ended, kept when its ranks are given back
 	placement []wire.Placement           // where the delta's processes run
+	lost      []lostRank                 // a failure SUB (Cause): the lost ranks it removes, and how each ended
 
 	seq       uint64 // record updates pushed
 	placed    time.Time
@@ -265,6 +269,8 @@ func requester(b *wire.RCRequest) rc.Requester {
 		}
 	case wire.BySched:
 		r.Kind = rc.ByScheduler
+	case wire.ByRuntime:
+		r.Kind = rc.ByRuntime
 	}
 	return r
 }
@@ -414,6 +420,10 @@ func (m *Master) handleRCCancel(ctx context.Context, req *wire.Request, b *wire.
 			reply(nil, err)
 			return
 		}
+		if run.lost != nil {
+			reply(nil, wire.Errorf(wire.ErrState, "master: %s is a failure change (its ranks are lost, they cannot come back); it cannot be canceled: kill the job instead (dynrun jobs kill)", run.r.Delta()))
+			return
+		}
 		why := b.Reason
 		if why == "" {
 			why = "canceled by " + req.Conn.Peer().String()
@@ -449,7 +459,17 @@ func (s *state) rcSubmit(b *wire.RCRequest, at time.Time, reply func(*wire.RC, e
 		return
 	}
 	jr := s.jobRC(j)
-	if cur := jr.cur; cur != nil {
+	if cur := jr.cur; cur == nil && len(jr.lost) > 0 {
+		// Lost ranks wait for their failure SUB, which goes first.
+		if !b.Queue {
+			reply(nil, wire.Errorf(wire.ErrBusy,
+				"master: job %s (%s): ranks %s were lost and their failure change is about to start; one change per job at a time (or queue the request)",
+				j.app, j.ns, lostRanges(jr.lost)))
+			return
+		}
+		jr.queue = append(jr.queue, &rcPending{req: *b, at: at, reply: reply})
+		return
+	} else if cur != nil {
 		if !b.Queue {
 			reply(nil, wire.Errorf(wire.ErrBusy,
 				"master: job %s (%s): resource change %s (%s, %s) is still in flight; one change per job at a time (or queue the request)",
@@ -513,6 +533,25 @@ func (s *state) rcStart(jr *jobRC, b *wire.RCRequest, at time.Time, reply func(*
 		reply(nil, err)
 		return
 	}
+	s.rcBegin(jr, b, at, reply, rcPlan{typ: typ, ranks: ranks, out: out, placed: placed, bound: bound})
+}
+
+// rcPlan is what phase 1 chose for a change before it is numbered.
+type rcPlan struct {
+	typ    string
+	ranks  []uint32
+	out    []uint32     // REPLACE: the replaced processes
+	placed []alloc.Proc // ADD, REPLACE: the new processes
+	bound  []string     // ADD, REPLACE: the bound set; a failure SUB: its bound sets (X_c of the lost ranks before they were dropped)
+	lost   []lostRank   // a failure SUB: the lost ranks and how they ended (failure.go)
+}
+
+// rcBegin numbers a planned change, defines its delta set and starts its
+// phase 1 (the part of rcStart after planning; a failure SUB enters here).
+func (s *state) rcBegin(jr *jobRC, b *wire.RCRequest, at time.Time, reply func(*wire.RC, error), pl rcPlan) {
+	j := jr.j
+	typ, ranks, out, placed, bound := pl.typ, pl.ranks, pl.out, pl.placed, pl.bound
+	failure := pl.lost != nil
 	release := func() { s.rcRetract(j, placed) }
 	named := []uint32(nil)
 	if typ != wire.RCAdd {
@@ -542,9 +581,10 @@ func (s *state) rcStart(jr *jobRC, b *wire.RCRequest, at time.Time, reply func(*
 		reply(nil, err)
 		return
 	}
-	if typ == wire.RCSub {
+	if typ == wire.RCSub && !failure {
 		// X_c(U) from the registry itself, now that U exists (rcPlanSub
-		// checked the same thing before anything changed).
+		// checked the same thing before anything changed). A failure SUB
+		// brings its own: its ranks are out of every set already.
 		if bound, err = j.reg.RefCounted(r.Delta()); err == nil && len(bound) == 0 {
 			err = wire.Errorf(wire.ErrInternal, "master: no reference-counted set for %s", r.Delta())
 		}
@@ -558,6 +598,10 @@ func (s *state) rcStart(jr *jobRC, b *wire.RCRequest, at time.Time, reply func(*
 		jr: jr, r: r, req: *b, typ: typ, ranks: ranks, delta: wire.RangesOf(ranks), bound: bound,
 		procs: placed, snap: snap, placed: time.Now(), gone: make(map[uint32]bool), launchEnd: typ == wire.RCSub,
 		out: out, outRR: wire.RangesOf(out), outSet: outSet,
+		lost: pl.lost,
+	}
+	for _, l := range pl.lost {
+		run.gone[l.rank] = true // dead before the change began
 	}
 	jr.cur = run
 	jr.runs[r.Delta()] = run
@@ -1096,6 +1140,8 @@ func (s *state) rcBoundMember(run *rcRun, rank uint32) bool {
 // in time.
 func (s *state) rcTimeout(run *rcRun, d time.Duration) {
 	switch st := run.r.Status(); {
+	case run.lost != nil && st == rc.StatusAnnounced:
+		s.rcFailureTimeout(run, d)
 	case run.adds() && !st.Terminal():
 		_ = s.rcAbort(run, fmt.Sprintf("not confirmed within %v", d), true)
 	case run.typ == wire.RCSub && st == rc.StatusAnnounced:
@@ -1201,6 +1247,7 @@ func (s *state) rcAbort(run *rcRun, why string, force bool) error {
 		}
 		s.rcRestoreSets(run)
 	}
+	s.rcRefold(run)
 	s.rcReleaseKeys(run, why)
 	for _, b := range run.blocked {
 		s.rcDecide(run, b.key, b.owner, nil, s.rcAbortErr(run))
@@ -1254,6 +1301,7 @@ func (s *state) rcJobEnded(j *job) {
 		p.reply(nil, wire.Errorf(wire.ErrAborted, "master: job %s ended before the queued resource change could start", j.app))
 	}
 	jr.queue = nil
+	jr.lost = nil
 }
 
 // Settling.
@@ -1534,6 +1582,17 @@ func (s *state) rcAbortedDelta(j *job, names ...string) error {
 
 // rcNext starts the oldest queued request of jr, if nothing is in flight.
 func (s *state) rcNext(jr *jobRC) {
+	if jr.cur == nil && len(jr.lost) > 0 {
+		s.rcLossSoon(jr) // a failure SUB goes ahead of queued requests; they follow it
+		return
+	}
+	if jr.cur == nil && len(jr.queue) > 0 && jr.j.policy == wire.OnFailureShrink && jr.j.booking > 0 {
+		// An exit is being booked (its death may have aborted the change
+		// in flight): it may be a loss, whose failure SUB goes first.
+		m := s.m
+		go m.post(func(s *state) { s.rcNext(jr) })
+		return
+	}
 	for jr.cur == nil && len(jr.queue) > 0 {
 		p := jr.queue[0]
 		jr.queue = jr.queue[1:]
@@ -1574,6 +1633,7 @@ func (run *rcRun) record() wire.RC {
 	if rec.Bound == nil {
 		rec.Bound = run.bound
 	}
+	rec.Cause = lostCause(run.lost)
 	rec.Ended = run.ended()
 	if rec.Times.Exited == 0 {
 		rec.Times.Exited = ns(run.exited)

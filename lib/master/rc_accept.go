@@ -270,6 +270,9 @@ func (s *state) rcFinalized(run *rcRun) {
 		b.reply(rep, nil)
 	}
 	run.blocked = nil
+	if run.lost != nil {
+		s.rcFailureFinalized(run)
+	}
 	if run.typ != wire.RCAdd { // SUB, REPLACE: the leaving processes have the grace period
 		d := s.m.cfg.RCGrace
 		if run.req.GraceMS > 0 {

@@ -60,7 +60,7 @@ func New(job string, seq int, delta string, req Request, at time.Time) (*RC, err
 		return nil, wire.Errorf(wire.ErrInvalid, "resource change %s: negative sequence number %d", delta, seq)
 	case at.IsZero():
 		return nil, wire.Errorf(wire.ErrInvalid, "resource change %s: zero request time", delta)
-	case req.By.Kind > ByScheduler:
+	case req.By.Kind > ByRuntime:
 		return nil, wire.Errorf(wire.ErrInvalid, "resource change %s: unknown requester kind %d", delta, req.By.Kind)
 	}
 	n := req.N

@@ -274,7 +274,7 @@ func TestParseNames(t *testing.T) {
 	if got, err := ParseType("Sub"); err != nil || got != TypeSub {
 		t.Errorf("ParseType(Sub) = %v, %v", got, err)
 	}
-	for _, k := range []RequesterKind{ByTool, ByApp, ByScheduler} {
+	for _, k := range []RequesterKind{ByTool, ByApp, ByScheduler, ByRuntime} {
 		got, err := ParseRequesterKind(strings.ToUpper(k.String()))
 		if err != nil || got != k {
 			t.Errorf("ParseRequesterKind(%q) = %v, %v", k, got, err)

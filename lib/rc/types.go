@@ -196,9 +196,12 @@ const (
 	ByTool RequesterKind = iota
 	ByApp
 	ByScheduler
+	// ByRuntime: the runtime itself, e.g. a failure turned into a SUB
+	// under a job's shrink policy.
+	ByRuntime
 )
 
-var requesterNames = [...]string{"tool", "app", "scheduler"}
+var requesterNames = [...]string{"tool", "app", "scheduler", "runtime"}
 
 func (k RequesterKind) String() string {
 	if int(k) < len(requesterNames) {
@@ -214,7 +217,7 @@ func ParseRequesterKind(s string) (RequesterKind, error) {
 			return RequesterKind(i), nil
 		}
 	}
-	return 0, wire.Errorf(wire.ErrInvalid, "unknown requester kind %q (want tool, app or scheduler)", s)
+	return 0, wire.Errorf(wire.ErrInvalid, "unknown requester kind %q (want tool, app, scheduler or runtime)", s)
 }
 
 // MarshalText makes JSON show the name rather than a number.

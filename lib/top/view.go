@@ -417,6 +417,10 @@ func (m *Model) rcLine(rc wire.RC, withJob bool) (head, times string) {
 	if rc.Status == wire.RCAborted && rc.Reason != "" {
 		head += "  " + m.styles.Bad.Render(rc.Reason)
 	}
+	if c := rc.Cause; c != nil {
+		// A change the runtime made itself: say which ranks were lost.
+		head += "  " + m.styles.Bad.Render(c.Kind+" of ranks "+c.Ranks.String())
+	}
 	var parts []string
 	for _, s := range steps(rc.Times) {
 		if s.at != 0 && req != 0 {
@@ -513,6 +517,9 @@ func (m *Model) eventText(ev wire.Event) string {
 			}
 			if ev.RC.Reason != "" && ev.RC.Status == wire.RCAborted {
 				what += ": " + ev.RC.Reason
+			}
+			if c := ev.RC.Cause; c != nil && ev.RC.Status == wire.RCAnnounced {
+				what += " [" + c.Kind + ": " + strings.Join(c.Why, "; ") + "]"
 			}
 		}
 	case wire.EvNodeUp, wire.EvNodeSuspect, wire.EvNodeDown, wire.EvNodeJoining, wire.EvNodeAdded, wire.EvNodeLeaving, wire.EvNodeRemoved:

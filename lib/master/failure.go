@@ -1,0 +1,283 @@
+package master
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/dynrt/dynrt/lib/rc"
+	"github.com/dynrt/dynrt/wire"
+)
+
+// Failure policies (docs/rc.md "Failures as changes"). A job's policy says
+// what the loss of a process that no change removes does to it: abort
+// tears the job down, continue leaves it running without the lost ranks,
+// shrink turns the loss into an ordinary SUB of exactly the lost ranks
+// (a "failure change", made by the runtime, with a cause), so that a
+// malleable application adapts to it on the path it uses for any change.
+// Everything here runs on the loop.
+
+// failurePolicy checks the policy a launch asks for. KeepGoing (dynrun
+// --keep-going) is the continue policy under its older name.
+func failurePolicy(b *wire.JobLaunchReq) (string, error) {
+	p := strings.ToLower(b.OnFailure)
+	switch p {
+	case "":
+		if b.KeepGoing {
+			return wire.OnFailureContinue, nil
+		}
+		return wire.OnFailureAbort, nil
+	case wire.OnFailureAbort, wire.OnFailureShrink:
+	case wire.OnFailureContinue:
+		return p, nil
+	case wire.OnFailureReplace:
+		return "", wire.Errorf(wire.ErrUnsupported, "master: failure policy %q: REPLACE changes are not there yet; use shrink (the job goes on without the lost processes), continue or abort", p)
+	default:
+		return "", wire.Errorf(wire.ErrInvalid, "master: unknown failure policy %q: want abort, continue, shrink or replace", b.OnFailure)
+	}
+	if b.KeepGoing {
+		return "", wire.Errorf(wire.ErrInvalid, "master: keep-going is the failure policy continue; it cannot be combined with %q", p)
+	}
+	return p, nil
+}
+
+// lostRank is one process lost under the shrink policy.
+type lostRank struct {
+	rank uint32
+	node string
+	why  string   // "rank 3 on node1 killed by signal 9"
+	how  string   // wire.Fail* value
+	code int      // exit status to report if the job ends because of it
+	sets []string // the malleable sets that held it when it died (before flushDead took it out)
+}
+
+// lossAct is what a loss under the shrink policy does.
+type lossAct int
+
+const (
+	lossJudge lossAct = iota // judged as under the abort policy (the job is already being killed, or the process never ran)
+	lossEnd                  // the job cannot be kept: it ends with the loss's report
+	lossFold                 // fold into the failure SUB in flight (not yet announced): it is aborted and restarted with every lost rank
+	lossWait                 // wait: another change is in flight; the failure SUB goes ahead of queued requests once it settles
+	lossStart                // start a failure SUB (once the burst this loss belongs to is in)
+)
+
+func (a lossAct) String() string {
+	return [...]string{"judge", "end", "fold", "wait", "start"}[a]
+}
+
+// lossView is what decides a loss: pure data, for decideLoss.
+type lossView struct {
+	killing bool   // the job is being killed already
+	static  string // why the job cannot change (an MPI job started through PMI), "" if it can
+	live    int    // processes of the job still alive after this loss
+	cur     string // the change in flight: "" none, "failure-null" a failure SUB not yet announced, "other" anything else
+}
+
+// decideLoss decides what the loss of a process of a shrink job does,
+// and why the job ends when it does.
+func decideLoss(v lossView) (lossAct, string) {
+	switch {
+	case v.killing:
+		return lossJudge, ""
+	case v.static != "":
+		return lossEnd, "the job cannot shrink: " + v.static
+	case v.live == 0:
+		return lossEnd, "every process of the job was lost"
+	case v.cur == "failure-null":
+		return lossFold, ""
+	case v.cur != "":
+		return lossWait, ""
+	}
+	return lossStart, ""
+}
+
+// shrinkLoss handles the loss of a process of a job with the shrink
+// policy; false means the loss is to be judged as a failure as usual.
+func (s *state) shrinkLoss(j *job, l lostRank) bool {
+	jr := s.jobRC(j)
+	for _, name := range j.reg.Malleable() {
+		if ms, err := j.reg.Members(name); err == nil && slices.Contains(ms, l.rank) {
+			l.sets = append(l.sets, name)
+		}
+	}
+	v := lossView{killing: j.kill != nil, live: j.live}
+	if err := j.staticErr(); err != nil {
+		v.static = strings.TrimPrefix(err.Error(), "master: ")
+	}
+	if cur := jr.cur; cur != nil && !cur.settled {
+		v.cur = "other"
+		if cur.lost != nil && cur.r.Status() == rc.StatusNull {
+			v.cur = "failure-null"
+		}
+	}
+	act, why := decideLoss(v)
+	if act == lossJudge {
+		return false
+	}
+	jr.lost = append(jr.lost, l)
+	switch act {
+	case lossEnd:
+		s.lossEnd(j, jr.lost, why)
+		jr.lost = nil
+	case lossFold:
+		// Its delta is defined already: abort it and start one change
+		// with every lost rank (rcRefold carries its ranks over).
+		_ = s.rcAbort(jr.cur, fmt.Sprintf("folded into the next failure change: %s before this one was announced", l.why), true)
+	case lossStart:
+		s.rcLossSoon(jr)
+	}
+	return true
+}
+
+// lossEnd ends a shrink job that cannot be kept, with a report naming
+// the lost ranks, how each ended, why the job could not go on and what
+// to do.
+func (s *state) lossEnd(j *job, lost []lostRank, why string) {
+	if len(lost) == 0 || j.done {
+		return
+	}
+	whys := make([]string, len(lost))
+	for i, l := range lost {
+		whys[i] = l.why
+	}
+	first := lost[0]
+	if j.failure == nil {
+		j.failure = &failure{
+			rank: first.rank, code: first.code, how: first.how,
+			msg: fmt.Sprintf("lost %s (%s); %s", lostRanges(lost), strings.Join(whys, "; "), why),
+		}
+	}
+	s.killJob(j, killOrder{reason: reasonFailed})
+}
+
+// rcLossSoon starts the failure SUB of the lost ranks of jr once the
+// loop has handled what is queued now: a burst of losses (a node with
+// several ranks, exits arriving together) folds into one change.
+func (s *state) rcLossSoon(jr *jobRC) {
+	if jr.lossPosted {
+		return
+	}
+	jr.lossPosted = true
+	m := s.m
+	go m.post(func(s *state) {
+		jr.lossPosted = false
+		s.rcLossStart(jr)
+	})
+}
+
+// rcLossStart starts the failure SUB of every rank lost so far, if no
+// change is in flight (else rcNext calls again once it has settled).
+func (s *state) rcLossStart(jr *jobRC) {
+	j := jr.j
+	if j.done || jr.cur != nil || len(jr.lost) == 0 {
+		return
+	}
+	if j.kill != nil {
+		jr.lost = nil // the job is ending anyway; the losses were booked as exits
+		return
+	}
+	s.flushDead(j) // no set lists the dead: the survivors are what the bound sets hold now
+	lost := jr.lost
+	jr.lost = nil
+	slices.SortFunc(lost, func(a, b lostRank) int { return int(a.rank) - int(b.rank) })
+	lost = slices.CompactFunc(lost, func(a, b lostRank) bool { return a.rank == b.rank })
+	// X_c of the lost ranks as the sets were before the dead were taken
+	// out, less the sets with no survivor (nobody there could accept).
+	var bound, empty []string
+	xm := j.reg.Malleable()
+	for _, l := range lost {
+		for _, name := range l.sets {
+			if slices.Contains(bound, name) || slices.Contains(empty, name) {
+				continue
+			}
+			ms, err := j.reg.Members(name)
+			if err != nil || !slices.Contains(xm, name) {
+				continue
+			}
+			if slices.ContainsFunc(ms, func(r uint32) bool { return s.procLive(procRef{j.ns, r}) }) {
+				bound = append(bound, name)
+			} else {
+				empty = append(empty, name)
+			}
+		}
+	}
+	if len(bound) == 0 {
+		why := "no active process set that held them has a surviving member to accept their removal"
+		if len(empty) > 0 {
+			why = fmt.Sprintf("every member of %s was lost, so nobody could accept their removal", strings.Join(empty, ", "))
+		}
+		s.lossEnd(j, lost, why)
+		return
+	}
+	slices.Sort(bound)
+	ranks := make([]uint32, len(lost))
+	for i, l := range lost {
+		ranks[i] = l.rank
+	}
+	b := &wire.RCRequest{
+		Job: j.ns, Type: wire.RCSub, N: uint32(len(ranks)), Ranks: wire.RangesOf(ranks),
+		Requester: wire.ByRuntime, RequesterID: "failure policy shrink",
+	}
+	reply := func(_ *wire.RC, err error) {
+		if err != nil {
+			s.log.Warn("master: failure change", "job", j.ns, "ranks", b.Ranks.String(), "err", err)
+		}
+	}
+	s.rcBegin(jr, b, time.Now(), reply, rcPlan{typ: wire.RCSub, ranks: ranks, bound: bound, lost: lost})
+}
+
+// rcRefold gives the lost ranks of an aborted failure SUB back to the
+// job's losses, so that the next failure SUB removes them (with whatever
+// was lost meanwhile): a lost rank is never dropped. Not when the job is
+// ending.
+func (s *state) rcRefold(run *rcRun) {
+	j := run.jr.j
+	if run.lost == nil || j.done || j.kill != nil {
+		return
+	}
+	run.jr.lost = append(slices.Clone(run.lost), run.jr.lost...)
+}
+
+// rcFailureTimeout ends a shrink job whose survivors did not accept a
+// failure SUB in time: the application does not take part in changes.
+func (s *state) rcFailureTimeout(run *rcRun, d time.Duration) {
+	j := run.jr.j
+	why := fmt.Sprintf("the surviving processes did not accept the failure change %s within %v: the application does not take part in resource changes; run it with --on-failure abort, or make it accept changes (docs/rc.md)",
+		run.r.Delta(), d)
+	s.lossEnd(j, run.lost, why)
+	_ = s.rcAbort(run, fmt.Sprintf("not accepted within %v", d), true)
+}
+
+// rcFailureFinalized books the ranks a failure SUB removed for the job's
+// end report.
+func (s *state) rcFailureFinalized(run *rcRun) {
+	for _, l := range run.lost {
+		if run.jr.j.shrunk.n == 0 {
+			run.jr.j.shrunk.first = fmt.Sprintf("%s (%s)", l.why, run.r.Delta())
+		}
+		run.jr.j.shrunk.n++
+	}
+}
+
+// lostRanges lists the ranks of lost compactly ("3,5-7").
+func lostRanges(lost []lostRank) wire.RankRanges {
+	var rr wire.RankRanges
+	for _, l := range lost {
+		rr = rr.Add(l.rank)
+	}
+	return rr
+}
+
+// lostCause is the record's cause of a failure SUB (nil for others).
+func lostCause(lost []lostRank) *wire.RCCause {
+	if lost == nil {
+		return nil
+	}
+	c := &wire.RCCause{Kind: wire.CauseFailure, Ranks: lostRanges(lost)}
+	for _, l := range lost {
+		c.Why = append(c.Why, l.why)
+	}
+	return c
+}
