@@ -80,6 +80,10 @@ type Change struct {
 	// status: its confirm timeout plus the runtime's slack (placement,
 	// launch, the SUB grace). A zero Limit is not checked.
 	Limit time.Duration
+	// Ranks is the delta's ranks; Failure marks a failure change (the
+	// runtime's SUB of lost ranks under --on-failure shrink, RC.Cause).
+	Ranks   []uint32
+	Failure bool
 }
 
 // OSProc is a live marked process as /proc shows it.
@@ -100,6 +104,7 @@ const (
 	InvChanges Invariant = "d-changes" // changes end in time; an ABORTED one restores sets and slots
 	InvExit    Invariant = "e-exit"    // dynrun's exit status follows the documented rule
 	InvStatus  Invariant = "f-status"  // the master answers dvm status within 1 s
+	InvFailure Invariant = "g-failure" // a failure change removes only dead ranks, and no rank twice
 )
 
 // Violation is one broken invariant with what was observed.
@@ -150,6 +155,7 @@ func Check(prev, cur *Snapshot, f Facts) []Violation {
 	out = append(out, checkOrphans(cur)...)
 	out = append(out, checkChanges(prev, cur, f)...)
 	out = append(out, checkExits(f.Ended)...)
+	out = append(out, checkFailures(cur)...)
 	if !cur.Stopped && cur.StatusLatency > StatusLimit {
 		out = append(out, viol(InvStatus, "latency", "dvm status answered after %s (limit %s)", cur.StatusLatency.Round(time.Millisecond), StatusLimit))
 	}
@@ -434,6 +440,36 @@ func checkExits(ended []Ended) []Violation {
 	for _, e := range ended {
 		if !slices.Contains(e.Allowed, e.Code) {
 			out = append(out, viol(InvExit, e.App, "dynrun of job %s exited %d, the rule allows %v (%s)", e.App, e.Code, e.Allowed, e.Why))
+		}
+	}
+	return out
+}
+
+// (g) Failure changes (--on-failure shrink, docs/rc.md "Failures as
+// changes"): the delta of a failure change holds only processes that are
+// dead, and no lost rank is removed by two failure changes that were not
+// aborted (an aborted one hands its ranks on to the next).
+func checkFailures(s *Snapshot) []Violation {
+	var out []Violation
+	seen := map[string]string{} // job + rank → the failure change that removed it
+	for _, c := range s.Changes {
+		if !c.Failure {
+			continue
+		}
+		j, ok := s.job(c.Job)
+		for _, r := range c.Ranks {
+			if p, found := procOf(j, r); ok && found && s.live(p) {
+				out = append(out, viol(InvFailure, c.Delta+" live "+itoa(int(r)), "failure change %s removes rank %d of job %s, which is alive (pid %d on %s)", c.Delta, r, j.App, p.PID, p.Node))
+			}
+			if c.Status == wire.RCAborted {
+				continue
+			}
+			key := c.Job + " " + itoa(int(r))
+			if first, dup := seen[key]; dup {
+				out = append(out, viol(InvFailure, key+" twice", "rank %d of job %s is lost twice: in failure changes %s and %s", r, c.Job, first, c.Delta))
+				continue
+			}
+			seen[key] = c.Delta
 		}
 	}
 	return out

@@ -82,6 +82,34 @@ func TestCheckCatchesEachInvariant(t *testing.T) {
 		{name: "c: the harness's launchers may run", cur: func(s *Snapshot) {
 			*s = Snapshot{Stopped: true, OS: map[int]OSProc{300: {PID: 300}}, Launchers: map[int]bool{300: true}}
 		}},
+		{name: "g: a failure change of a dead rank", cur: func(s *Snapshot) {
+			s.Jobs[0].Procs[1].State = wire.ProcStateKilled
+			s.Jobs[0].Sets[0].Members = []uint32{0}
+			s.Nodes[1].Used = 0
+			delete(s.OS, 201)
+			s.Changes = append(s.Changes, Change{Delta: "mpi://rte/j1/rc/2", Job: "d.1", Type: wire.RCSub, Status: wire.RCFinalized, Settled: true, Requested: t0, Ranks: []uint32{1}, Failure: true})
+		}},
+		{name: "g: a failure change of a live rank", cur: func(s *Snapshot) {
+			s.Changes = append(s.Changes, Change{Delta: "mpi://rte/j1/rc/2", Job: "d.1", Type: wire.RCSub, Status: wire.RCFinalized, Settled: true, Requested: t0, Ranks: []uint32{1}, Failure: true})
+		}, want: []Invariant{InvFailure}, frag: "failure change mpi://rte/j1/rc/2 removes rank 1 of job j1, which is alive (pid 201 on node1)"},
+		{name: "g: a rank lost twice", cur: func(s *Snapshot) {
+			s.Jobs[0].Procs[1].State = wire.ProcStateKilled
+			s.Jobs[0].Sets[0].Members = []uint32{0}
+			s.Nodes[1].Used = 0
+			delete(s.OS, 201)
+			for _, d := range []string{"mpi://rte/j1/rc/2", "mpi://rte/j1/rc/3"} {
+				s.Changes = append(s.Changes, Change{Delta: d, Job: "d.1", Type: wire.RCSub, Status: wire.RCFinalized, Settled: true, Requested: t0, Ranks: []uint32{1}, Failure: true})
+			}
+		}, want: []Invariant{InvFailure}, frag: "rank 1 of job d.1 is lost twice: in failure changes mpi://rte/j1/rc/2 and mpi://rte/j1/rc/3"},
+		{name: "g: an aborted failure change hands its rank on", cur: func(s *Snapshot) {
+			s.Jobs[0].Procs[1].State = wire.ProcStateKilled
+			s.Jobs[0].Sets[0].Members = []uint32{0}
+			s.Nodes[1].Used = 0
+			delete(s.OS, 201)
+			s.Changes = append(s.Changes,
+				Change{Delta: "mpi://rte/j1/rc/2", Job: "d.1", Type: wire.RCSub, Status: wire.RCAborted, Settled: true, Requested: t0, Ranks: []uint32{1}, Failure: true},
+				Change{Delta: "mpi://rte/j1/rc/3", Job: "d.1", Type: wire.RCSub, Status: wire.RCFinalized, Settled: true, Requested: t0, Ranks: []uint32{1}, Failure: true})
+		}},
 		{name: "d: a change past its limit", cur: func(s *Snapshot) { s.Changes[0].Status = wire.RCAnnounced },
 			facts: Facts{Now: t0.Add(21 * time.Second)}, want: []Invariant{InvChanges}, frag: "mpi://rte/j1/rc/1 (ADD) still ANNOUNCED 21s after its request (limit 20s)"},
 		{name: "d: a change within its limit", cur: func(s *Snapshot) { s.Changes[0].Status = wire.RCPending },

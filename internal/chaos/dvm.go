@@ -216,6 +216,7 @@ func (h *harness) observe(ctx context.Context) (*Snapshot, error) {
 		s.Changes = append(s.Changes, Change{
 			Delta: rc.Delta, Job: rc.Job, Type: rc.Type, Status: rc.Status, Settled: rc.Settled,
 			Requested: time.Unix(0, rc.Times.Requested), Limit: h.limitOf(rc),
+			Ranks: rc.Ranks.Ranks(), Failure: rc.Cause != nil && rc.Cause.Kind == wire.CauseFailure,
 		})
 	}
 	s.OS = osProcs(h.cfg.Mark)
