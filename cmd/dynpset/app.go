@@ -31,6 +31,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Name:            "dynpset",
 		Usage:           "inspect the process sets of dynrt jobs",
 		HideHelpCommand: true,
+		// --ranks 0-3,8 is one part, --name a,b one (bad) name.
+		DisableSliceFlagSeparator: true,
 		// --dvm is accepted before the command too, as in dynrc.
 		Flags: []cli.Flag{dvm()},
 		Commands: []*cli.Command{
@@ -57,14 +59,19 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				Action:    e.action(runTree),
 			},
 			{
-				Name:      "op",
-				Usage:     "compute a set operation (and, with --define, store the result)",
-				UsageText: "dynpset op union|difference|intersection A[@V] B[@V] [--job J] [--define --name N [--active] [--force]] [--json]",
+				Name:  "op",
+				Usage: "compute a set operation or split a set (and, with --define, store the result)",
+				UsageText: "dynpset op union|difference|intersection A[@V] B[@V] [--job J] [--define --name N [--active] [--force]] [--json]\n" +
+					"dynpset op split SET[@V] (--parts K | --ranks LIST --ranks LIST ... | --by-node) [--job J] [--define [--name N ... | --prefix P] [--active] [--force]] [--json]",
 				Flags: []cli.Flag{dvm(), jobFlag(), jsonFlag(),
 					&cli.BoolFlag{Name: "define", Usage: "define the result in the application domain"},
-					&cli.StringFlag{Name: "name", Usage: "name `N` of the defined set: mpi://app/<app>/N or a full name"},
+					&cli.StringSliceFlag{Name: "name", Usage: "name `N` of the defined set: mpi://app/<app>/N or a full name (split: once per part)"},
 					&cli.BoolFlag{Name: "active", Usage: "define it active (mpi_ps_active); tool-defined sets are inactive by default"},
-					&cli.BoolFlag{Name: "force", Usage: "allow defining over an active set, or an active set, of a running application"}},
+					&cli.BoolFlag{Name: "force", Usage: "allow defining over an active set, or an active set, of a running application"},
+					&cli.IntFlag{Name: "parts", Usage: "split: into `K` parts in rank order, sizes differing by at most one"},
+					&cli.StringSliceFlag{Name: "ranks", Usage: "split: the ranks of one part, e.g. 0-3,8 (once per part; together exactly the set)"},
+					&cli.BoolFlag{Name: "by-node", Usage: "split: one part per node holding members, in node order"},
+					&cli.StringFlag{Name: "prefix", Usage: "split: name the parts `P`/0, P/1, ... (default with --define: mpi://app/<app>/split-<n>/<i>)"}},
 				Action: e.action(runOp),
 			},
 			{
@@ -88,7 +95,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // valueFlags are the flags of dynpset's commands that take a value.
-var valueFlags = map[string]bool{"dvm": true, "job": true, "j": true, "delta": true, "domain": true, "name": true, "count": true}
+var valueFlags = map[string]bool{"dvm": true, "job": true, "j": true, "delta": true, "domain": true, "name": true, "count": true,
+	"parts": true, "ranks": true, "prefix": true}
 
 // interspersed moves the flags of a command before its arguments, so that
 // `dynpset show NAME --json` works: urfave/cli stops reading flags at the

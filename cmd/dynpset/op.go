@@ -9,7 +9,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/dynrt/dynrt/lib/cliutil"
-	"github.com/dynrt/dynrt/lib/pset"
 	"github.com/dynrt/dynrt/lib/psetview"
 	"github.com/dynrt/dynrt/lib/tool"
 	"github.com/dynrt/dynrt/wire"
@@ -46,13 +45,24 @@ type refJSON struct {
 }
 
 func runOp(e *env, c *cli.Context) error {
+	if strings.EqualFold(c.Args().First(), wire.OpSplit) {
+		return runSplit(e, c)
+	}
+	for _, f := range []string{"parts", "ranks", "by-node", "prefix"} {
+		if c.IsSet(f) {
+			return cliutil.Usagef("--%s is an option of op split", f)
+		}
+	}
 	a, err := args(c, 3, "union|difference|intersection A B")
 	if err != nil {
 		return err
 	}
 	op := strings.ToLower(a[0])
 	if op != wire.OpUnion && op != wire.OpDifference && op != wire.OpIntersection {
-		return cliutil.Usagef("unknown operation %q: want union, difference or intersection", a[0])
+		return cliutil.Usagef("unknown operation %q: want union, difference, intersection or split", a[0])
+	}
+	if len(c.StringSlice("name")) > 1 {
+		return cliutil.Usagef("--name given %d times: %s makes one set", len(c.StringSlice("name")), op)
 	}
 	type operand struct {
 		name string
@@ -67,10 +77,11 @@ func runOp(e *env, c *cli.Context) error {
 		ops[i] = operand{name, v}
 	}
 	define := c.Bool("define")
-	if c.String("name") != "" && !define {
+	name := strings.Join(c.StringSlice("name"), "")
+	if name != "" && !define {
 		return cliutil.Usagef("--name only names a set defined with --define")
 	}
-	if define && c.String("name") == "" {
+	if define && name == "" {
 		return cliutil.Usagef("--define needs --name N for the new set")
 	}
 
@@ -115,7 +126,7 @@ func runOp(e *env, c *cli.Context) error {
 		A: operandJSON{in[0].Name, in[0].Version, in[0].Size}, B: operandJSON{in[1].Name, in[1].Version, in[1].Size},
 	}
 	if define {
-		d, err := definePset(e, c, cl, j, sets, op, ops[0].name+"@"+fmt.Sprint(in[0].Version), ops[1].name+"@"+fmt.Sprint(in[1].Version))
+		d, err := definePset(e, c, cl, j, sets, op, ops[0].name+"@"+fmt.Sprint(in[0].Version), ops[1].name+"@"+fmt.Sprint(in[1].Version), name)
 		if err != nil {
 			return err
 		}
@@ -147,19 +158,11 @@ func runOp(e *env, c *cli.Context) error {
 // could be chosen to bind resource changes that nobody in the application
 // answers. Touching the active sets of a running application (or adding an
 // active one) needs --force, since the application owns those.
-func definePset(e *env, c *cli.Context, cl *tool.Client, j wire.JobInfo, sets []wire.PsetInfo, op, p1, p2 string) (*definedRef, error) {
-	target := c.String("name")
-	if !strings.HasPrefix(target, "mpi://") {
-		target = pset.AppName(j.App) + "/" + strings.TrimPrefix(target, "/")
-	}
-	n, err := pset.Parse(target)
+func definePset(e *env, c *cli.Context, cl *tool.Client, j wire.JobInfo, sets []wire.PsetInfo, op, p1, p2, name string) (*definedRef, error) {
+	target, err := fullName("--name", name, j.App)
 	if err != nil {
-		return nil, &cliutil.ExitError{Code: cliutil.ExitUsage, Err: err}
+		return nil, err
 	}
-	if n.Kind != pset.KindApp || n.App != j.App {
-		return nil, cliutil.Usagef("--name %s: sets are defined in the application domain %s/...", target, pset.AppName(j.App))
-	}
-	target = n.String()
 	running := j.State == wire.JobStateRunning || j.State == wire.JobStateLaunching
 	active := c.Bool("active")
 	if running && !c.Bool("force") {

@@ -48,6 +48,7 @@ type config struct {
 	leftCode  int    // removed processes exit with this code after leaving
 	quiet     bool   // STATE lines without the set and job data (no queries: for benchmarks)
 	split     bool   // start by splitting the application set in two active sets
+	splitNode bool   // start by splitting the application set by node (SPLIT), one active set per node
 	stress    int    // -psetstress K: K toggles of the shared set per process, then exit
 	bench     string // -bench query|lookup|psetop: rank 0 times benchN calls, then exit
 	benchN    int
@@ -65,6 +66,7 @@ func main() {
 	flag.IntVar(&c.leftCode, "left-code", 0, "removed processes exit with this code after leaving")
 	flag.BoolVar(&c.quiet, "quiet", false, "STATE lines without set and job data")
 	flag.BoolVar(&c.split, "split", false, "split the application set into two active sets first")
+	flag.BoolVar(&c.splitNode, "split-node", false, "split the application set by node first (one active set per node)")
 	flag.IntVar(&c.stress, "psetstress", 0, "toggle the shared set K times, then exit")
 	flag.StringVar(&c.bench, "bench", "", "query, lookup or psetop: rank 0 times -n calls, then exit")
 	flag.IntVar(&c.benchN, "n", 1000, "calls of -bench")
@@ -154,6 +156,10 @@ func run(ctx context.Context, c config) error {
 		}
 	} else if c.split {
 		if err := p.splitSets(ctx); err != nil {
+			return err
+		}
+	} else if c.splitNode {
+		if err := p.splitByNode(ctx); err != nil {
 			return err
 		}
 	}
@@ -387,6 +393,54 @@ func (p *proc) splitSets(ctx context.Context) error {
 	p.main = wire.PsetRef{Name: b}
 	if pa.Members.Contains(p.me) {
 		p.main = wire.PsetRef{Name: a}
+	}
+	say("SPLIT", map[string]any{"rank": p.me, "set": p.main.Name})
+	return nil
+}
+
+// splitByNode is the recipe of docs/rc.md ("Bind a change to a sub-set"):
+// rank 0 splits the application set by node into the active sets
+// mpi://app/<app>/node/<i> (SPLIT) and makes the application set
+// inactive, so that each part is malleable on its own; every process then
+// works with the part that holds it.
+func (p *proc) splitByNode(ctx context.Context) error {
+	s := p.s
+	app := session.AppSet(p.app)
+	if p.me == 0 {
+		yes, no := true, false
+		parts, err := s.Split(ctx, app, session.SplitOptions{ByNode: true, Target: app + "/node", Active: &yes})
+		if err != nil {
+			return err
+		}
+		out := make([]map[string]any, len(parts))
+		for i, pt := range parts {
+			out[i] = map[string]any{"name": pt.Name, "version": pt.Version, "members": pt.Members.String(), "node": pt.Node, "active": pt.Active}
+		}
+		// Requests the runtime must refuse, for the tests to read.
+		var refused []string
+		for _, o := range []session.SplitOptions{{Parts: 1, ByNode: true}, {}, {Parts: 100}, {Ranks: []wire.RankRanges{parts[0].Members}}} {
+			_, err := s.Split(ctx, app, o)
+			refused = append(refused, fmt.Sprint(err))
+		}
+		_, err = s.Split(ctx, session.Self, session.SplitOptions{Parts: 1, Target: app + "/me", Active: &no})
+		refused = append(refused, fmt.Sprint(err))
+		say("SPLITPARTS", map[string]any{"rank": p.me, "parts": out, "refused": refused})
+		if _, err := s.PsetOp(ctx, session.OpNull, "", "", session.PsetOpOptions{Target: app, Active: &no}); err != nil {
+			return err
+		}
+	}
+	if err := s.Fence(ctx, nil, false); err != nil {
+		return err
+	}
+	for i := 0; ; i++ {
+		part, err := s.PsetInfo(ctx, app+"/node/"+strconv.Itoa(i))
+		if err != nil {
+			return fmt.Errorf("no part of the split holds rank %d: %w", p.me, err)
+		}
+		if part.Members.Contains(p.me) {
+			p.main = wire.PsetRef{Name: part.Name}
+			break
+		}
 	}
 	say("SPLIT", map[string]any{"rank": p.me, "set": p.main.Name})
 	return nil

@@ -69,3 +69,82 @@ func (s *Session) PsetOp(ctx context.Context, op, p1, p2 string, o PsetOpOptions
 func (s *Session) DeletePset(ctx context.Context, name string) error {
 	return s.call(ctx, wire.KindPsetDelete, &wire.PsetDeleteReq{Name: name}, nil)
 }
+
+// SplitOptions say how Split divides a set: set exactly one of Parts,
+// Ranks and ByNode.
+type SplitOptions struct {
+	// Parts splits into that many parts in rank order, sizes differing by
+	// at most one, larger parts first; 1 to the size of the set.
+	Parts int
+	// Ranks gives the parts: non-empty, disjoint, and together exactly the
+	// members of the set.
+	Ranks []wire.RankRanges
+	// ByNode makes one part per node that holds members of the set, in
+	// the DVM's node order.
+	ByNode bool
+	// Names of the parts, one per part. Without them part i is named
+	// Target/<i>, or mpi://app/<app>/split-<n>/<i> without Target. A name
+	// that exists gets a new version.
+	Names  []string
+	Target string
+	// Active and Hints apply to every part as in PsetOpOptions; a new part
+	// inherits mpi_ps_active and the hints of the split set.
+	Active *bool
+	Hints  map[string]string
+}
+
+// SplitPart is one set a Split made.
+type SplitPart struct {
+	Name    string
+	Version uint32
+	Epoch   uint32
+	Active  bool
+	Size    int
+	Members wire.RankRanges
+	Node    string // ByNode: the node of its members
+}
+
+// Ref names the exact membership of the part.
+func (p SplitPart) Ref() wire.PsetRef { return wire.PsetRef{Name: p.Name, Version: p.Version} }
+
+// Split splits set (a name or "name@version"; mpi://SELF and mpi://SHARED
+// are the caller's) into parts stored as sets in one step, and returns
+// them in part order. Like PsetOp it returns once every daemon holds the
+// parts. It changes no other set; a delta set cannot be split. Splitting
+// the application set by node and binding a change to one part confines
+// the change to that node's processes (docs/rc.md, "Bind a change to a
+// sub-set").
+func (s *Session) Split(ctx context.Context, set string, o SplitOptions) ([]SplitPart, error) {
+	req := &wire.PsetOpReq{Op: wire.OpSplit, P1: set, Lists: o.Ranks, Names: o.Names, Target: o.Target, Active: o.Active, Hints: o.Hints}
+	modes := 0
+	if o.Parts != 0 {
+		if o.Parts < 0 {
+			return nil, wire.Errorf(wire.ErrInvalid, "split %s: %d parts; want 1 to the size of the set", set, o.Parts)
+		}
+		req.Mode, req.K = wire.SplitParts, uint32(min(o.Parts, 1<<32-1))
+		modes++
+	}
+	if len(o.Ranks) > 0 {
+		req.Mode = wire.SplitRanks
+		modes++
+	}
+	if o.ByNode {
+		req.Mode = wire.SplitNode
+		modes++
+	}
+	if modes != 1 {
+		return nil, wire.Errorf(wire.ErrInvalid, "split %s: set exactly one of SplitOptions.Parts, Ranks and ByNode (%d set)", set, modes)
+	}
+	var rep wire.PsetOpReply
+	if err := s.call(ctx, wire.KindPsetOp, req, &rep); err != nil {
+		return nil, err
+	}
+	out := make([]SplitPart, len(rep.Parts))
+	for i, p := range rep.Parts {
+		out[i] = SplitPart{Name: p.Name, Version: p.Version, Epoch: p.Epoch, Active: p.Active, Size: int(p.Size), Members: p.Members}
+		if i < len(rep.Nodes) {
+			out[i].Node = rep.Nodes[i]
+		}
+	}
+	return out, nil
+}
