@@ -245,11 +245,9 @@ func previewSplit(j wire.JobInfo, in wire.PsetInfo, r splitReq) ([]wire.RankRang
 		req.Ranks = append(req.Ranks, l.Ranks())
 	}
 	if mode == pset.SplitByNode {
-		req.NodeOf = map[uint32]int{}
+		req.Nodes = map[int]wire.RankRanges{}
 		for i, pl := range j.Placement {
-			for x := range pl.Ranks.All() {
-				req.NodeOf[x] = i
-			}
+			req.Nodes[i] = pl.Ranks
 		}
 	}
 	res, err := reg.Split(req)

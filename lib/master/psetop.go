@@ -78,9 +78,9 @@ func (s *state) psetOp(b *wire.PsetOpReq, app bool, reply func(*wire.PsetOpReply
 
 // psetSplit serves pset.op "split": the parts are stored in one step,
 // announced and pushed to every daemon before the reply, like the result
-// of the other operations. A split by node takes each member's node from
-// the job's process table (the registry knows no nodes); the parts follow
-// the node order of the DVM.
+// of the other operations. A split by node takes the members' nodes from
+// the job's placement (the registry knows no nodes); the parts follow the
+// node order of the DVM.
 func (s *state) psetSplit(j *job, b *wire.PsetOpReq, app bool, reply func(*wire.PsetOpReply, error)) {
 	mode, err := pset.ParseSplitMode(b.Mode)
 	if err != nil {
@@ -97,12 +97,7 @@ func (s *state) psetSplit(j *job, b *wire.PsetOpReq, app bool, reply func(*wire.
 		req.Ranks = append(req.Ranks, l.Ranks())
 	}
 	if mode == pset.SplitByNode {
-		req.NodeOf = map[uint32]int{}
-		for idx, rr := range j.nodes {
-			for r := range rr.All() {
-				req.NodeOf[r] = idx
-			}
-		}
+		req.Nodes = j.nodes // live ranks by node index; Split only reads it, here on the loop
 	}
 	res, err := j.reg.Split(req)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,10 +57,29 @@ func TestSplitOverWire(t *testing.T) {
 		}
 	}
 
+	defs := make(chan string, 64)
+	if _, err := d.c.Subscribe(ctx, wire.EventSubReq{Kinds: []string{wire.EvPsetDef}, Job: job.Job}, func(ev wire.Event) {
+		if ev.Pset != nil && strings.HasPrefix(ev.Pset.Name, app+"/bynode/") {
+			defs <- ev.Pset.Name
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
 	rep, err := op(wire.PsetOpReq{P1: app, Mode: wire.SplitNode, Target: app + "/bynode"})
 	check("by node", rep, err, []part{{app + "/bynode/0", "0-1"}, {app + "/bynode/1", "2-3"}, {app + "/bynode/2", "4"}}, []string{"node0", "node1", "node2"})
 	if !rep.Parts[0].Active {
 		t.Errorf("a part of the active application set is inactive: %+v", rep.Parts[0])
+	}
+	// Each part is announced as a pset.def event, in part order.
+	for i := range 3 {
+		select {
+		case name := <-defs:
+			if want := fmt.Sprintf("%s/bynode/%d", app, i); name != want {
+				t.Errorf("event %d names %s, want %s", i, name, want)
+			}
+		case <-ctx.Done():
+			t.Fatalf("only %d pset.def events for the parts", i)
+		}
 	}
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)

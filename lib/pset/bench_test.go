@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/dynrt/dynrt/wire"
 )
 
 // Targets (issue): union/difference of two 1,000,000-member sets ≤ 2 ms/op;
@@ -196,5 +198,51 @@ func TestClassify10kShape(t *testing.T) {
 	// levels twice): at least 12.
 	if len(xa) < 12 {
 		t.Errorf("|X_a| = %d: %q", len(xa), xa)
+	}
+}
+
+// BenchmarkSplit1M splits the 1M-member "runs" set of benchOp by count
+// and by rank lists into 16 parts, and by node into 4096 parts (nodes of
+// ~244 members, given as the master's placement gives them). The parts
+// are deleted after each split to keep memory flat.
+func BenchmarkSplit1M(b *testing.B) {
+	world, x, _ := bigPair("runs")
+	nodeOf := map[int]wire.RankRanges{}
+	for i, r := range x {
+		n := i * 4096 / len(x)
+		nodeOf[n] = nodeOf[n].Add(r)
+	}
+	var lists [][]uint32
+	for i := range 16 {
+		lists = append(lists, x[i*len(x)/16:(i+1)*len(x)/16])
+	}
+	for _, c := range []struct {
+		name string
+		req  SplitRequest
+		k    int
+	}{
+		{"parts", SplitRequest{Mode: SplitByCount, Parts: 16}, 16},
+		{"ranks", SplitRequest{Mode: SplitByRanks, Ranks: lists}, 16},
+		{"node", SplitRequest{Mode: SplitByNode, Nodes: nodeOf}, 4096},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			r := mustNew(b, "bench", world)
+			put(b, r, "mpi://app/bench/x", x, true)
+			req := c.req
+			req.Set = "mpi://app/bench/x"
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				res, err := r.Split(req)
+				if err != nil || len(res.Parts) != c.k {
+					b.Fatalf("%d parts, %v", len(res.Parts), err)
+				}
+				for _, p := range res.Parts {
+					if err := r.Delete(p.Result.Name); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
 	}
 }

@@ -34,8 +34,8 @@
 // the runtime to bind resource changes.
 //
 // Split. Registry.Split divides one set into parts (by count, by explicit
-// rank lists that partition it, or by node from a rank-to-node map the
-// caller supplies) and stores each part as a set in one step. It changes
+// rank lists that partition it, or by node from the placement the caller
+// supplies) and stores each part as a set in one step. It changes
 // no other set: it has no delta operand, so nothing is recursively
 // affected.
 package pset

@@ -409,10 +409,10 @@ type SplitRequest struct {
 	// disjoint, and together exactly the members of Set (a partition), so
 	// that no member is lost or counted twice by accident.
 	Ranks [][]uint32
-	// NodeOf (SplitByNode) maps each member to the index of its node; the
-	// parts follow the node order. The master fills it in from its
-	// process table: the registry knows no nodes.
-	NodeOf map[uint32]int
+	// Nodes (SplitByNode) holds the ranks on each node by node index; the
+	// parts follow the index order. The master passes its placement of
+	// the job: the registry knows no nodes.
+	Nodes map[int]wire.RankRanges
 	// Names of the parts, one per part. If empty, part i is named
 	// "<Target>/<i>" (i from 0), or, without Target, "<root>/split-<n>/<i>"
 	// with a fresh n. An existing name gets a new version, as for
@@ -459,7 +459,7 @@ func (r *Registry) Split(req SplitRequest) (SplitResult, error) {
 	case SplitByRanks:
 		parts, err = splitExplicit(src, req.Ranks)
 	case SplitByNode:
-		parts, nodes, err = splitByNode(src, req.NodeOf)
+		parts, nodes, err = splitByNode(src, req.Nodes)
 	}
 	if err != nil {
 		return SplitResult{}, err
@@ -509,7 +509,7 @@ func (r *Registry) Split(req SplitRequest) (SplitResult, error) {
 
 // checkMode checks that the fields of the other modes are unset.
 func (req *SplitRequest) checkMode() error {
-	set := map[SplitMode]bool{SplitByCount: req.Parts != 0, SplitByRanks: len(req.Ranks) > 0, SplitByNode: req.NodeOf != nil}
+	set := map[SplitMode]bool{SplitByCount: req.Parts != 0, SplitByRanks: len(req.Ranks) > 0, SplitByNode: req.Nodes != nil}
 	switch req.Mode {
 	case SplitByCount, SplitByRanks, SplitByNode:
 	default:
@@ -551,7 +551,8 @@ func splitEven(src operand, k int) ([]*roaring.Bitmap, error) {
 	if k < 1 || k > n {
 		return nil, wire.Errorf(wire.ErrInvalid, "cannot split %s (%d members) into %d parts: want 1 to %d non-empty parts", src.key, n, k, n)
 	}
-	ranks := src.ver.bm.ToArray()
+	// Each part is the set cut to the ranks between its first and last
+	// member (found by position): no expansion of the set into a list.
 	q, rem := n/k, n%k
 	parts := make([]*roaring.Bitmap, k)
 	lo := 0
@@ -560,7 +561,17 @@ func splitEven(src operand, k int) ([]*roaring.Bitmap, error) {
 		if i < rem {
 			hi++
 		}
-		parts[i] = roaring.BitmapOf(ranks[lo:hi]...)
+		first, err := src.ver.bm.Select(uint32(lo))
+		if err != nil {
+			return nil, wire.Errorf(wire.ErrInternal, "split %s: member %d of %d: %v", src.key, lo, n, err)
+		}
+		last, err := src.ver.bm.Select(uint32(hi - 1))
+		if err != nil {
+			return nil, wire.Errorf(wire.ErrInternal, "split %s: member %d of %d: %v", src.key, hi-1, n, err)
+		}
+		window := roaring.New()
+		window.AddRange(uint64(first), uint64(last)+1)
+		parts[i] = roaring.And(src.ver.bm, window)
 		lo = hi
 	}
 	return parts, nil
@@ -615,29 +626,29 @@ func rankList(bm *roaring.Bitmap) string {
 	return rr.String()
 }
 
-func splitByNode(src operand, nodeOf map[uint32]int) ([]*roaring.Bitmap, []int, error) {
-	byNode := map[int]*roaring.Bitmap{}
-	lost := roaring.New()
-	it := src.ver.bm.Iterator()
-	for it.HasNext() {
-		x := it.Next()
-		n, ok := nodeOf[x]
-		if !ok {
-			lost.Add(x)
+// splitByNode intersects the set with each node's ranks: the work grows
+// with the nodes and the bitmap containers, not with the members.
+func splitByNode(src operand, onNode map[int]wire.RankRanges) ([]*roaring.Bitmap, []int, error) {
+	var parts []*roaring.Bitmap
+	var nodes []int
+	seen := roaring.New()
+	for _, n := range slices.Sorted(maps.Keys(onNode)) {
+		on := roaring.New()
+		for _, g := range onNode[n] {
+			on.AddRange(uint64(g.Lo), uint64(g.Hi)+1)
+		}
+		part := roaring.And(src.ver.bm, on)
+		if part.IsEmpty() {
 			continue
 		}
-		if byNode[n] == nil {
-			byNode[n] = roaring.New()
+		if both := roaring.And(part, seen); !both.IsEmpty() {
+			return nil, nil, wire.Errorf(wire.ErrInternal, "cannot split %s by node: rank(s) %s placed on two nodes", src.key, rankList(both))
 		}
-		byNode[n].Add(x)
+		seen.Or(part)
+		parts, nodes = append(parts, part), append(nodes, n)
 	}
-	if !lost.IsEmpty() {
+	if lost := roaring.AndNot(src.ver.bm, seen); !lost.IsEmpty() {
 		return nil, nil, wire.Errorf(wire.ErrState, "cannot split %s by node: rank(s) %s run on no node (exited or lost); remove them from the set first", src.key, rankList(lost))
-	}
-	nodes := slices.Sorted(maps.Keys(byNode))
-	parts := make([]*roaring.Bitmap, len(nodes))
-	for i, n := range nodes {
-		parts[i] = byNode[n]
 	}
 	return parts, nodes, nil
 }

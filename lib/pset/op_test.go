@@ -348,7 +348,7 @@ func TestSplit(t *testing.T) {
 	mustOp(t, r, OpRequest{Op: OpDifference, P1: "mpi://app/a", P2: d, Target: "mpi://app/a/work"}) // epoch 1, 9 ranks
 	mustOp(t, r, OpRequest{Op: OpNull, Target: "mpi://app/a/work", Active: ptr(false)})
 	// ranks of "a" on nodes 3 (0-2), 5 (4,5,13) and 1 (7-11); node 9 holds ranks outside the set.
-	nodeOf := map[uint32]int{0: 3, 1: 3, 2: 3, 4: 5, 5: 5, 13: 5, 7: 1, 8: 1, 10: 1, 11: 1, 20: 9}
+	nodeOf := map[int]wire.RankRanges{3: wire.Span(0, 2), 5: wire.RangesOf([]uint32{4, 5, 13}), 1: wire.RangesOf([]uint32{7, 8, 10, 11}), 9: wire.Span(20, 20)}
 
 	type part struct {
 		name    string
@@ -377,10 +377,10 @@ func TestSplit(t *testing.T) {
 		{"ranks: unsorted lists, an existing name gets a new version", SplitRequest{Set: "mpi://app/a", Mode: SplitByRanks, Active: ptr(true),
 			Ranks: [][]uint32{{13, 0, 4}, {1, 2, 5, 7, 8, 10, 11}}, Names: []string{"mpi://app/a/roots", "mpi://app/a/c/1"}},
 			[]part{{"mpi://app/a/roots", []uint32{0, 4, 13}, 0, true}, {"mpi://app/a/c/1", []uint32{1, 2, 5, 7, 8, 10, 11}, 1, false}}, 0, true, nil},
-		{"by node, in node order", SplitRequest{Set: "mpi://app/a", Mode: SplitByNode, NodeOf: nodeOf, Active: ptr(false)},
+		{"by node, in node order", SplitRequest{Set: "mpi://app/a", Mode: SplitByNode, Nodes: nodeOf, Active: ptr(false)},
 			[]part{{"mpi://app/a/split-1/0", []uint32{7, 8, 10, 11}, 0, true}, {"mpi://app/a/split-1/1", []uint32{0, 1, 2}, 0, true}, {"mpi://app/a/split-1/2", []uint32{4, 5, 13}, 0, true}},
 			0, false, []int{1, 3, 5}},
-		{"by node of WORLD, generated names go on", SplitRequest{Set: "mpi://WORLD", Mode: SplitByNode, NodeOf: nodeOf, Active: ptr(true)},
+		{"by node of WORLD, generated names go on", SplitRequest{Set: "mpi://WORLD", Mode: SplitByNode, Nodes: nodeOf, Active: ptr(true)},
 			[]part{{"mpi://app/a/split-2/0", []uint32{7, 8, 10, 11}, 0, true}, {"mpi://app/a/split-2/1", []uint32{0, 1, 2}, 0, true}, {"mpi://app/a/split-2/2", []uint32{4, 5, 13}, 0, true}},
 			0, true, []int{1, 3, 5}},
 		{"SHARED of the caller", SplitRequest{Set: "mpi://SHARED", Mode: SplitByCount, Parts: 2, Caller: &Caller{Rank: 4, NodePeers: []uint32{4, 5, 13}}, Target: "mpi://app/a/sh"},
@@ -437,7 +437,7 @@ func TestSplit(t *testing.T) {
 		{"k<0", SplitRequest{Set: "mpi://app/a", Mode: SplitByCount, Parts: -1}, wire.ErrInvalid, []string{"into -1 parts"}},
 		{"k>size", SplitRequest{Set: "mpi://app/a", Mode: SplitByCount, Parts: 11}, wire.ErrInvalid, []string{"(10 members) into 11 parts"}},
 		{"two modes", SplitRequest{Set: "mpi://app/a", Mode: SplitByCount, Parts: 2, Ranks: [][]uint32{{1}}}, wire.ErrInvalid, []string{"rank lists of split by ranks given too"}},
-		{"node map with count", SplitRequest{Set: "mpi://app/a", Mode: SplitByCount, Parts: 2, NodeOf: nodeOf}, wire.ErrInvalid, []string{"node map"}},
+		{"node map with count", SplitRequest{Set: "mpi://app/a", Mode: SplitByCount, Parts: 2, Nodes: nodeOf}, wire.ErrInvalid, []string{"node map"}},
 		{"no lists", SplitRequest{Set: "mpi://app/a", Mode: SplitByRanks}, wire.ErrInvalid, []string{"members in no part: 0-2,4-5,7-8,10-11,13"}},
 		{"empty part", SplitRequest{Set: "mpi://app/a", Mode: SplitByRanks, Ranks: [][]uint32{{0, 1, 2, 4, 5, 7, 8, 10, 11, 13}, {}}}, wire.ErrInvalid, []string{"part(s) 1 empty"}},
 		{"not members", SplitRequest{Set: "mpi://app/a", Mode: SplitByRanks, Ranks: [][]uint32{{0, 1, 2, 3, 4, 5, 6}, {7, 8, 10, 11, 13}}}, wire.ErrInvalid, []string{"not members: 3,6"}},
@@ -445,14 +445,15 @@ func TestSplit(t *testing.T) {
 		{"missing", SplitRequest{Set: "mpi://app/a", Mode: SplitByRanks, Ranks: [][]uint32{{0, 1}, {7, 8}}}, wire.ErrInvalid, []string{"members in no part: 2,4-5,10-11,13"}},
 		{"all at once", SplitRequest{Set: "mpi://app/a", Mode: SplitByRanks, Ranks: [][]uint32{{0, 1, 3}, {}, {1}}}, wire.ErrInvalid,
 			[]string{"part(s) 1 empty", "not members: 3", "in more than one part: 1", "members in no part: 2,4-5"}},
-		{"by node, a rank on no node", SplitRequest{Set: "mpi://app/a", Mode: SplitByNode, NodeOf: map[uint32]int{0: 1, 1: 1}}, wire.ErrState, []string{"rank(s) 2,4-5,7-8,10-11,13 run on no node"}},
+		{"by node, a rank on no node", SplitRequest{Set: "mpi://app/a", Mode: SplitByNode, Nodes: map[int]wire.RankRanges{1: wire.Span(0, 1)}}, wire.ErrState, []string{"rank(s) 2,4-5,7-8,10-11,13 run on no node"}},
 		{"by node without a map", SplitRequest{Set: "mpi://app/a", Mode: SplitByNode}, wire.ErrState, []string{"run on no node"}},
+		{"by node, a rank on two nodes", SplitRequest{Set: "mpi://app/a", Mode: SplitByNode, Nodes: map[int]wire.RankRanges{1: wire.Span(0, 13), 2: wire.Span(13, 13)}}, wire.ErrInternal, []string{"rank(s) 13 placed on two nodes"}},
 		{"delta set", SplitRequest{Set: d, Mode: SplitByCount, Parts: 1}, wire.ErrInvalid, []string{"cannot split mpi://rte/a/rc/1", "delta set"}},
 		{"unknown set", SplitRequest{Set: "mpi://app/a/none", Mode: SplitByCount, Parts: 2}, wire.ErrNotFound, []string{"mpi://app/a/none"}},
 		{"pruned or missing version", SplitRequest{Set: "mpi://app/a@5", Mode: SplitByCount, Parts: 2}, wire.ErrNotFound, []string{"no version 5"}},
 		{"SELF without a caller", SplitRequest{Set: "mpi://SELF", Mode: SplitByCount, Parts: 1}, wire.ErrInvalid, []string{"depends on the calling process"}},
 		{"names count", SplitRequest{Set: "mpi://app/a", Mode: SplitByCount, Parts: 2, Names: []string{"mpi://app/a/n"}}, wire.ErrInvalid, []string{"1 name(s) given for 2 part(s)"}},
-		{"names count by node", SplitRequest{Set: "mpi://app/a", Mode: SplitByNode, NodeOf: nodeOf, Names: []string{"mpi://app/a/n"}}, wire.ErrInvalid, []string{"1 name(s) given for 3 part(s)"}},
+		{"names count by node", SplitRequest{Set: "mpi://app/a", Mode: SplitByNode, Nodes: nodeOf, Names: []string{"mpi://app/a/n"}}, wire.ErrInvalid, []string{"1 name(s) given for 3 part(s)"}},
 		{"name twice", SplitRequest{Set: "mpi://app/a", Mode: SplitByCount, Parts: 2, Names: []string{"mpi://app/a/n", "mpi://app/a/n"}}, wire.ErrInvalid, []string{"given twice"}},
 		{"read-only name", SplitRequest{Set: "mpi://app/a", Mode: SplitByCount, Parts: 2, Names: []string{"mpi://app/a/n", "mpi://WORLD"}}, wire.ErrPermission, []string{"read-only"}},
 		{"other app's name", SplitRequest{Set: "mpi://app/a", Mode: SplitByCount, Parts: 1, Target: "mpi://app/b/x"}, wire.ErrPermission, []string{`application "b"`}},

@@ -338,12 +338,15 @@ func randSplit(rng *rand.Rand, r *Registry, ref string, names []string) (SplitRe
 			slices.Sort(l)
 		}
 	case SplitByNode:
-		req.NodeOf = map[uint32]int{}
+		req.Nodes = map[int]wire.RankRanges{}
 		byNode := map[int][]uint32{}
 		for _, x := range m {
 			n := rng.IntN(4) * 10
-			req.NodeOf[x] = n
+			req.Nodes[n] = req.Nodes[n].Add(x)
 			byNode[n] = append(byNode[n], x)
+		}
+		for x := range uint32(3) { // ranks outside the set on a node of their own
+			req.Nodes[99] = req.Nodes[99].Add(m[len(m)-1] + 1 + x)
 		}
 		for _, n := range slices.Sorted(maps.Keys(byNode)) {
 			want = append(want, byNode[n])
