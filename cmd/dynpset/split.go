@@ -240,10 +240,7 @@ func previewSplit(j wire.JobInfo, in wire.PsetInfo, r splitReq) ([]wire.RankRang
 	if err != nil {
 		return nil, nil, fail(err)
 	}
-	req := pset.SplitRequest{Set: in.Name, Mode: mode, Parts: r.k, Active: new(bool)}
-	for _, l := range r.lists {
-		req.Ranks = append(req.Ranks, l.Ranks())
-	}
+	req := pset.SplitRequest{Set: in.Name, Mode: mode, Parts: r.k, Ranks: r.lists, Active: new(bool)}
 	if mode == pset.SplitByNode {
 		req.Nodes = map[int]wire.RankRanges{}
 		for i, pl := range j.Placement {

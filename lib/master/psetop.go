@@ -48,6 +48,10 @@ func (s *state) psetOp(b *wire.PsetOpReq, app bool, reply func(*wire.PsetOpReply
 		reply(nil, err)
 		return
 	}
+	if b.Mode != "" || b.K != 0 || len(b.Lists) > 0 || len(b.Names) > 0 {
+		reply(nil, wire.Errorf(wire.ErrInvalid, "%s: mode, k, lists and names are fields of a split; %s takes p1, p2 and the target", op, op))
+		return
+	}
 	if op != pset.OpNull {
 		if err := s.rcAbortedDelta(j, b.P1, b.P2); err != nil {
 			reply(nil, err)
@@ -91,11 +95,8 @@ func (s *state) psetSplit(j *job, b *wire.PsetOpReq, app bool, reply func(*wire.
 		reply(nil, wire.Errorf(wire.ErrInvalid, "split %s: takes one set (p1), not a second operand (p2 %s)", b.P1, b.P2))
 		return
 	}
-	req := pset.SplitRequest{Set: b.P1, Mode: mode, Parts: int(b.K), Names: b.Names, Target: b.Target,
+	req := pset.SplitRequest{Set: b.P1, Mode: mode, Parts: int(b.K), Ranks: b.Lists, Names: b.Names, Target: b.Target,
 		Active: b.Active, Sched: schedOf(b.Hints), Caller: caller(j, b, app)}
-	for _, l := range b.Lists {
-		req.Ranks = append(req.Ranks, l.Ranks())
-	}
 	if mode == pset.SplitByNode {
 		req.Nodes = j.nodes // live ranks by node index; Split only reads it, here on the loop
 	}

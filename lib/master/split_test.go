@@ -141,11 +141,21 @@ func TestSplitOverWire(t *testing.T) {
 		{"no such set", wire.PsetOpReq{P1: lapp + "/nosuch", Mode: wire.SplitParts, K: 1}, wire.ErrNotFound, lapp + "/nosuch"},
 		{"second operand", wire.PsetOpReq{P1: lapp, P2: lapp, Mode: wire.SplitParts, K: 1}, wire.ErrInvalid, "not a second operand"},
 		{"too many names", wire.PsetOpReq{P1: lapp, Mode: wire.SplitNode, Names: []string{lapp + "/a", lapp + "/b", lapp + "/c"}}, wire.ErrInvalid, "3 name(s) given for 2 part(s)"},
+		{"split fields on a union", wire.PsetOpReq{Op: wire.OpUnion, P1: lapp, P2: lapp, Target: lapp + "/u", K: 2}, wire.ErrInvalid, "union: mode, k, lists and names are fields of a split"},
+		{"unknown op", wire.PsetOpReq{Op: "splice", P1: lapp}, wire.ErrInvalid, "(want union, difference, intersection, null or split)"},
 		{"k over the list limit", wire.PsetOpReq{P1: lapp, Mode: wire.SplitParts, K: 1 << 30}, wire.ErrLimit, "list-items"},
 		{"a list of 2^32 ranks", wire.PsetOpReq{P1: lapp, Mode: wire.SplitRanks, Lists: []wire.RankRanges{wire.Span(0, 1<<32-1)}}, wire.ErrLimit, "procs-per-job"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			if c.req.Op != "" {
+				c.req.Job = on
+				_, err := d.c.PsetOp(ctx, c.req)
+				if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.msg) {
+					t.Fatalf("got %v, want %s naming %q", err, c.want.Code, c.msg)
+				}
+				return
+			}
 			_, err := op(c.req)
 			if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.msg) {
 				t.Fatalf("got %v, want %s naming %q", err, c.want.Code, c.msg)

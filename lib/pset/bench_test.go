@@ -212,9 +212,9 @@ func BenchmarkSplit1M(b *testing.B) {
 		n := i * 4096 / len(x)
 		nodeOf[n] = nodeOf[n].Add(r)
 	}
-	var lists [][]uint32
+	var lists []wire.RankRanges
 	for i := range 16 {
-		lists = append(lists, x[i*len(x)/16:(i+1)*len(x)/16])
+		lists = append(lists, wire.RangesOf(x[i*len(x)/16:(i+1)*len(x)/16]))
 	}
 	for _, c := range []struct {
 		name string

@@ -408,7 +408,7 @@ type SplitRequest struct {
 	// Ranks (SplitByRanks) are the parts: each non-empty, pairwise
 	// disjoint, and together exactly the members of Set (a partition), so
 	// that no member is lost or counted twice by accident.
-	Ranks [][]uint32
+	Ranks []wire.RankRanges
 	// Nodes (SplitByNode) holds the ranks on each node by node index; the
 	// parts follow the index order. The master passes its placement of
 	// the job: the registry knows no nodes.
@@ -579,12 +579,15 @@ func splitEven(src operand, k int) ([]*roaring.Bitmap, error) {
 
 // splitExplicit checks that lists partition src and reports every rank
 // that breaks it, so one answer names all mistakes.
-func splitExplicit(src operand, lists [][]uint32) ([]*roaring.Bitmap, error) {
+func splitExplicit(src operand, lists []wire.RankRanges) ([]*roaring.Bitmap, error) {
 	parts := make([]*roaring.Bitmap, len(lists))
 	seen, dup, out := roaring.New(), roaring.New(), roaring.New()
 	var empty []string
 	for i, l := range lists {
-		bm := roaring.BitmapOf(l...)
+		bm := roaring.New()
+		for _, g := range l {
+			bm.AddRange(uint64(g.Lo), uint64(g.Hi)+1)
+		}
 		if bm.IsEmpty() {
 			empty = append(empty, strconv.Itoa(i))
 		}

@@ -375,7 +375,7 @@ func TestSplit(t *testing.T) {
 				{"mpi://app/a/one/6", []uint32{8}, 0, true}, {"mpi://app/a/one/7", []uint32{10}, 0, true}, {"mpi://app/a/one/8", []uint32{11}, 0, true}},
 			1, false, nil},
 		{"ranks: unsorted lists, an existing name gets a new version", SplitRequest{Set: "mpi://app/a", Mode: SplitByRanks, Active: ptr(true),
-			Ranks: [][]uint32{{13, 0, 4}, {1, 2, 5, 7, 8, 10, 11}}, Names: []string{"mpi://app/a/roots", "mpi://app/a/c/1"}},
+			Ranks: rl([]uint32{13, 0, 4}, []uint32{1, 2, 5, 7, 8, 10, 11}), Names: []string{"mpi://app/a/roots", "mpi://app/a/c/1"}},
 			[]part{{"mpi://app/a/roots", []uint32{0, 4, 13}, 0, true}, {"mpi://app/a/c/1", []uint32{1, 2, 5, 7, 8, 10, 11}, 1, false}}, 0, true, nil},
 		{"by node, in node order", SplitRequest{Set: "mpi://app/a", Mode: SplitByNode, Nodes: nodeOf, Active: ptr(false)},
 			[]part{{"mpi://app/a/split-1/0", []uint32{7, 8, 10, 11}, 0, true}, {"mpi://app/a/split-1/1", []uint32{0, 1, 2}, 0, true}, {"mpi://app/a/split-1/2", []uint32{4, 5, 13}, 0, true}},
@@ -436,14 +436,14 @@ func TestSplit(t *testing.T) {
 		{"k=0", SplitRequest{Set: "mpi://app/a", Mode: SplitByCount}, wire.ErrInvalid, []string{"(10 members) into 0 parts", "1 to 10"}},
 		{"k<0", SplitRequest{Set: "mpi://app/a", Mode: SplitByCount, Parts: -1}, wire.ErrInvalid, []string{"into -1 parts"}},
 		{"k>size", SplitRequest{Set: "mpi://app/a", Mode: SplitByCount, Parts: 11}, wire.ErrInvalid, []string{"(10 members) into 11 parts"}},
-		{"two modes", SplitRequest{Set: "mpi://app/a", Mode: SplitByCount, Parts: 2, Ranks: [][]uint32{{1}}}, wire.ErrInvalid, []string{"rank lists of split by ranks given too"}},
+		{"two modes", SplitRequest{Set: "mpi://app/a", Mode: SplitByCount, Parts: 2, Ranks: rl([]uint32{1})}, wire.ErrInvalid, []string{"rank lists of split by ranks given too"}},
 		{"node map with count", SplitRequest{Set: "mpi://app/a", Mode: SplitByCount, Parts: 2, Nodes: nodeOf}, wire.ErrInvalid, []string{"node map"}},
 		{"no lists", SplitRequest{Set: "mpi://app/a", Mode: SplitByRanks}, wire.ErrInvalid, []string{"members in no part: 0-2,4-5,7-8,10-11,13"}},
-		{"empty part", SplitRequest{Set: "mpi://app/a", Mode: SplitByRanks, Ranks: [][]uint32{{0, 1, 2, 4, 5, 7, 8, 10, 11, 13}, {}}}, wire.ErrInvalid, []string{"part(s) 1 empty"}},
-		{"not members", SplitRequest{Set: "mpi://app/a", Mode: SplitByRanks, Ranks: [][]uint32{{0, 1, 2, 3, 4, 5, 6}, {7, 8, 10, 11, 13}}}, wire.ErrInvalid, []string{"not members: 3,6"}},
-		{"overlap", SplitRequest{Set: "mpi://app/a", Mode: SplitByRanks, Ranks: [][]uint32{{0, 1, 2, 4, 5}, {5, 7, 8}, {10, 11, 13, 8}}}, wire.ErrInvalid, []string{"in more than one part: 5,8"}},
-		{"missing", SplitRequest{Set: "mpi://app/a", Mode: SplitByRanks, Ranks: [][]uint32{{0, 1}, {7, 8}}}, wire.ErrInvalid, []string{"members in no part: 2,4-5,10-11,13"}},
-		{"all at once", SplitRequest{Set: "mpi://app/a", Mode: SplitByRanks, Ranks: [][]uint32{{0, 1, 3}, {}, {1}}}, wire.ErrInvalid,
+		{"empty part", SplitRequest{Set: "mpi://app/a", Mode: SplitByRanks, Ranks: rl([]uint32{0, 1, 2, 4, 5, 7, 8, 10, 11, 13}, []uint32{})}, wire.ErrInvalid, []string{"part(s) 1 empty"}},
+		{"not members", SplitRequest{Set: "mpi://app/a", Mode: SplitByRanks, Ranks: rl([]uint32{0, 1, 2, 3, 4, 5, 6}, []uint32{7, 8, 10, 11, 13})}, wire.ErrInvalid, []string{"not members: 3,6"}},
+		{"overlap", SplitRequest{Set: "mpi://app/a", Mode: SplitByRanks, Ranks: rl([]uint32{0, 1, 2, 4, 5}, []uint32{5, 7, 8}, []uint32{10, 11, 13, 8})}, wire.ErrInvalid, []string{"in more than one part: 5,8"}},
+		{"missing", SplitRequest{Set: "mpi://app/a", Mode: SplitByRanks, Ranks: rl([]uint32{0, 1}, []uint32{7, 8})}, wire.ErrInvalid, []string{"members in no part: 2,4-5,10-11,13"}},
+		{"all at once", SplitRequest{Set: "mpi://app/a", Mode: SplitByRanks, Ranks: rl([]uint32{0, 1, 3}, []uint32{}, []uint32{1})}, wire.ErrInvalid,
 			[]string{"part(s) 1 empty", "not members: 3", "in more than one part: 1", "members in no part: 2,4-5"}},
 		{"by node, a rank on no node", SplitRequest{Set: "mpi://app/a", Mode: SplitByNode, Nodes: map[int]wire.RankRanges{1: wire.Span(0, 1)}}, wire.ErrState, []string{"rank(s) 2,4-5,7-8,10-11,13 run on no node"}},
 		{"by node without a map", SplitRequest{Set: "mpi://app/a", Mode: SplitByNode}, wire.ErrState, []string{"run on no node"}},
@@ -475,6 +475,16 @@ func TestSplit(t *testing.T) {
 	if err != nil || res.Parts[0].Result.Name != "mpi://app/a/split-3/0" {
 		t.Errorf("after the failures: %+v, %v", res, err)
 	}
+}
+
+// rl turns rank lists (any order, duplicates allowed) into the ranges a
+// split by ranks takes.
+func rl(lists ...[]uint32) []wire.RankRanges {
+	out := make([]wire.RankRanges, len(lists))
+	for i, l := range lists {
+		out[i] = wire.RangesOf(l)
+	}
+	return out
 }
 
 func TestParseSplitMode(t *testing.T) {

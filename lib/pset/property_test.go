@@ -332,7 +332,7 @@ func randSplit(rng *rand.Rand, r *Registry, ref string, names []string) (SplitRe
 		for _, l := range want {
 			shuffled := slices.Clone(l)
 			rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-			req.Ranks = append(req.Ranks, shuffled)
+			req.Ranks = append(req.Ranks, wire.RangesOf(shuffled))
 		}
 		for _, l := range want {
 			slices.Sort(l)
