@@ -69,7 +69,7 @@ const (
 	OnFailureAbort    = "abort"    // the job is torn down and fails (the default)
 	OnFailureContinue = "continue" // the job goes on without the lost processes (--keep-going)
 	OnFailureShrink   = "shrink"   // the loss becomes a SUB of the lost ranks (a resource change with Cause); the job goes on at the smaller size
-	OnFailureReplace  = "replace"  // reserved: the loss becomes a REPLACE (not supported yet)
+	OnFailureReplace  = "replace"  // the loss becomes a REPLACE of the lost ranks by as many new processes (a resource change with Cause); the job keeps its size
 )
 
 // UniverseSlots in JobLaunchReq.Universe makes MPI_UNIVERSE_SIZE the DVM's

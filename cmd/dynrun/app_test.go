@@ -149,8 +149,14 @@ func TestExitCodes(t *testing.T) {
 		{name: "on-failure continue is keep going", code: 3,
 			args:   []string{"-n", "2", "--slots", "2", "--on-failure", "continue", "sh", "-c", `if [ "$DYNRT_RANK" = 0 ]; then exit 3; fi; sleep 0.2; echo survived`},
 			stdout: "survived", stderr: []string{"rank 0", "code 3"}},
-		{name: "on-failure replace is not there yet", args: []string{"-n", "1", "--slots", "1", "--on-failure", "replace", "true"}, code: 1,
-			stderr: []string{"REPLACE changes are not there yet"}, noOutput: true},
+		// A program that takes no part in changes ends before the failure
+		// change is accepted: the loss fails the job (it was exit 0).
+		{name: "on-failure replace, not malleable", code: 3,
+			args:   []string{"-n", "2", "--slots", "2", "--on-failure", "replace", "sh", "-c", `if [ "$DYNRT_RANK" = 0 ]; then exit 3; fi; sleep 1`},
+			stderr: []string{"lost 0 (rank 0", "code 3"}}, // the new rank 2 may end first: then it is the replacement that failed
+		{name: "on-failure shrink, not malleable", code: 3,
+			args:   []string{"-n", "2", "--slots", "2", "--on-failure", "shrink", "sh", "-c", `if [ "$DYNRT_RANK" = 0 ]; then exit 3; fi; sleep 1`},
+			stderr: []string{"rank 0", "code 3", "ended before a failure change took them over"}},
 		{name: "keep-going with on-failure shrink", args: []string{"-n", "1", "--keep-going", "--on-failure", "shrink", "true"}, code: 2,
 			stderr: []string{"--keep-going", "--on-failure shrink"}, noOutput: true},
 		{name: "unknown on-failure", args: []string{"-n", "1", "--on-failure", "retry", "true"}, code: 2,

@@ -32,7 +32,7 @@ func launchFlags() []cli.Flag {
 		&cli.StringFlag{Name: "wdir", Usage: "working directory `D` of the processes (default: the current one)"},
 		&cli.StringFlag{Name: "stdin", Value: "none", Usage: "where stdin goes: none (processes read /dev/null) or 0 (rank 0)"},
 		&cli.DurationFlag{Name: "timeout", Usage: "kill the job after `D` (e.g. 30s) and exit 124"},
-		&cli.StringFlag{Name: "on-failure", Value: wire.OnFailureAbort, Usage: "what a lost process (non-zero exit, signal, node lost) does to the job: `P` = abort (tear it down), continue (run on without it), shrink (a SUB of the lost ranks that the application accepts like any change; docs/rc.md) or replace (not there yet)"},
+		&cli.StringFlag{Name: "on-failure", Value: wire.OnFailureAbort, Usage: "what a lost process (non-zero exit, signal, node lost) does to the job: `P` = abort (tear it down), continue (run on without it), shrink (a SUB of the lost ranks that the application accepts like any change; docs/rc.md) or replace (a REPLACE of the lost ranks by as many new processes)"},
 		&cli.BoolFlag{Name: "keep-going", Usage: "the same as --on-failure continue (MPI: the peers of a failed process are told, see docs/mpi.md)"},
 		&cli.BoolFlag{Name: "disable-auto-cleanup", Usage: "mpiexec.hydra's name for --keep-going (--on-failure continue); dynrun then also prints no report of failed processes, as Hydra"},
 		&cli.StringFlag{Name: "usize", Usage: "MPI_UNIVERSE_SIZE as Hydra's -usize: `U` = INFINITE (unset, the default), SYSTEM (the DVM's slot count) or a number"},

@@ -15,7 +15,9 @@ import (
 // tears the job down, continue leaves it running without the lost ranks,
 // shrink turns the loss into an ordinary SUB of exactly the lost ranks
 // (a "failure change", made by the runtime, with a cause), so that a
-// malleable application adapts to it on the path it uses for any change.
+// malleable application adapts to it on the path it uses for any change;
+// replace turns it into a REPLACE of the lost ranks by as many new
+// processes (rc_replace.go), so that the job keeps its size.
 // Everything here runs on the loop.
 
 // failurePolicy checks the policy a launch asks for. KeepGoing (dynrun
@@ -28,11 +30,9 @@ func failurePolicy(b *wire.JobLaunchReq) (string, error) {
 			return wire.OnFailureContinue, nil
 		}
 		return wire.OnFailureAbort, nil
-	case wire.OnFailureAbort, wire.OnFailureShrink:
+	case wire.OnFailureAbort, wire.OnFailureShrink, wire.OnFailureReplace:
 	case wire.OnFailureContinue:
 		return p, nil
-	case wire.OnFailureReplace:
-		return "", wire.Errorf(wire.ErrUnsupported, "master: failure policy %q: REPLACE changes are not there yet; use shrink (the job goes on without the lost processes), continue or abort", p)
 	default:
 		return "", wire.Errorf(wire.ErrInvalid, "master: unknown failure policy %q: want abort, continue, shrink or replace", b.OnFailure)
 	}
@@ -152,6 +152,27 @@ func (s *state) lossEnd(j *job, lost []lostRank, why string) {
 	s.killJob(j, killOrder{reason: reasonFailed})
 }
 
+// lossUnhandled makes the losses of a job that ended before a failure
+// change took them over its failure (unless it has one already): the
+// processes that were left ended by themselves before they accepted, so
+// the job did not adapt to the loss, and ending with status 0 would hide
+// it. Called while the job ends, before its state is set.
+func (s *state) lossUnhandled(j *job, lost []lostRank) {
+	if len(lost) == 0 || j.failure != nil {
+		return
+	}
+	whys := make([]string, len(lost))
+	for i, l := range lost {
+		whys[i] = l.why
+	}
+	first := lost[0]
+	j.failure = &failure{
+		rank: first.rank, code: first.code, how: first.how,
+		msg: fmt.Sprintf("lost %s (%s); the job ended before a failure change took them over (--on-failure %s: the other processes ended without accepting it)",
+			lostRanges(lost), strings.Join(whys, "; "), j.policy),
+	}
+}
+
 // rcLossSoon starts the failure SUB of the lost ranks of jr once the
 // loop has handled what is queued now: a burst of losses (a node with
 // several ranks, exits arriving together) folds into one change.
@@ -218,23 +239,67 @@ func (s *state) rcLossStart(jr *jobRC) {
 	}
 	b := &wire.RCRequest{
 		Job: j.ns, Type: wire.RCSub, N: uint32(len(ranks)), Ranks: wire.RangesOf(ranks),
-		Requester: wire.ByRuntime, RequesterID: "failure policy shrink",
+		Requester: wire.ByRuntime, RequesterID: "failure policy " + j.policy,
 	}
 	reply := func(_ *wire.RC, err error) {
 		if err != nil {
 			s.log.Warn("master: failure change", "job", j.ns, "ranks", b.Ranks.String(), "err", err)
 		}
 	}
+	if j.policy == wire.OnFailureReplace {
+		s.rcLossReplace(jr, b, reply, lost, bound)
+		return
+	}
 	s.rcBegin(jr, b, time.Now(), reply, rcPlan{typ: wire.RCSub, ranks: ranks, bound: bound, lost: lost})
 }
 
-// rcRefold gives the lost ranks of an aborted failure SUB back to the
-// job's losses, so that the next failure SUB removes them (with whatever
-// was lost meanwhile): a lost rank is never dropped. Not when the job is
-// ending.
+// rcLossReplace starts the failure REPLACE of lost (replace policy): as
+// many new processes as were lost, bound to one set that held them. Lost
+// ranks of other sets wait for the next failure change (a REPLACE binds to
+// one set); a job whose lost ranks cannot be replaced (no free slots)
+// ends with the loss's report, as a job that cannot be kept.
+func (s *state) rcLossReplace(jr *jobRC, b *wire.RCRequest, reply func(*wire.RC, error), lost []lostRank, bound []string) {
+	j := jr.j
+	set := bound[0]
+	var now []lostRank
+	for _, l := range lost {
+		if slices.Contains(l.sets, set) {
+			now = append(now, l)
+		} else {
+			jr.lost = append(jr.lost, l) // another set's: the next failure change
+		}
+	}
+	ranks := make([]uint32, len(now))
+	for i, l := range now {
+		ranks[i] = l.rank
+	}
+	add := wire.RCRequest{Job: j.ns, Type: wire.RCAdd, N: uint32(len(ranks)), Bound: []string{set}}
+	placed, _, err := s.rcPlanAdd(j, &add)
+	if err != nil {
+		s.lossEnd(j, append(now, jr.lost...), fmt.Sprintf("no new processes can replace them (%v); run with --on-failure shrink to go on without them, or give the DVM more slots", err))
+		jr.lost = nil
+		return
+	}
+	b.Type, b.N, b.Ranks = wire.RCReplace, uint32(len(ranks)), wire.RangesOf(ranks)
+	var news []uint32
+	for _, p := range placed {
+		news = append(news, p.Rank)
+	}
+	s.rcBegin(jr, b, time.Now(), reply, rcPlan{typ: wire.RCReplace, ranks: news, out: ranks, placed: placed, bound: []string{set}, lost: now})
+}
+
+// rcRefold gives the lost ranks of an aborted failure change back to the
+// job's losses, so that the next failure change removes them (with
+// whatever was lost meanwhile): a lost rank is never dropped. Not when
+// the job is ending. A failure REPLACE whose new processes failed ends
+// the job instead (trying again would fail again).
 func (s *state) rcRefold(run *rcRun) {
 	j := run.jr.j
 	if run.lost == nil || j.done || j.kill != nil {
+		return
+	}
+	if run.newFailed != "" {
+		s.lossEnd(j, run.lost, "the processes that were to replace them failed: "+run.newFailed+"; run with --on-failure shrink to go on without them")
 		return
 	}
 	run.jr.lost = append(slices.Clone(run.lost), run.jr.lost...)
@@ -246,6 +311,9 @@ func (s *state) rcFailureTimeout(run *rcRun, d time.Duration) {
 	j := run.jr.j
 	why := fmt.Sprintf("the surviving processes did not accept the failure change %s within %v: the application does not take part in resource changes; run it with --on-failure abort, or make it accept changes (docs/rc.md)",
 		run.r.Delta(), d)
+	if run.r.Status() == rc.StatusPending {
+		why = fmt.Sprintf("the processes that were to replace them did not confirm the failure change %s within %v", run.r.Delta(), d)
+	}
 	s.lossEnd(j, run.lost, why)
 	_ = s.rcAbort(run, fmt.Sprintf("not accepted within %v", d), true)
 }

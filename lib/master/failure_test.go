@@ -49,7 +49,8 @@ func TestFailurePolicy(t *testing.T) {
 		{wire.JobLaunchReq{OnFailure: "continue", KeepGoing: true}, wire.OnFailureContinue, nil},
 		{wire.JobLaunchReq{OnFailure: "shrink"}, wire.OnFailureShrink, nil},
 		{wire.JobLaunchReq{OnFailure: "shrink", KeepGoing: true}, "", wire.ErrInvalid},
-		{wire.JobLaunchReq{OnFailure: "replace"}, "", wire.ErrUnsupported},
+		{wire.JobLaunchReq{OnFailure: "replace"}, wire.OnFailureReplace, nil},
+		{wire.JobLaunchReq{OnFailure: "replace", KeepGoing: true}, "", wire.ErrInvalid},
 		{wire.JobLaunchReq{OnFailure: "restart"}, "", wire.ErrInvalid},
 	}
 	for _, c := range cases {

@@ -59,7 +59,7 @@ type job struct {
 	dead     []uint32 // ended ranks still to be taken out of the sets (flushDead)
 	removed  removedExits
 	policy   string       // failure policy, a wire.OnFailure* value (failure.go)
-	shrunk   removedExits // shrink policy: processes lost and removed by failure changes, for the end report
+	shrunk   removedExits // shrink, replace policies: processes lost and removed (or replaced) by failure changes, for the end report
 }
 
 // removedExits counts the processes removed by a SUB that did not leave
@@ -493,7 +493,7 @@ func (s *state) recordExit(j *job, ev wire.ProcExited, note string) {
 	if s.rcProcExit(j, ev.Rank, describeExit(ev.Rank, node, ev, note), failed || ev.Forced) {
 		failed = false // a process a resource change adds or removes (rc.go)
 	}
-	if failed && j.policy == wire.OnFailureShrink && ev.Err == "" &&
+	if failed && (j.policy == wire.OnFailureShrink || j.policy == wire.OnFailureReplace) && ev.Err == "" &&
 		s.shrinkLoss(j, lostRank{rank: ev.Rank, node: node, why: describeExit(ev.Rank, node, ev, note), how: failHow(ev, note), code: ev.Code}) {
 		failed = false // a failure change takes it over, or the job ends with the loss's report (failure.go)
 	}
@@ -725,7 +725,11 @@ func (s *state) endJob(j *job) {
 		} else {
 			end.Msg = label + " done; "
 		}
-		end.Msg += fmt.Sprintf("%d lost process(es) were removed by failure changes (--on-failure shrink): %s", j.shrunk.n, j.shrunk.first)
+		what := "removed by failure changes (--on-failure shrink)"
+		if j.policy == wire.OnFailureReplace {
+			what = "replaced by new processes through failure changes (--on-failure replace)"
+		}
+		end.Msg += fmt.Sprintf("%d lost process(es) were %s: %s", j.shrunk.n, what, j.shrunk.first)
 	}
 	j.end = end // jobInfo reads the code from here
 	j.end = s.jobInfo(j, false)

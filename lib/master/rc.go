@@ -103,7 +103,8 @@ type rcRun struct {
 	snap      pset.Snapshot              // which sets held the delta's ranks before the change (an abort restores it)
 	endedAt   []wire.ProcInfo            // aborted ADD: how its processes ended, kept when its ranks are given back
 	placement []wire.Placement           // where the delta's processes run
-	lost      []lostRank                 // a failure SUB (Cause): the lost ranks it removes, and how each ended
+	lost      []lostRank                 // a failure change (Cause): the lost ranks it removes or replaces, and how each ended
+	newFailed string                     // a failure REPLACE: how its new processes failed (failure.go rcRefold)
 
 	seq       uint64 // record updates pushed
 	placed    time.Time
@@ -1094,6 +1095,9 @@ func (s *state) rcProcExit(j *job, rank uint32, how string, failed bool) bool {
 		return true
 	case run.adds() && inDelta:
 		if !st.Terminal() {
+			if run.lost != nil && run.newFailed == "" {
+				run.newFailed = how // a failure REPLACE cannot be tried again (rcRefold)
+			}
 			abort(fmt.Sprintf("new process %s before confirming", how))
 		}
 		s.rcSettle(run)
@@ -1140,7 +1144,7 @@ func (s *state) rcBoundMember(run *rcRun, rank uint32) bool {
 // in time.
 func (s *state) rcTimeout(run *rcRun, d time.Duration) {
 	switch st := run.r.Status(); {
-	case run.lost != nil && st == rc.StatusAnnounced:
+	case run.lost != nil && (st == rc.StatusAnnounced || (run.typ == wire.RCReplace && st == rc.StatusPending)):
 		s.rcFailureTimeout(run, d)
 	case run.adds() && !st.Terminal():
 		_ = s.rcAbort(run, fmt.Sprintf("not confirmed within %v", d), true)
@@ -1290,7 +1294,11 @@ func (s *state) rcJobEnded(j *job) {
 	if jr == nil {
 		return
 	}
+	var unhandled []lostRank // losses no failure change finalized: they fail the job
 	if run := jr.cur; run != nil {
+		if run.lost != nil && run.r.Status() != rc.StatusFinalized {
+			unhandled = append(unhandled, run.lost...)
+		}
 		if !run.r.Status().Terminal() {
 			_ = s.rcAbort(run, "the job ended", true)
 		}
@@ -1301,6 +1309,7 @@ func (s *state) rcJobEnded(j *job) {
 		p.reply(nil, wire.Errorf(wire.ErrAborted, "master: job %s ended before the queued resource change could start", j.app))
 	}
 	jr.queue = nil
+	s.lossUnhandled(j, append(unhandled, jr.lost...))
 	jr.lost = nil
 }
 

@@ -258,7 +258,7 @@ func TestShrinkNotMalleable(t *testing.T) {
 }
 
 // TestOnFailurePolicies: the master checks the policy of a launch and
-// shows it in the job's info; replace is refused as not supported yet.
+// shows it in the job's info.
 func TestOnFailurePolicies(t *testing.T) {
 	d := startShrinkDVM(t, 1, 4, dvmtest.Options{})
 	ctx := context.Background()
@@ -271,7 +271,7 @@ func TestOnFailurePolicies(t *testing.T) {
 		{wire.JobLaunchReq{KeepGoing: true}, wire.OnFailureContinue, nil},
 		{wire.JobLaunchReq{OnFailure: "continue"}, wire.OnFailureContinue, nil},
 		{wire.JobLaunchReq{OnFailure: "Shrink"}, wire.OnFailureShrink, nil},
-		{wire.JobLaunchReq{OnFailure: "replace"}, "REPLACE changes are not there yet", wire.ErrUnsupported},
+		{wire.JobLaunchReq{OnFailure: "Replace"}, wire.OnFailureReplace, nil},
 		{wire.JobLaunchReq{OnFailure: "retry"}, "unknown failure policy", wire.ErrInvalid},
 		{wire.JobLaunchReq{OnFailure: "shrink", KeepGoing: true}, "cannot be combined", wire.ErrInvalid},
 	}
