@@ -24,7 +24,7 @@ SEED ?= 1
 FAULTS ?= all
 TEST_TIMEOUT ?= 12m
 
-.PHONY: help build install test deps-tmux deps-hosts deps-slurm deps-mpi deps-mpich-src mpich-suite bench bench-hosts fuzz chaos verify demo clean
+.PHONY: help build install test deps-tmux deps-hosts deps-slurm deps-mpi deps-mpich-src mpich-suite bench bench-failure bench-hosts fuzz chaos verify demo clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -93,6 +93,9 @@ mpich-suite: deps-mpi ## MPICH's test suite under Hydra and dynrun, all builds, 
 
 bench: ## run the Go benchmarks (figures go to docs/BENCHMARKS.md)
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+bench-failure: ## recovery from a lost process, node or hung node under --on-failure shrink and replace (lib/session BenchmarkFailure)
+	$(GO) test -run '^$$' -bench Failure -benchtime $${BENCHTIME:-10x} ./lib/session
 
 bench-hosts: deps-hosts deps-mpi ## as root: DVM start, warm launch and dvm grow on 3+1 namespace hosts against Hydra (ROUNDS= NS=; scripts/bench-hosts.sh)
 	scripts/bench-hosts.sh

@@ -10,7 +10,8 @@
 //	CONFIRMED  a new process confirmed (rank, delta, set, version)
 //	STATE      a change this process took part in ended (rank, delta,
 //	           status, set, version, members, size, epoch, and the job data
-//	           of the daemon: jobsize, node, peers)
+//	           of the daemon: jobsize, node, peers; with -quiet only rank,
+//	           delta, status and t, the time it was back at work)
 //	LEFT       a SUB removed this process, or a REPLACE replaced it (it exits 0)
 //	DONE       the process ends after change -last
 //	OPS/FINAL  the -psetstress results
@@ -316,7 +317,9 @@ func (p *proc) adapt(ctx context.Context, r session.RC) (bool, error) {
 func (p *proc) report(ctx context.Context, delta, status string) error {
 	s := p.s
 	if p.c.quiet {
-		say("STATE", map[string]any{"rank": p.me, "delta": delta, "status": status})
+		// t: when this process is back at work after the change (the
+		// failure benchmarks read it).
+		say("STATE", map[string]any{"rank": p.me, "delta": delta, "status": status, "t": time.Now().UnixNano()})
 		return nil
 	}
 	r, err := s.QueryRC(ctx, session.QueryOptions{Delta: delta})
