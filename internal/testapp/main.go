@@ -15,6 +15,10 @@
 //	multi               many sessions and goroutines in one process
 //	fencebench N        N fences over all ranks; rank 0 prints the time
 //	getbench N          rank 1 gets a key of rank 0 N times, remote and cached
+//	lostwatch           (under dynrun --on-failure shrink) every rank watches
+//	                    for failure changes; rank 1 kills itself, the others
+//	                    report the change that ended their watch, find it
+//	                    again with WaitFailure and accept it
 //
 // Every line it prints starts with a word saying what it is; "ERROR" lines
 // mean a check failed (and the exit code is 1).
@@ -89,6 +93,8 @@ func run(ctx context.Context, mode string, args []string) error {
 		return fenceBench(ctx, s, args)
 	case "getbench":
 		return getBench(ctx, s, args)
+	case "lostwatch":
+		return lostWatch(ctx, s)
 	}
 	return fmt.Errorf("unknown mode %q", mode)
 }
@@ -502,4 +508,42 @@ func getBench(ctx context.Context, s *session.Session, args []string) error {
 		fmt.Println("getbench", n, times[0], times[1])
 	}
 	return s.Fence(ctx, nil, false)
+}
+
+// lostWatch: the survivors of rank 1 stand for processes blocked in
+// communication with a peer that went to handle the loss: their watch
+// context ends with the failure change as its cause.
+func lostWatch(ctx context.Context, s *session.Session) error {
+	app := session.AppSet(s.App())
+	wctx, stop := s.WatchFailure(ctx, app, nil)
+	defer stop()
+	if err := s.Fence(ctx, nil, false); err != nil { // everyone watches
+		return err
+	}
+	if s.Rank() == 1 {
+		p, _ := os.FindProcess(os.Getpid())
+		p.Kill() // SIGKILL: a loss, not an ordinary exit
+		time.Sleep(30 * time.Second)
+		return errors.New("still alive after SIGKILL")
+	}
+	<-wctx.Done()
+	r, ok := session.LostCause(wctx)
+	if !ok {
+		return fmt.Errorf("watch ended without a failure change: %v", context.Cause(wctx))
+	}
+	fmt.Println("lost", r.Lost(), r.Type, r.Failure(), r.Record.Requester)
+	again, err := s.WaitFailure(ctx, app, nil)
+	if err != nil || again.Delta != r.Delta {
+		return fmt.Errorf("WaitFailure: %s %v, want %s", again.Delta, err, r.Delta)
+	}
+	acc, err := s.Accept(ctx, r.Delta, "", session.AcceptOptions{Bound: app})
+	if err != nil {
+		return fmt.Errorf("accept %s: %w", r.Delta, err)
+	}
+	// Handled: no other failure change is due.
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	_, err = s.WaitFailure(short, app, func(d string) bool { return d == r.Delta })
+	fmt.Println("accepted", acc.Terminate, "then", wire.CodeOf(err))
+	return nil
 }
