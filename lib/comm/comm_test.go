@@ -1,11 +1,14 @@
 package comm_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/dynrt/dynrt/internal/dvmtest"
 	"github.com/dynrt/dynrt/wire"
 )
 
@@ -98,6 +101,43 @@ func TestOverlap(t *testing.T) {
 	}
 	if in != 4 {
 		t.Errorf("%d members of the second communicator, want 4", in)
+	}
+}
+
+// TestPeerKilled pins what lib/comm does when a peer is killed with
+// SIGKILL (docs/comm.md "Failure behaviour"): a receive from it, a send and
+// an isend to it fail with a closed-connection error, whether the survivor
+// had a connection to it or not (3 virtual nodes × 2 slots, rank 5
+// killed); an allreduce over the communicator that still holds it fails on
+// every survivor instead of waiting; a receive from any rank cannot know
+// that the dead one was to send and waits for its limit. Nothing waits
+// for the endpoint's timeout (which would show as "timeout").
+func TestPeerKilled(t *testing.T) {
+	d := startDVM(t, 3, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rep, err := d.c.Launch(ctx, wire.JobLaunchReq{
+		Argv: []string{d.app, "-mode", "killed"}, N: 6, Env: d.env, Output: wire.OutputFlags{Forward: true},
+		OnFailure: wire.OnFailureContinue, // the job outlives the kill
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dvmtest.WaitJob(t, d.c, rep.Job, 60*time.Second)
+	ls := only(d.lines(rep.Job), "KILLED")
+	if len(ls) != 5 {
+		t.Fatalf("%d KILLED lines, want one per survivor: %v", len(ls), ls)
+	}
+	want := map[string]string{"recv": "closed", "send": "closed", "isend": "closed", "any": "timeout"}
+	for _, l := range ls {
+		for k, v := range want {
+			if got := l.Str(k); got != v {
+				t.Errorf("rank %d: %s gave %q, want %q", l.Rank, k, got, v)
+			}
+		}
+		if got := l.Str("allreduce"); got == "ok" || got == "timeout" {
+			t.Errorf("rank %d: allreduce with the killed rank gave %q, want an error at once", l.Rank, got)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@
 //	OK       the checks of a mode passed (rank, size, ...)
 //	STATE    -mode adapt: a change ended for this process (delta, status, size, sum)
 //	LEFT     -mode adapt: a SUB removed this process
+//	KILLED   -mode killed: what each operation with the killed rank gave
 //	BENCH    -mode bench: rank 0's timing (op, n, ns per operation)
 //	ERROR    a check failed (exit code 1)
 package main
@@ -39,7 +40,7 @@ type config struct {
 
 func main() {
 	var c config
-	flag.StringVar(&c.mode, "mode", "check", "check, holes, overlap, exit, adapt or bench")
+	flag.StringVar(&c.mode, "mode", "check", "check, holes, overlap, exit, killed, adapt or bench")
 	flag.BoolVar(&c.tcp, "tcp", false, "TCP even on this host")
 	flag.IntVar(&c.last, "last", 0, "adapt: exit once change number N has ended")
 	flag.BoolVar(&c.blocking, "blocking", false, "adapt: blocking accept")
@@ -88,6 +89,8 @@ func run(ctx context.Context, c config) error {
 		err = p.overlap(ctx)
 	case "exit":
 		err = p.exit(ctx)
+	case "killed":
+		err = p.killed(ctx)
 	case "adapt":
 		err = p.adapt(ctx)
 	case "bench":
@@ -537,4 +540,52 @@ func checkSelf(ctx context.Context, e *comm.Endpoint) error {
 func mustEnv(k string) int {
 	v, _ := strconv.Atoi(os.Getenv(k))
 	return v
+}
+
+// killed: the last rank kills itself with SIGKILL after a barrier (some
+// survivors have a connection to it, others never had one); every
+// survivor then sends, isends and receives to and from it, runs an
+// allreduce over the communicator that still holds it and a receive from
+// any rank, and reports the code each gave. Run under dynrun
+// --on-failure continue, so that the job outlives the kill.
+func (p *proc) killed(ctx context.Context) error {
+	c, err := p.world(ctx, "killed")
+	if err != nil {
+		return err
+	}
+	dead := c.Size() - 1
+	if err := c.Barrier(ctx); err != nil {
+		return err
+	}
+	if c.Rank() == dead {
+		pr, _ := os.FindProcess(os.Getpid())
+		pr.Kill()
+		time.Sleep(time.Minute)
+		return errors.New("alive after SIGKILL")
+	}
+	code := func(err error) string {
+		if err == nil {
+			return "ok"
+		}
+		return string(wire.CodeOf(err))
+	}
+	out := map[string]any{"rank": p.me}
+	// No deadline on ctx: a hang would end with the endpoint's timeout
+	// (20 s) and show as "timeout".
+	octx := context.WithoutCancel(ctx)
+	_, _, err = c.Recv(octx, dead, 1)
+	out["recv"] = code(err)
+	out["send"] = code(c.Send(octx, dead, 1, []byte("to nobody")))
+	_, _, err = c.Isend(dead, 2, []byte("to nobody")).Wait(octx)
+	out["isend"] = code(err)
+	_, err = comm.Allreduce(octx, c, comm.Sum, []int64{1})
+	out["allreduce"] = code(err)
+	// A receive from any rank cannot know that the dead one would have
+	// been the sender: it waits for its limit.
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	_, _, err = c.Recv(short, comm.AnySource, 3)
+	cancel()
+	out["any"] = code(err)
+	say("KILLED", out)
+	return nil
 }
