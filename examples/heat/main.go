@@ -45,6 +45,9 @@ type config struct {
 	json          bool
 	timeout       time.Duration
 	tcp           bool
+	buddy         bool          // keep checkpoints and a copy on a buddy: survive a lost process
+	ckEvery       int           // steps between checkpoints (at checks)
+	failureWait   time.Duration // after a communication error, how long to wait for the failure change
 }
 
 const (
@@ -72,6 +75,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.json, "json", false, "print JSON lines (segments, changes, summary) instead of tables")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "limit of the whole run")
 	fs.BoolVar(&c.tcp, "tcp", false, "use TCP between processes on one host too")
+	fs.BoolVar(&c.buddy, "buddy", false, "survive lost processes (dynrun --on-failure shrink): checkpoint the rows and keep a copy on a process of another node")
+	fs.IntVar(&c.ckEvery, "checkpoint-every", 0, "with --buddy: steps between checkpoints, taken at the first check after them (0: every --check steps)")
+	fs.DurationVar(&c.failureWait, "failure-wait", 2*time.Minute, "with --buddy: how long a process whose communication failed waits for the runtime's failure change")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -92,6 +98,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("--timeout %v: must be positive", c.timeout)
 	case c.trigger != triggerApp && c.trigger != triggerExternal:
 		return c, fmt.Errorf("--trigger %q: want app or external", c.trigger)
+	case c.ckEvery < 0:
+		return c, fmt.Errorf("--checkpoint-every %d: must not be negative", c.ckEvery)
+	case c.failureWait <= 0:
+		return c, fmt.Errorf("--failure-wait %v: must be positive", c.failureWait)
+	case !c.buddy && c.ckEvery > 0:
+		return c, errors.New("--checkpoint-every needs --buddy")
 	case c.wait < 0:
 		return c, fmt.Errorf("--wait-changes %d: must not be negative", c.wait)
 	case c.wait > 0 && c.trigger != triggerExternal:
@@ -104,6 +116,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("--schedule: %w", err)
 	}
 	c.schedule = s
+	if c.ckEvery == 0 {
+		c.ckEvery = c.check
+	}
 	return c, nil
 }
 

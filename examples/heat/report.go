@@ -68,6 +68,10 @@ type Change struct {
 	PendingSteps int           `json:"pending_steps"`
 	MovedRows    int           `json:"moved_rows"` // rows that changed process
 	SegBefore    int           `json:"seg_before"` // index of the segment before the change
+	// A failure change (--buddy): the ranks lost, and the steps the
+	// survivors went back to the last complete checkpoint.
+	Lost     string `json:"lost,omitempty"`
+	Rollback int    `json:"rollback_steps,omitempty"`
 }
 
 // Overhead is O_rc: the time the change stopped the computation.

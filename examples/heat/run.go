@@ -54,6 +54,12 @@ type heat struct {
 	// at a check; they compute next, so it skips its first check.
 	joined bool
 
+	// --buddy: the checkpoints (recover.go).
+	ck     ckStore
+	ckComm *comm.Comm      // the communicator the buddies were chosen for
+	buddy  []int           // each member's buddy in ckComm (-1: none)
+	failed map[string]bool // failure changes handled
+
 	// Only the root uses these.
 	sched       []Request
 	reqs        chan wire.RC // requests to send (Type, N, Ranks)
@@ -80,7 +86,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer, log *slog.Logger) er
 		s.Finalize(ctx)
 		return err
 	}
-	h := &heat{cfg: cfg, s: s, ep: ep, out: stdout, log: log, done: map[string]bool{}}
+	h := &heat{cfg: cfg, s: s, ep: ep, out: stdout, log: log, done: map[string]bool{}, failed: map[string]bool{}, ck: ckStore{last: -1}}
 	err = h.main(ctx)
 	if err != nil && !errors.Is(err, errGone) {
 		// One process failing would leave the others waiting in a halo
@@ -118,14 +124,37 @@ func (h *heat) main(ctx context.Context) error {
 	if h.c.Rank() == 0 && len(h.cfg.schedule) > 0 {
 		h.startRequester(ctx)
 	}
-	left, err := h.loop(ctx)
-	if h.reqs != nil {
-		close(h.reqs)
+	defer func() {
+		if h.reqs != nil {
+			close(h.reqs)
+		}
+	}()
+	if h.cfg.buddy && !h.joined {
+		// The first checkpoint: everyone at step 0 (a joined process took
+		// part in the one after its change).
+		if err := h.checkpoint(ctx); err != nil {
+			return err
+		}
 	}
-	if err != nil || left {
-		return err
+	for {
+		wctx, stop := h.watch(ctx)
+		left, err := h.loop(wctx)
+		if err == nil && !left {
+			err = h.finish(wctx)
+		}
+		stop()
+		if err == nil || left {
+			return err
+		}
+		// A lost process: with --buddy, recover and go on.
+		f, err := h.lost(ctx, wctx, err)
+		if err != nil {
+			return err
+		}
+		if err := h.recover(ctx, f); err != nil {
+			return err
+		}
 	}
-	return h.finish(ctx)
 }
 
 // start is the beginning of a process launched with the job: a
@@ -168,6 +197,9 @@ func (h *heat) join(ctx context.Context, delta string) error {
 		return err
 	}
 	h.c, h.set = c, set
+	if h.cfg.buddy {
+		return h.checkpoint(ctx) // as the others do after the change
+	}
 	return nil
 }
 
@@ -222,6 +254,11 @@ func (h *heat) loop(ctx context.Context) (left bool, err error) {
 				return false, err
 			}
 		}
+		for h.c.Rank() != 0 && len(h.sched) > 0 && h.sched[0].Step <= h.step {
+			// Kept in step with the root's, for a successor should the
+			// root be lost (--buddy).
+			h.sched = h.sched[1:]
+		}
 		if h.joined {
 			h.joined = false
 		} else if finishing || h.step%h.cfg.check == 0 {
@@ -234,6 +271,9 @@ func (h *heat) loop(ctx context.Context) (left bool, err error) {
 			switch act {
 			case actNone:
 				h.seg.Check += took
+				if h.cfg.buddy && !finishing && h.step-h.ck.last >= h.cfg.ckEvery {
+					err = h.checkpoint(ctx)
+				}
 			case actWait:
 				if h.c.Rank() == 0 {
 					time.Sleep(2 * time.Millisecond)
@@ -308,6 +348,13 @@ func (h *heat) decide(ctx context.Context, finishing bool) (byte, string, error)
 	r, err := h.s.QueryRC(ctx, session.QueryOptions{Bound: h.set.Name})
 	if err != nil {
 		return 0, "", err
+	}
+	if r.Failure() && !h.failed[r.Delta] && !h.done[r.Delta] {
+		if !h.cfg.buddy {
+			return 0, "", errNoBuddy(r)
+		}
+		// Handled outside the steps (recover), by every survivor.
+		return 0, "", &session.LostError{RC: r}
 	}
 	if !r.Null() && !h.done[r.Delta] {
 		switch r.Status {
@@ -495,7 +542,10 @@ func (h *heat) complete(ctx context.Context, f *flight, acc session.AcceptResult
 			return false, err
 		}
 		h.c, h.set = nc, ref
-		return false, old.Free(ctx)
+		if err := old.Free(ctx); err != nil {
+			return false, err
+		}
+		return false, h.afterChange(ctx)
 	}
 	// A shrink: the staying processes build the new communicator while
 	// the leaving ones wait in the redistribution over the old one.
@@ -521,7 +571,16 @@ func (h *heat) complete(ctx context.Context, f *flight, acc session.AcceptResult
 		return false, wire.Errorf(wire.ErrState, "after %s rank %d of %d holds rows %s, want %s", f.rc.Delta, nc.Rank(), nc.Size(), h.b.rows, want)
 	}
 	h.c, h.set = nc, ref
-	return false, nil
+	return false, h.afterChange(ctx)
+}
+
+// afterChange takes a checkpoint with the new decomposition and buddies
+// (--buddy): the pieces of the one before no longer match the members.
+func (h *heat) afterChange(ctx context.Context) error {
+	if !h.cfg.buddy {
+		return nil
+	}
+	return h.checkpoint(ctx)
 }
 
 func parseRef(s string) (wire.PsetRef, error) {
@@ -579,40 +638,8 @@ func (h *heat) redistribute(ctx context.Context, over *comm.Comm, stay bool, ch 
 	if err != nil {
 		return err
 	}
-	my := over.Rank()
-	nb := newBlock(h.cfg.nx, h.cfg.ny, target[my])
-	var sends, recvs []*comm.Request
-	var from []Move
-	moved := 0
-	for _, m := range moves {
-		switch {
-		case m.From == my && m.To == my:
-			nb.put(m.Rows.Lo, h.b.held(m.Rows))
-		case m.From == my:
-			sends = append(sends, over.Isend(m.To, tagMove, rowsMsg(m.Rows.Lo, h.b.held(m.Rows))))
-		case m.To == my:
-			recvs = append(recvs, over.Irecv(m.From, tagMove))
-			from = append(from, m)
-		}
-		if m.From != m.To {
-			moved += m.Rows.Len()
-		}
-	}
-	for i, r := range recvs {
-		data, _, err := r.Wait(ctx)
-		if err != nil {
-			return fmt.Errorf("redistribution: rows from rank %d: %w", from[i].From, err)
-		}
-		lo, vals, err := parseRowsMsg(data, h.cfg.ny)
-		if err == nil && (lo != from[i].Rows.Lo || len(vals) != from[i].Rows.Len()*h.cfg.ny) {
-			err = wire.Errorf(wire.ErrInvalid, "rank %d sent %d values from row %d, want rows %s", from[i].From, len(vals), lo, from[i].Rows)
-		}
-		if err != nil {
-			return fmt.Errorf("redistribution: %w", err)
-		}
-		nb.put(lo, vals)
-	}
-	if err := comm.WaitAll(ctx, sends...); err != nil {
+	nb, moved, err := h.moveRows(ctx, over, target, moves, func(r Range) ([]float64, error) { return h.b.held(r), nil })
+	if err != nil {
 		return fmt.Errorf("redistribution: %w", err)
 	}
 	h.b, h.step = nb, int(step)
@@ -622,12 +649,70 @@ func (h *heat) redistribute(ctx context.Context, over *comm.Comm, stay bool, ch 
 			nStay++
 		}
 	}
-
-	// The history goes from the old root to everyone, so that whoever is
-	// root at the end can print it all.
-	var hist []byte
-	if my == histRoot && ch != nil {
+	if ch != nil {
 		ch.Redist, ch.MovedRows, ch.To = time.Since(t0), moved, nStay
+	}
+	return h.shareHistory(ctx, over, histRoot, ch, nStay)
+}
+
+// moveRows carries out moves over over (member From sends rows to member
+// To, rows gives what this member sends) and returns this member's new
+// block, target[over.Rank()], and the rows that changed process.
+func (h *heat) moveRows(ctx context.Context, over *comm.Comm, target []Range, moves []Move, rows func(Range) ([]float64, error)) (*block, int, error) {
+	my := over.Rank()
+	nb := newBlock(h.cfg.nx, h.cfg.ny, target[my])
+	var sends, recvs []*comm.Request
+	var from []Move
+	moved := 0
+	for _, m := range moves {
+		if m.From != m.To {
+			moved += m.Rows.Len()
+		}
+		if m.From != my && m.To != my {
+			continue
+		}
+		if m.From != my {
+			recvs = append(recvs, over.Irecv(m.From, tagMove))
+			from = append(from, m)
+			continue
+		}
+		vals, err := rows(m.Rows)
+		switch {
+		case err != nil:
+			return nil, 0, err
+		case m.To == my:
+			nb.put(m.Rows.Lo, vals)
+		default:
+			sends = append(sends, over.Isend(m.To, tagMove, rowsMsg(m.Rows.Lo, vals)))
+		}
+	}
+	for i, r := range recvs {
+		data, _, err := r.Wait(ctx)
+		if err != nil {
+			return nil, 0, fmt.Errorf("rows from rank %d: %w", from[i].From, err)
+		}
+		lo, vals, err := parseRowsMsg(data, h.cfg.ny)
+		if err == nil && (lo != from[i].Rows.Lo || len(vals) != from[i].Rows.Len()*h.cfg.ny) {
+			err = wire.Errorf(wire.ErrInvalid, "rank %d sent %d values from row %d, want rows %s", from[i].From, len(vals), lo, from[i].Rows)
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		nb.put(lo, vals)
+	}
+	if err := comm.WaitAll(ctx, sends...); err != nil {
+		return nil, 0, err
+	}
+	return nb, moved, nil
+}
+
+// shareHistory hands the history from the old root (histRoot, which
+// records ch) to every member of over, so that whoever is root at the end
+// can print it all; the next segment has procs processes.
+func (h *heat) shareHistory(ctx context.Context, over *comm.Comm, histRoot int, ch *Change, procs int) error {
+	var hist []byte
+	var err error
+	if over.Rank() == histRoot && ch != nil {
 		h.hist.Segments = append(h.hist.Segments, h.seg)
 		h.record(*ch)
 		if hist, err = json.Marshal(h.hist); err != nil {
@@ -642,7 +727,7 @@ func (h *heat) redistribute(ctx context.Context, over *comm.Comm, stay bool, ch 
 		return wire.Errorf(wire.ErrInvalid, "history from rank %d: %w", histRoot, err)
 	}
 	h.hist = got
-	h.seg = Segment{Procs: nStay, FirstStep: h.step}
+	h.seg = Segment{Procs: procs, FirstStep: h.step}
 	return nil
 }
 
@@ -660,6 +745,9 @@ func (h *heat) record(c Change) {
 	fmt.Fprintf(h.out, "change %s %s %d→%d at step %d: %s; phase1 %s ms, phase2 %s ms, phase3 %s ms (%d accepts, %d steps pending), comm %s ms, redistribution %s ms (%d rows); O_rc %s ms\n",
 		shortDelta(c.Delta), c.Type, c.From, c.To, c.Step, c.Status, ms(c.Phase1), ms(c.Phase2), ms(c.Phase3),
 		c.Accepts, c.PendingSteps, ms(c.Comm), ms(c.Redist), c.MovedRows, ms(c.Overhead()))
+	if c.Lost != "" {
+		fmt.Fprintf(h.out, "  a failure: ranks %s lost, rolled back %d steps to the last complete checkpoint\n", c.Lost, c.Rollback)
+	}
 }
 
 func (h *heat) printJSON(v any) {
@@ -726,6 +814,7 @@ func (h *heat) report(parts [][]byte) error {
 		}
 		h.printJSON(struct {
 			Kind         string         `json:"kind"`
+			Checkpoints  *ckReport      `json:"checkpoints,omitempty"`
 			NX           int            `json:"nx"`
 			NY           int            `json:"ny"`
 			Steps        int            `json:"steps"`
@@ -733,8 +822,31 @@ func (h *heat) report(parts [][]byte) error {
 			Residual     float64        `json:"residual"`
 			Changes      int            `json:"changes"`
 			Amortisation []Amortisation `json:"amortisation"`
-		}{"summary", h.cfg.nx, h.cfg.ny, h.step, h.c.Size(), h.res, len(h.hist.Changes), h.hist.Amortise()})
+		}{"summary", h.ckReport(), h.cfg.nx, h.cfg.ny, h.step, h.c.Size(), h.res, len(h.hist.Changes), h.hist.Amortise()})
 		return nil
 	}
-	return WriteSummary(h.out, h.cfg.nx, h.cfg.ny, h.step, h.res, h.hist)
+	if err := WriteSummary(h.out, h.cfg.nx, h.cfg.ny, h.step, h.res, h.hist); err != nil {
+		return err
+	}
+	if r := h.ckReport(); r != nil {
+		_, err := fmt.Fprintf(h.out, "checkpoints (--buddy, the root's): %d, %s ms in all, %.3f ms each; %d values sent to its buddy; buddies on other nodes: %v\n",
+			r.N, ms(r.Took), float64(r.Took)/float64(max(r.N, 1))/1e6, r.Sent, r.Apart)
+		return err
+	}
+	return nil
+}
+
+// ckReport is what the checkpoints cost the root (nil without --buddy).
+type ckReport struct {
+	N     int           `json:"n"`
+	Took  time.Duration `json:"took_ns"`
+	Sent  int           `json:"values_sent"`
+	Apart bool          `json:"buddies_apart"`
+}
+
+func (h *heat) ckReport() *ckReport {
+	if !h.cfg.buddy {
+		return nil
+	}
+	return &ckReport{N: h.ck.n, Took: h.ck.took, Sent: h.ck.sent, Apart: h.ck.apart}
 }
