@@ -38,8 +38,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	if err := run(ctx, c, stdout, log); err != nil {
-		fmt.Fprintf(stderr, "synthetic: rank %s: %v\n", os.Getenv("DYNRT_RANK"), err)
+	if err := run(ctx, c, stdout, stderr, log); err != nil {
+		if !errors.Is(err, errReported) {
+			fmt.Fprintf(stderr, "synthetic: rank %s: %v\n", os.Getenv("DYNRT_RANK"), err)
+		}
 		return 1
 	}
 	return 0
@@ -58,7 +60,12 @@ type app struct {
 	// iteration's, or rank 0's for a process that joined later.
 	expected int64
 
-	root *rootState // rank 0 only
+	root   *rootState // rank 0 only
+	stdout io.Writer  // for a successor of a lost rank 0
+	// The plan's progress as rank 0 last broadcast it: a successor of a
+	// lost rank 0 goes on from there.
+	planNext, planDue int
+	failed            map[string]bool // failure changes handled (failure.go)
 }
 
 // rootState is what rank 0 keeps: the output, the plan of the changes it
@@ -84,6 +91,10 @@ type decision struct {
 	Type   string `json:"t,omitempty"`
 	NewSet string `json:"s,omitempty"` // the set phase 2 built, name@version
 	Stop   bool   `json:"x,omitempty"` // leave the loop after this step
+	// The plan's progress (app trigger), kept by everyone for a successor
+	// should rank 0 be lost.
+	Next    int `json:"n,omitempty"`
+	NextDue int `json:"nd,omitempty"`
 }
 
 // joinMsg is broadcast by rank 0 over every new communicator: where the
@@ -93,12 +104,18 @@ type joinMsg struct {
 	Expected int64 `json:"e"`
 }
 
-func run(ctx context.Context, c config, stdout io.Writer, log *slog.Logger) (err error) {
+// errGone ends a process whose ADD was aborted before it could join.
+var errGone = errors.New("the change that started this process was aborted")
+
+// errReported: the error was printed before the job was aborted.
+var errReported = errors.New("reported")
+
+func run(ctx context.Context, c config, stdout, stderr io.Writer, log *slog.Logger) (err error) {
 	s, err := session.Init(ctx)
 	if err != nil {
 		return err
 	}
-	a := &app{c: c, log: log.With("rank", s.Rank()), s: s}
+	a := &app{c: c, log: log.With("rank", s.Rank()), s: s, stdout: stdout, failed: map[string]bool{}, planDue: c.freq - 1}
 	defer func() {
 		if a.e != nil {
 			a.e.Close()
@@ -107,10 +124,27 @@ func run(ctx context.Context, c config, stdout io.Writer, log *slog.Logger) (err
 			err = ferr
 		}
 	}()
+	defer func() {
+		if err == nil {
+			return
+		}
+		// The job ends with this process's error: under dynrun
+		// --on-failure shrink its exit alone would be a loss the others
+		// recover from, hiding it. (Printed first: the abort may kill
+		// this process before it returns.)
+		fmt.Fprintf(stderr, "synthetic: rank %d: %v\n", s.Rank(), err)
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		s.Abort(actx, 1, fmt.Sprintf("synthetic rank %d: %v", s.Rank(), err))
+		cancel()
+		err = errReported
+	}()
 	if a.e, err = comm.Open(ctx, s, comm.Options{Logger: log}); err != nil {
 		return err
 	}
 	first, err := a.join(ctx)
+	if errors.Is(err, errGone) {
+		return nil // the runtime removes it; the job goes on without it
+	}
 	if err != nil {
 		return err
 	}
@@ -118,12 +152,16 @@ func run(ctx context.Context, c config, stdout io.Writer, log *slog.Logger) (err
 		if err := a.becomeRoot(stdout); err != nil {
 			return err
 		}
-		defer a.closeOut()
 		if c.start > 0 && a.cm.Size() != c.start {
 			return fmt.Errorf("--start %d, but the job runs %d processes", c.start, a.cm.Size())
 		}
 	}
-	left, err := a.loop(ctx, first)
+	defer func() {
+		if a.root != nil {
+			a.closeOut()
+		}
+	}()
+	left, err := a.survive(ctx, first)
 	if err != nil || left {
 		return err
 	}
@@ -143,6 +181,9 @@ func (a *app) join(ctx context.Context) (int, error) {
 	}
 	if q.Incl && q.Type == wire.RCAdd && (q.Status == wire.RCAnnounced || q.Status == wire.RCPending) {
 		set, err := a.s.Confirm(ctx, q.Delta, session.ConfirmOptions{})
+		if errors.Is(err, wire.ErrAborted) {
+			return 0, errGone
+		}
 		if err != nil {
 			return 0, fmt.Errorf("confirm %s: %w", q.Delta, err)
 		}
@@ -173,9 +214,14 @@ func (a *app) join(ctx context.Context) (int, error) {
 }
 
 func (a *app) becomeRoot(stdout io.Writer) error {
-	r := &rootState{out: stdout, stdout: stdout, done: map[string]bool{}, started: time.Now(), nextDue: a.c.freq - 1}
+	r := &rootState{out: stdout, stdout: stdout, done: map[string]bool{}, started: time.Now(), next: a.planNext, nextDue: a.planDue}
 	if a.c.out != "" && a.c.out != "-" {
-		f, err := os.Create(a.c.out)
+		flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+		if len(a.failed) > 0 {
+			// The successor of a lost rank 0 goes on with its file.
+			flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+		}
+		f, err := os.OpenFile(a.c.out, flags, 0o644)
 		if err != nil {
 			return err
 		}
@@ -195,10 +241,11 @@ func (a *app) closeOut() {
 	}
 }
 
-// loop is the main loop of listing 6.7 from iteration it. left reports that
-// a SUB removed this process.
-func (a *app) loop(ctx context.Context, it int) (left bool, err error) {
-	for ; ; it++ {
+// loop is the main loop of listing 6.7 from iteration *it (which it
+// advances). left reports that a SUB removed this process.
+func (a *app) loop(ctx context.Context, it *int) (left bool, err error) {
+	for ; ; *it++ {
+		it := *it
 		line := report.Iter{Kind: report.KindIter, Iter: it, Procs: a.cm.Size()}
 
 		t := time.Now()
@@ -245,8 +292,10 @@ func (a *app) loop(ctx context.Context, it int) (left bool, err error) {
 			if c := r.inflight; c != nil || line.Delta != "" {
 				a.account(&line)
 			}
-			r.w.Line(line)
-			r.iters = it + 1
+			if it >= r.iters { // an iteration done again after a loss is reported once
+				r.w.Line(line)
+				r.iters = it + 1
+			}
 			if err := r.w.Err(); err != nil {
 				return false, err
 			}
@@ -292,7 +341,7 @@ func (a *app) rcStep(ctx context.Context, it int, line *report.Iter) (stop, left
 		if d, err = a.decide(ctx, it, line); err != nil {
 			return false, false, err
 		}
-		d.Iter = it
+		d.Iter, d.Next, d.NextDue = it, a.root.next, a.root.nextDue
 		msg, _ = json.Marshal(d)
 	}
 	if msg, err = a.cm.Bcast(ctx, 0, msg); err != nil {
@@ -305,6 +354,7 @@ func (a *app) rcStep(ctx context.Context, it int, line *report.Iter) (stop, left
 	if d.Iter != it {
 		return false, false, fmt.Errorf("this process is at iteration %d, rank 0 at %d", it, d.Iter)
 	}
+	a.planNext, a.planDue = d.Next, d.NextDue
 	if d.Delta == "" {
 		return d.Stop, false, nil
 	}
@@ -389,6 +439,10 @@ func (a *app) decide(ctx context.Context, it int, line *report.Iter) (decision, 
 	q, err := a.s.QueryRC(ctx, session.QueryOptions{Bound: a.set.Name})
 	if err != nil {
 		return decision{}, err
+	}
+	if q.Failure() && !a.failed[q.Delta] {
+		// Handled by every survivor outside the loop (survive).
+		return decision{}, &session.LostError{RC: q}
 	}
 	line.QueryMS = report.MS(time.Since(t))
 	if c := r.inflight; c != nil {

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/dynrt/dynrt/examples/synthetic/report"
+	"github.com/dynrt/dynrt/lib/session"
+	"github.com/dynrt/dynrt/wire"
+)
+
+// Lost processes (dynrun --on-failure shrink, docs/synthetic.md
+// "Failures"). The runtime turns a loss into a SUB of the lost ranks; the
+// survivors accept it over a communicator of their own and do the
+// iteration that was under way again over the smaller set, so the work
+// units the lost processes held are done by the others and every
+// iteration's result stays the same.
+
+// failureWait bounds the wait for the failure change after a
+// communication error that may come from a lost peer.
+const failureWait = 2 * time.Minute
+
+// survive runs the loop from iteration it, recovering from every loss.
+func (a *app) survive(ctx context.Context, it int) (left bool, err error) {
+	for {
+		wctx, stop := a.s.WatchFailure(ctx, a.set.Name, a.handled)
+		left, err = a.loop(wctx, &it)
+		stop()
+		if err == nil || left {
+			return left, err
+		}
+		f, ferr := a.s.FailureBehind(ctx, wctx, err, a.set.Name, a.handled, failureWait)
+		if ferr != nil {
+			return false, ferr
+		}
+		if it, err = a.recover(ctx, f, it); err != nil {
+			return false, err
+		}
+	}
+}
+
+func (a *app) handled(delta string) bool { return a.failed[delta] }
+
+// resumeMsg is what the survivors tell each other after a loss.
+type resumeMsg struct {
+	Iter     int   `json:"i"` // the iteration it was in
+	Root     bool  `json:"r"` // it was rank 0
+	Next     int   `json:"n"` // the plan's progress
+	NextDue  int   `json:"nd"`
+	Expected int64 `json:"e"`
+}
+
+// recover handles the failure change f as a survivor that was in
+// iteration it: phases 2 and 3 over the survivors, then the iteration to
+// go on with (the earliest any survivor was in: its work is done again).
+func (a *app) recover(ctx context.Context, f session.RC, it int) (int, error) {
+	if f.Type != wire.RCSub {
+		return 0, wire.Errorf(wire.ErrUnsupported, "failure change %s is a %s: synthetic recovers from failure SUBs (dynrun --on-failure shrink)", f.Delta, f.Type)
+	}
+	var ref wire.PsetRef
+	for _, b := range f.Record.BoundRefs {
+		if b.Name == a.set.Name {
+			ref = b
+		}
+	}
+	if ref.Name == "" {
+		return 0, wire.Errorf(wire.ErrState, "failure change %s is bound to %v, this process works with %s", f.Delta, f.Record.BoundRefs, a.set.Name)
+	}
+	a.failed[f.Delta] = true
+	a.log.Debug("processes lost", "ranks", f.Lost(), "delta", f.Delta, "iteration", it)
+	from := a.cm.Size()
+	t := time.Now()
+	// The bound set's version holds the survivors only.
+	cm, err := a.e.New(ctx, ref, a.c.tag)
+	if err != nil {
+		return 0, fmt.Errorf("after the loss of %s: communicator over %s@%d: %w", f.Lost(), ref.Name, ref.Version, err)
+	}
+	commMS := report.MS(time.Since(t))
+	newSet := ""
+	var phase2 float64
+	if cm.Rank() == 0 {
+		t := time.Now()
+		res, err := a.s.PsetOp(ctx, session.OpDifference, a.set.Name, f.Delta, session.PsetOpOptions{Target: a.set.Name})
+		if err != nil {
+			return 0, fmt.Errorf("after the loss of %s: phase 2: %w", f.Lost(), err)
+		}
+		phase2 = report.MS(time.Since(t))
+		newSet = res.Name + "@" + strconv.FormatUint(uint64(res.Version), 10)
+	}
+	t = time.Now()
+	acc, err := cm.AcceptRC(ctx, f.Delta, 0, newSet, session.AcceptOptions{Bound: a.set.Name})
+	if err != nil {
+		return 0, fmt.Errorf("after the loss of %s: accept %s: %w", f.Lost(), f.Delta, err)
+	}
+	phase3 := report.MS(time.Since(t))
+	set := acc.NewSet
+	if set.Name == "" {
+		v, err := cm.Bcast(ctx, 0, []byte(newSet))
+		if err == nil {
+			set, err = parseRef(string(v))
+		}
+		if err != nil {
+			return 0, fmt.Errorf("after the loss of %s: the new set: %w", f.Lost(), err)
+		}
+	}
+	me := resumeMsg{Iter: it, Root: a.root != nil, Next: a.planNext, NextDue: a.planDue, Expected: a.expected}
+	if r := a.root; r != nil {
+		me.Next, me.NextDue = r.next, r.nextDue
+	}
+	b, _ := json.Marshal(me)
+	all, err := cm.Allgather(ctx, b)
+	if err != nil {
+		return 0, fmt.Errorf("after the loss of %s: %w", f.Lost(), err)
+	}
+	resume, plan := it, me
+	for i, m := range all {
+		var x resumeMsg
+		if err := json.Unmarshal(m, &x); err != nil {
+			return 0, wire.Errorf(wire.ErrMalformed, "after the loss of %s: member %d: %w", f.Lost(), i, err)
+		}
+		resume = min(resume, x.Iter)
+		if x.Root || (i == 0 && !plan.Root) {
+			plan = x
+		}
+		if a.expected == 0 {
+			a.expected = x.Expected
+		}
+	}
+	a.planNext, a.planDue = plan.Next, plan.NextDue
+	if err := a.cm.Free(ctx); err != nil {
+		a.log.Debug("free the communicator with the lost processes", "err", err)
+	}
+	a.cm, a.set = cm, set
+	if cm.Rank() == 0 && a.root == nil {
+		// Rank 0 was lost: this process reports from now on.
+		if err := a.becomeRoot(a.stdout); err != nil {
+			return 0, err
+		}
+		a.root.iters = resume
+	}
+	if r := a.root; r != nil {
+		if c := r.inflight; c != nil {
+			// A change in flight when a member of its bound set died is
+			// aborted by the runtime.
+			c.Status, c.LastIter, c.To = wire.RCAborted, resume, c.From
+			r.changes = append(r.changes, c)
+			r.inflight = nil
+		}
+		r.done[f.Delta] = true
+		r.changes = append(r.changes, &report.Change{
+			Kind: report.KindChange, Delta: f.Delta, Type: f.Type, Status: wire.RCFinalized, N: f.Lost().Count(),
+			From: from, To: cm.Size(), Blocking: a.c.blocking, Mode: a.c.mode, FirstIter: resume, LastIter: resume,
+			Phase2MS: phase2, Phase3MS: phase3, CommMS: commMS,
+		})
+	}
+	return resume, nil
+}

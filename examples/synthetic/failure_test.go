@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dynrt/dynrt/examples/synthetic/report"
+	"github.com/dynrt/dynrt/internal/dvmtest"
+	"github.com/dynrt/dynrt/wire"
+)
+
+// TestSurviveFailures: under dynrun --on-failure shrink the benchmark
+// survives kill -9 of a rank, of rank 0 (whose successor goes on with the
+// report), and of a node's daemon with both its ranks (4 virtual nodes ×
+// 2 slots, node k runs ranks 2k and 2k+1): the job ends with status 0,
+// every iteration reports the same work result, the iteration the loss
+// interrupted is done again by the survivors, and the report holds the
+// failure change.
+func TestSurviveFailures(t *testing.T) {
+	d := startDVM(t, 4, 2)
+	const problem = 2_000_000
+	count := work(problem, 0, problem)
+	tests := []struct {
+		name string
+		loss func(t *testing.T, pids map[uint32]int)
+		lost int
+	}{
+		{"kill -9 of rank 3", func(t *testing.T, pids map[uint32]int) { kill(t, pids[3]) }, 1},
+		{"kill -9 of rank 0", func(t *testing.T, pids map[uint32]int) { kill(t, pids[0]) }, 1},
+		{"kill -9 of node1's daemon", func(t *testing.T, _ map[uint32]int) { kill(t, dvmtest.DaemonPID(t, d.c, "node1")) }, 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			job := d.launchShrink(t, 8, "--trigger", "external", "--changes", "1", "-i", "30", "--tables=false",
+				"--problem-size", fmt.Sprint(problem), "--timeout", "80s")
+			pids := dvmtest.RunningPIDs(t, d.c, job, 8)
+			time.Sleep(500 * time.Millisecond) // into the iterations
+			tc.loss(t, pids)
+			end := dvmtest.WaitJob(t, d.c, job, 90*time.Second)
+			text, errs := d.byRank(job)
+			if end.State != wire.JobStateDone || end.Code != 0 || errs != "" {
+				t.Fatalf("job ended %s with code %d: %s\nstderr:\n%s\nstdout:\n%s", end.State, end.Code, end.Msg, errs, text)
+			}
+			run, err := report.Read(strings.NewReader(text))
+			if err != nil || run.End == nil {
+				t.Fatalf("read the lines: %v\n%s", err, text)
+			}
+			for i, it := range run.Iters {
+				if it.Iter != i || it.Count != count {
+					t.Errorf("line %d: iteration %d with %d processes counted %d, want iteration %d and %d", i, it.Iter, it.Procs, it.Count, i, count)
+				}
+			}
+			if run.End.Count != count || run.End.FinalProcs != 8-tc.lost || run.End.Iters != len(run.Iters) {
+				t.Errorf("end line %+v: want count %d, %d processes, %d iterations", *run.End, count, 8-tc.lost, len(run.Iters))
+			}
+			if len(run.Changes) != 1 {
+				t.Fatalf("changes %+v, want the failure change", run.Changes)
+			}
+			c := run.Changes[0]
+			if c.Type != wire.RCSub || c.Status != wire.RCFinalized || c.Requester != wire.ByRuntime || c.N != tc.lost || c.From != 8 || c.To != 8-tc.lost {
+				t.Errorf("failure change %+v: want a FINALIZED SUB of %d by the runtime, 8 → %d", c, tc.lost, 8-tc.lost)
+			}
+		})
+	}
+}
+
+func kill(t *testing.T, pid int) {
+	t.Helper()
+	if pid <= 0 {
+		t.Fatal("no pid")
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// launchShrink starts n processes of the benchmark under the shrink policy.
+func (d *testDVM) launchShrink(t *testing.T, n int, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rep, err := d.c.Launch(ctx, wire.JobLaunchReq{
+		Argv: append([]string{progs.Build(t, "github.com/dynrt/dynrt/examples/synthetic")}, args...), N: uint32(n), Env: d.d.Env,
+		Output: wire.OutputFlags{Forward: true}, OnFailure: wire.OnFailureShrink,
+	})
+	if err != nil {
+		t.Fatalf("launch %v: %v", args, err)
+	}
+	return rep.Job
+}
+
+// byRank returns the stdout lines of job, rank after rank (a successor of
+// a lost rank 0 goes on with the report where it stopped), and stderr.
+func (d *testDVM) byRank(job string) (string, string) {
+	out := map[uint32]*strings.Builder{}
+	var errs strings.Builder
+	for _, l := range d.out.Lines(job) {
+		if l.Stream == wire.StreamStderr {
+			fmt.Fprintf(&errs, "rank %d: %s\n", l.Rank, l.Line)
+			continue
+		}
+		if out[l.Rank] == nil {
+			out[l.Rank] = &strings.Builder{}
+		}
+		out[l.Rank].Write(l.Line)
+		out[l.Rank].WriteByte('\n')
+	}
+	var all strings.Builder
+	for r := range uint32(64) {
+		if b := out[r]; b != nil {
+			all.WriteString(b.String())
+		}
+	}
+	return all.String(), errs.String()
+}
