@@ -37,7 +37,7 @@ import (
 // launcher that restarts everything pays at least: the launch of the
 // same job until every process runs (launch).
 //
-//	go test -run '^$' -bench Failure -benchtime 10x ./lib/session
+//	go test -run '^$' -bench Failure -benchtime 10x ./lib/session   (-v: every change's steps)
 func BenchmarkFailure(b *testing.B) {
 	for _, policy := range []string{wire.OnFailureShrink, wire.OnFailureReplace} {
 		for _, loss := range []string{"process", "node", "hung"} {
@@ -107,6 +107,17 @@ func benchFailure(b *testing.B, policy, loss string) {
 		b.StopTimer()
 		if rc.Status != wire.RCFinalized || rc.Cause == nil || rc.Cause.Ranks.Count() != lost {
 			b.Fatalf("failure change %+v", rc)
+		}
+		if testing.Verbose() {
+			tm := rc.Times
+			ms := func(x int64) string {
+				if x == 0 {
+					return "-"
+				}
+				return fmt.Sprintf("%.1f", float64(x-tm.Requested)/1e6)
+			}
+			b.Logf("steps (ms from the request): defined %s jobdata %s announced %s launched %s started %s accepted %s confirmed %s finalized %s back %s",
+				ms(tm.Defined), ms(tm.JobData), ms(tm.Announced), ms(tm.Launched), ms(tm.Started), ms(tm.Accepted), ms(tm.Confirmed), ms(tm.Finalized), ms(back))
 		}
 		detect = append(detect, time.Duration(rc.Times.Requested-kill.UnixNano()))
 		change = append(change, time.Duration(rc.Times.Finalized-rc.Times.Requested))
