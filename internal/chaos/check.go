@@ -133,6 +133,10 @@ type Ended struct {
 	Code    int
 	Allowed []int
 	Why     string // how the harness expected it to end
+	// Shrink: the job ran with --on-failure shrink; a status the rule
+	// does not allow means it ended because of a loss although it could
+	// be kept, which is invariant (g).
+	Shrink bool
 }
 
 // Step facts the checker needs besides the two snapshots.
@@ -438,7 +442,11 @@ func nonZero(m map[string]int) map[string]int {
 func checkExits(ended []Ended) []Violation {
 	var out []Violation
 	for _, e := range ended {
-		if !slices.Contains(e.Allowed, e.Code) {
+		switch {
+		case slices.Contains(e.Allowed, e.Code):
+		case e.Shrink:
+			out = append(out, viol(InvFailure, e.App+" ended", "shrink job %s ended with status %d, the rule allows %v: a loss must not end a shrink job that can be kept (%s)", e.App, e.Code, e.Allowed, e.Why))
+		default:
 			out = append(out, viol(InvExit, e.App, "dynrun of job %s exited %d, the rule allows %v (%s)", e.App, e.Code, e.Allowed, e.Why))
 		}
 	}

@@ -110,6 +110,9 @@ func TestCheckCatchesEachInvariant(t *testing.T) {
 				Change{Delta: "mpi://rte/j1/rc/2", Job: "d.1", Type: wire.RCSub, Status: wire.RCAborted, Settled: true, Requested: t0, Ranks: []uint32{1}, Failure: true},
 				Change{Delta: "mpi://rte/j1/rc/3", Job: "d.1", Type: wire.RCSub, Status: wire.RCFinalized, Settled: true, Requested: t0, Ranks: []uint32{1}, Failure: true})
 		}},
+		{name: "g: a shrink job ended by a loss", cur: func(*Snapshot) {},
+			facts: Facts{Ended: []Ended{{App: "j2", Code: 137, Allowed: []int{143}, Why: "sigterm to dynrun", Shrink: true}}},
+			want:  []Invariant{InvFailure}, frag: "shrink job j2 ended with status 137, the rule allows [143]"},
 		{name: "d: a change past its limit", cur: func(s *Snapshot) { s.Changes[0].Status = wire.RCAnnounced },
 			facts: Facts{Now: t0.Add(21 * time.Second)}, want: []Invariant{InvChanges}, frag: "mpi://rte/j1/rc/1 (ADD) still ANNOUNCED 21s after its request (limit 20s)"},
 		{name: "d: a change within its limit", cur: func(s *Snapshot) { s.Changes[0].Status = wire.RCPending },
@@ -208,6 +211,10 @@ func TestExitRule(t *testing.T) {
 		{"keep-going, killed later", ExitFacts{Failures: []JobFailure{kill(true)}, EndedBy: EndTerm, KeepGoing: true}, []int{137, 143}},
 		{"a launch refused", ExitFacts{NotRun: true, EndedBy: EndDVMStop}, []int{1}},
 		{"keep-going, ended by its failure", ExitFacts{Failures: []JobFailure{kill(true)}, KeepGoing: true}, []int{137}},
+		{"shrink: a member killed, ended later", ExitFacts{Shrink: true, Failures: []JobFailure{{Code: 137, Sure: true, Step: 3}}, EndedBy: EndTerm, EndStep: 5}, []int{143}},
+		{"shrink: a member killed in the ending step", ExitFacts{Shrink: true, Failures: []JobFailure{{Code: 137, Sure: true, Step: 5}}, EndedBy: EndDVMStop, EndStep: 5}, []int{137, 143}},
+		{"shrink: every process lost", ExitFacts{Shrink: true, Failures: []JobFailure{kill(true), kill(true)}, Report: "job j1 (d.1): lost ranks 0-1 (...); " + CannotKeep}, []int{0, 137}},
+		{"shrink: ended by itself", ExitFacts{Shrink: true, Failures: []JobFailure{kill(true)}}, []int{0}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, why := ExitRule(tt.f)

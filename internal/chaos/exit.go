@@ -23,7 +23,19 @@ type ExitFacts struct {
 	// launch was refused, no free slots, or a node was lost while its
 	// processes started).
 	NotRun bool
+	// Shrink: the job was launched with --on-failure shrink; its losses
+	// are failure changes, not failures (docs/rc.md "Failures as
+	// changes"). EndStep is the step in which the harness ended it, and
+	// Report what dynrun printed last.
+	Shrink  bool
+	EndStep int
+	Report  string
 }
+
+// CannotKeep is what the master says when a shrink job lost every
+// process: the one way a malleable shrink job in the harness may end
+// because of a loss (its program always accepts changes).
+const CannotKeep = "every process of the job was lost"
 
 // How the harness ended a job (ExitFacts.EndedBy).
 const (
@@ -54,36 +66,71 @@ const sigTermed = 128 + int(syscall.SIGTERM)
 // ExitRule returns the exit statuses the documented rule allows for a job
 // with these facts, and a description of why.
 func ExitRule(f ExitFacts) ([]int, string) {
-	var allowed []int
-	var why []string
-	add := func(code int, what string) {
-		if !slices.Contains(allowed, code) {
-			allowed = append(allowed, code)
-		}
-		why = append(why, what)
-	}
+	r := &rule{}
 	if f.NotRun {
 		// "dynrun could not run the job": 1.
 		return []int{1}, "the launch was refused"
 	}
+	if f.Shrink {
+		return shrinkRule(f)
+	}
 	for _, fl := range f.Failures {
-		add(fl.Code, fl.What)
+		r.add(fl.Code, fl.What)
 		if fl.Sure {
 			if f.KeepGoing && f.EndedBy != "" {
 				// With --keep-going the job runs on: dynrun, killed
 				// later, may report the signal that ended it.
-				add(sigTermed, "then "+f.EndedBy+" (keep-going)")
+				r.add(sigTermed, "then "+f.EndedBy+" (keep-going)")
 			}
-			slices.Sort(allowed)
-			return allowed, strings.Join(why, "; ")
+			return r.result()
 		}
 	}
 	if f.EndedBy != "" {
-		add(sigTermed, f.EndedBy)
+		r.add(sigTermed, f.EndedBy)
 	}
-	slices.Sort(allowed)
-	if len(why) == 0 {
-		why = append(why, "the job ended by itself without any fault")
+	if len(r.why) == 0 {
+		r.why = append(r.why, "the job ended by itself without any fault")
 	}
-	return allowed, strings.Join(why, "; ")
+	return r.result()
+}
+
+// shrinkRule is ExitRule for a job with --on-failure shrink: a loss is a
+// failure change, so the job ends as the harness ended it (143) or by
+// itself (0), unless every process was lost (the first lost rank's
+// status, 137 here). A loss in the step that ended the job may be judged
+// as a failure, as under abort: the job was being killed.
+func shrinkRule(f ExitFacts) ([]int, string) {
+	r := &rule{}
+	if f.EndedBy != "" {
+		r.add(sigTermed, f.EndedBy+" (shrink: its losses were failure changes)")
+		for _, fl := range f.Failures {
+			if fl.Step == f.EndStep {
+				r.add(fl.Code, fl.What+" in the step that ended the job (judged as a failure while it was being killed)")
+			}
+		}
+	} else {
+		r.add(0, "ended by itself (shrink: its losses were failure changes)")
+	}
+	if len(f.Failures) > 0 && strings.Contains(f.Report, CannotKeep) {
+		r.add(f.Failures[0].Code, "every process was lost: the job could not be kept")
+	}
+	return r.result()
+}
+
+// rule collects the statuses a rule allows, each with why.
+type rule struct {
+	allowed []int
+	why     []string
+}
+
+func (r *rule) add(code int, what string) {
+	if !slices.Contains(r.allowed, code) {
+		r.allowed = append(r.allowed, code)
+	}
+	r.why = append(r.why, what)
+}
+
+func (r *rule) result() ([]int, string) {
+	slices.Sort(r.allowed)
+	return r.allowed, strings.Join(r.why, "; ")
 }

@@ -187,7 +187,7 @@ func (f *fault) end() {
 	if s.Fault == FaultStopDVM && h.d != nil {
 		for _, j := range h.jobs {
 			if !j.exited() && j.facts.EndedBy == "" {
-				j.facts.EndedBy = EndDVMStop
+				j.facts.EndedBy, j.facts.EndStep = EndDVMStop, h.curStep
 			}
 		}
 		err := h.stopDVM(context.Background())

@@ -34,6 +34,11 @@ type Config struct {
 	Nodes, Slots int      // virtual nodes; 0 = 4 nodes of 4 slots
 	DVMArgs      []string // extra `dvm start` flags (heartbeat settings)
 	Elastic      bool     // nodes join and leave too (GenConfig.Elastic)
+	// Policy is the failure policy of every job the harness launches
+	// (dynrun --on-failure): "" keeps the step's choice (abort, or
+	// --keep-going), wire.OnFailureShrink makes every loss a failure
+	// change. The steps are the same either way.
+	Policy string
 
 	// ConfirmTimeout of the harness's changes (0 = 10s); SettleLimit
 	// bounds the wait for the DVM to settle after a step (0 = 45s).
@@ -48,16 +53,19 @@ type Config struct {
 
 // Summary is the outcome of a run.
 type Summary struct {
-	Seed       uint64
-	Steps      int            // steps run
-	Ops        map[Op]int     // operations run, by kind
-	Faults     map[string]int // faults injected, by kind (and target)
-	Refused    int            // requests the DVM refused (no slots, busy, ...): not violations
-	Rejoins    int            // nodes rejoined after their daemon died
-	Drained    int            // SUBs made by shrinks with --drain (elastic runs)
-	Violations []Report
-	Elapsed    time.Duration
-	Leftover   []int // marked processes alive after the final stop (must be none)
+	Seed    uint64
+	Steps   int            // steps run
+	Ops     map[Op]int     // operations run, by kind
+	Faults  map[string]int // faults injected, by kind (and target)
+	Refused int            // requests the DVM refused (no slots, busy, ...): not violations
+	Rejoins int            // nodes rejoined after their daemon died
+	Drained int            // SUBs made by shrinks with --drain (elastic runs)
+	// FailureChanges counts the failure changes (-policy shrink) that
+	// reached a final status, by status.
+	FailureChanges map[string]int
+	Violations     []Report
+	Elapsed        time.Duration
+	Leftover       []int // marked processes alive after the final stop (must be none)
 }
 
 // Report is a step that broke an invariant.
@@ -95,7 +103,15 @@ func (s Summary) String() string {
 	for _, k := range slices.Sorted(maps.Keys(s.Ops)) {
 		fmt.Fprintf(&b, " %s=%d", k, s.Ops[k])
 	}
-	fmt.Fprintf(&b, " (refused requests: %d, rejoins: %d, drain SUBs: %d)\n  faults:", s.Refused, s.Rejoins, s.Drained)
+	fmt.Fprintf(&b, " (refused requests: %d, rejoins: %d, drain SUBs: %d)\n", s.Refused, s.Rejoins, s.Drained)
+	if len(s.FailureChanges) > 0 {
+		b.WriteString("  failure changes:")
+		for _, k := range slices.Sorted(maps.Keys(s.FailureChanges)) {
+			fmt.Fprintf(&b, " %s=%d", k, s.FailureChanges[k])
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("  faults:")
 	for _, k := range slices.Sorted(maps.Keys(s.Faults)) {
 		fmt.Fprintf(&b, " %s=%d", k, s.Faults[k])
 	}
@@ -129,6 +145,7 @@ type harness struct {
 	jobs    []*jobRun
 	nextID  int
 	limits  map[string]time.Duration // change limits by delta
+	failed  map[string]bool          // failure changes counted in the summary, by job and delta
 	did     []string                 // what the current step did
 	refused []string                 // jobs a request of the current step was refused for
 	ended   []Ended                  // dynruns that ended, not yet checked
@@ -293,6 +310,7 @@ func (h *harness) settle(ctx context.Context, prev *Snapshot, seen map[string]bo
 			v := viol(InvStatus, "answer", "%v", err)
 			return prev, []Violation{v}, map[string]bool{v.Key: true}
 		}
+		h.countFailures(cur)
 		all := Check(prev, cur, Facts{Now: time.Now(), Refused: h.refused})
 		var fresh []Violation
 		keys := map[string]bool{}
@@ -348,8 +366,9 @@ func (h *harness) collectEnded() {
 			keep = append(keep, j)
 			continue
 		}
+		j.facts.Report = lastLines(j.out.String(), 6)
 		allowed, why := ExitRule(j.facts)
-		e := Ended{App: j.app, Code: j.code, Allowed: allowed, Why: why}
+		e := Ended{App: j.app, Code: j.code, Allowed: allowed, Why: why, Shrink: j.facts.Shrink}
 		if !slices.Contains(allowed, j.code) {
 			e.Why += "; dynrun said: " + lastLines(j.out.String(), 6)
 		}
@@ -385,7 +404,7 @@ func (h *harness) finish(ctx context.Context) {
 	h.closeHostile()
 	for _, j := range h.jobs {
 		if j.facts.EndedBy == "" {
-			j.facts.EndedBy = EndDVMStop
+			j.facts.EndedBy, j.facts.EndStep = EndDVMStop, h.curStep
 		}
 	}
 	if err := h.stopDVM(context.WithoutCancel(ctx)); err != nil {
@@ -456,3 +475,19 @@ func (h *harness) limitOf(rc wire.RC) time.Duration {
 const changeSlack = 15 * time.Second
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// countFailures counts the failure changes of s that are final, once each.
+func (h *harness) countFailures(s *Snapshot) {
+	for _, c := range s.Changes {
+		final := c.Status == wire.RCFinalized || c.Status == wire.RCAborted
+		if !c.Failure || !final || h.failed[c.Job+" "+c.Delta] {
+			continue
+		}
+		if h.failed == nil {
+			h.failed = map[string]bool{}
+			h.sum.FailureChanges = map[string]int{}
+		}
+		h.failed[c.Job+" "+c.Delta] = true
+		h.sum.FailureChanges[c.Status]++
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dynrt/dynrt/internal/dvmtest"
 	"github.com/dynrt/dynrt/internal/leakcheck"
+	"github.com/dynrt/dynrt/wire"
 )
 
 // The programs run by the live tests, built without the race detector:
@@ -88,5 +89,19 @@ func TestChaosElastic(t *testing.T) {
 	if sum.Steps != elasticSteps || sum.Ops[OpGrow] < 3 || sum.Ops[OpShrink] < 3 || sum.Drained < 1 {
 		t.Errorf("ran %d steps with %d grows, %d shrinks and %d drain SUBs; want %d steps, at least 3 grows and shrinks, and a drain",
 			sum.Steps, sum.Ops[OpGrow], sum.Ops[OpShrink], sum.Drained, elasticSteps)
+	}
+}
+
+// TestChaosShrink is TestChaosShort with every job under --on-failure
+// shrink: each loss (kill -9 of a member, of a daemon, a hung daemon
+// declared down) becomes a failure change that the malleable program
+// accepts, and invariant (g) is checked with the others after every step.
+func TestChaosShrink(t *testing.T) {
+	sum := liveRun(t, Config{Seed: shortSeed, Steps: shortSteps, Faults: shortFaults, FaultRate: 0.6, Policy: wire.OnFailureShrink})
+	if len(sum.Violations) > 0 {
+		t.Errorf("invariants broken (replay: go run ./scripts/chaos -policy shrink -seed %d -steps %d -fault-rate 0.6 -faults %s):\n%s", sum.Seed, shortSteps, FaultNames(shortFaults), sum.Violations[0])
+	}
+	if sum.Steps != shortSteps || sum.FailureChanges[wire.RCFinalized] < 1 {
+		t.Errorf("ran %d steps with failure changes %v, want %d steps and at least one FINALIZED failure change", sum.Steps, sum.FailureChanges, shortSteps)
 	}
 }

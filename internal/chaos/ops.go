@@ -163,7 +163,12 @@ func (h *harness) launch(ctx context.Context, s Step) error {
 		s.Split = false
 	}
 	args := []string{"--dvm", h.d.id, "-n", itoa(s.Count), "--name", app}
-	if s.KeepGoing {
+	shrink := h.cfg.Policy == wire.OnFailureShrink
+	switch {
+	case shrink:
+		args = append(args, "--on-failure", wire.OnFailureShrink)
+		s.KeepGoing = false
+	case s.KeepGoing:
 		args = append(args, "--keep-going")
 	}
 	if s.Split {
@@ -180,7 +185,7 @@ func (h *harness) launch(ctx context.Context, s Step) error {
 	cmd := exec.Command(h.cfg.Dynrun, args...)
 	cmd.Env = h.env()
 	j := &jobRun{app: app, split: s.Split, keepGoing: s.KeepGoing, cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
-	j.facts.KeepGoing = s.KeepGoing
+	j.facts.KeepGoing, j.facts.Shrink = s.KeepGoing, shrink
 	cmd.Stdout, cmd.Stderr = j.out, j.out
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("chaos: start dynrun: %w", err)
@@ -232,7 +237,7 @@ func (h *harness) endJob(j *jobRun) {
 	if j == nil {
 		return
 	}
-	j.facts.EndedBy = EndTerm
+	j.facts.EndedBy, j.facts.EndStep = EndTerm, h.curStep
 	for i, f := range j.facts.Failures {
 		if f.Step == h.curStep {
 			// Ended in the step that hit it: dynrun's SIGTERM may

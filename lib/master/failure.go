@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dynrt/dynrt/lib/pset"
 	"github.com/dynrt/dynrt/lib/rc"
 	"github.com/dynrt/dynrt/wire"
 )
@@ -97,10 +98,12 @@ func decideLoss(v lossView) (lossAct, string) {
 // policy; false means the loss is to be judged as a failure as usual.
 func (s *state) shrinkLoss(j *job, l lostRank) bool {
 	jr := s.jobRC(j)
-	for _, name := range j.reg.Malleable() {
-		if ms, err := j.reg.Members(name); err == nil && slices.Contains(ms, l.rank) {
-			l.sets = append(l.sets, name)
-		}
+	l.sets = s.heldBy(j, []uint32{l.rank})[l.rank]
+	if n := len(jr.order); len(l.sets) == 0 && n > 0 && jr.order[n-1].r.Status() != rc.StatusFinalized {
+		// The latest change took it out of its sets (a SUB's phase 2 ran
+		// before it died; its death has just aborted that SUB): bind to
+		// the sets that held it before.
+		l.sets = jr.order[n-1].held[l.rank]
 	}
 	v := lossView{killing: j.kill != nil, live: j.live}
 	if err := j.staticErr(); err != nil {
@@ -205,7 +208,11 @@ func (s *state) rcLossStart(jr *jobRC) {
 	slices.SortFunc(lost, func(a, b lostRank) int { return int(a.rank) - int(b.rank) })
 	lost = slices.CompactFunc(lost, func(a, b lostRank) bool { return a.rank == b.rank })
 	// X_c of the lost ranks as the sets were before the dead were taken
-	// out, less the sets with no survivor (nobody there could accept).
+	// out: the sets that held them and are still active. A set whose
+	// every member was lost is bound too (it held them); the runtime
+	// accepts for it once the change is announced (rcAcceptOrphans).
+	// A REPLACE binds to one set whose members accept and carry on with
+	// the new processes, so under replace an emptied set is not bound.
 	var bound, empty []string
 	xm := j.reg.Malleable()
 	for _, l := range lost {
@@ -213,23 +220,37 @@ func (s *state) rcLossStart(jr *jobRC) {
 			if slices.Contains(bound, name) || slices.Contains(empty, name) {
 				continue
 			}
-			ms, err := j.reg.Members(name)
-			if err != nil || !slices.Contains(xm, name) {
+			in, err := j.reg.Get(name, pset.Latest)
+			if err != nil || !in.Active {
 				continue
 			}
-			if slices.ContainsFunc(ms, func(r uint32) bool { return s.procLive(procRef{j.ns, r}) }) {
+			switch live := s.anyLive(j, name); {
+			case live && slices.Contains(xm, name):
 				bound = append(bound, name)
-			} else {
+			case !live && j.policy == wire.OnFailureReplace:
 				empty = append(empty, name)
+			case !live:
+				bound = append(bound, name) // an emptied set is no longer malleable (it is inside every set)
 			}
 		}
 	}
-	if len(bound) == 0 {
-		why := "no active process set that held them has a surviving member to accept their removal"
-		if len(empty) > 0 {
-			why = fmt.Sprintf("every member of %s was lost, so nobody could accept their removal", strings.Join(empty, ", "))
+	if len(bound) == 0 && len(empty) > 0 {
+		s.lossEnd(j, lost, fmt.Sprintf("every member of %s was lost, so nobody could accept their replacement", strings.Join(empty, ", ")))
+		return
+	}
+	// A lost rank that no active set held (the application had taken it
+	// out of its sets) needs no change: nobody has to adapt to its loss.
+	var kept []lostRank
+	for _, l := range lost {
+		if slices.ContainsFunc(l.sets, func(n string) bool { return slices.Contains(bound, n) }) {
+			kept = append(kept, l)
+			continue
 		}
-		s.lossEnd(j, lost, why)
+		s.noteShrunk(j, l, "in no active set: no change needed")
+	}
+	lost = kept
+	if len(bound) == 0 {
+		s.rcNext(jr) // nothing to change: queued requests go on
 		return
 	}
 	slices.Sort(bound)
@@ -288,6 +309,60 @@ func (s *state) rcLossReplace(jr *jobRC, b *wire.RCRequest, reply func(*wire.RC,
 	s.rcBegin(jr, b, time.Now(), reply, rcPlan{typ: wire.RCReplace, ranks: news, out: ranks, placed: placed, bound: []string{set}, lost: now})
 }
 
+// heldBy lists, for each of ranks, the malleable sets of j that hold it
+// now (ranks in none are left out).
+func (s *state) heldBy(j *job, ranks []uint32) map[uint32][]string {
+	out := map[uint32][]string{}
+	for _, name := range j.reg.Malleable() {
+		ms, err := j.reg.Members(name)
+		if err != nil {
+			continue
+		}
+		for _, r := range ranks {
+			if slices.Contains(ms, r) {
+				out[r] = append(out[r], name)
+			}
+		}
+	}
+	return out
+}
+
+// anyLive reports whether a live process of j is in the latest version
+// of set.
+func (s *state) anyLive(j *job, set string) bool {
+	ms, err := j.reg.Members(set)
+	return err == nil && slices.ContainsFunc(ms, func(r uint32) bool { return s.procLive(procRef{j.ns, r}) })
+}
+
+// rcAcceptOrphans accepts a failure SUB, for the runtime, on behalf of
+// each bound set none of whose members is alive: nobody is left there to
+// accept, and nothing is left there to adapt. A change bound only to such
+// sets is FINALIZED at once.
+func (s *state) rcAcceptOrphans(run *rcRun) {
+	j := run.jr.j
+	if run.typ != wire.RCSub {
+		return // a REPLACE is bound to a set with survivors (rcLossStart)
+	}
+	for _, b := range run.bound {
+		if run.r.Status() != rc.StatusAnnounced && run.r.Status() != rc.StatusPending {
+			return
+		}
+		if slices.ContainsFunc(run.bmem[b].Ranks(), func(r uint32) bool { return s.procLive(procRef{j.ns, r}) }) {
+			continue
+		}
+		st, err := run.r.Accept(time.Now(), b)
+		if err != nil {
+			s.log.Warn("master: cannot accept a failure change for a set without survivors", "delta", run.r.Delta(), "set", b, "err", err)
+			continue
+		}
+		if st == rc.StatusFinalized {
+			s.rcFinalized(run)
+			return
+		}
+		s.rcUpdate(run, nil)
+	}
+}
+
 // rcRefold gives the lost ranks of an aborted failure change back to the
 // job's losses, so that the next failure change removes them (with
 // whatever was lost meanwhile): a lost rank is never dropped. Not when
@@ -322,11 +397,16 @@ func (s *state) rcFailureTimeout(run *rcRun, d time.Duration) {
 // end report.
 func (s *state) rcFailureFinalized(run *rcRun) {
 	for _, l := range run.lost {
-		if run.jr.j.shrunk.n == 0 {
-			run.jr.j.shrunk.first = fmt.Sprintf("%s (%s)", l.why, run.r.Delta())
-		}
-		run.jr.j.shrunk.n++
+		s.noteShrunk(run.jr.j, l, run.r.Delta())
 	}
+}
+
+// noteShrunk books a lost rank the job went on without.
+func (s *state) noteShrunk(j *job, l lostRank, how string) {
+	if j.shrunk.n == 0 {
+		j.shrunk.first = fmt.Sprintf("%s (%s)", l.why, how)
+	}
+	j.shrunk.n++
 }
 
 // lostRanges lists the ranks of lost compactly ("3,5-7").

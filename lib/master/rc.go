@@ -105,6 +105,7 @@ type rcRun struct {
 	placement []wire.Placement           // where the delta's processes run
 	lost      []lostRank                 // a failure change (Cause): the lost ranks it removes or replaces, and how each ended
 	newFailed string                     // a failure REPLACE: how its new processes failed (failure.go rcRefold)
+	held      map[uint32][]string        // the malleable sets that held each of the change's ranks before it (phase 2 may take them out)
 
 	seq       uint64 // record updates pushed
 	placed    time.Time
@@ -566,6 +567,10 @@ func (s *state) rcBegin(jr *jobRC, b *wire.RCRequest, at time.Time, reply func(*
 		return
 	}
 	snap := j.reg.Snapshot(append(slices.Clone(ranks), out...))
+	var held map[uint32][]string // failure.go: a loss during this change binds to these
+	if typ != wire.RCAdd {
+		held = s.heldBy(j, append(slices.Clone(ranks), out...))
+	}
 	in, err := j.reg.DefineDelta(ranks)
 	if err == nil && in.Name != r.Delta() {
 		err = wire.Errorf(wire.ErrInternal, "master: delta set numbering out of step: registry defined %s for %s", in.Name, r.Delta())
@@ -599,7 +604,7 @@ func (s *state) rcBegin(jr *jobRC, b *wire.RCRequest, at time.Time, reply func(*
 		jr: jr, r: r, req: *b, typ: typ, ranks: ranks, delta: wire.RangesOf(ranks), bound: bound,
 		procs: placed, snap: snap, placed: time.Now(), gone: make(map[uint32]bool), launchEnd: typ == wire.RCSub,
 		out: out, outRR: wire.RangesOf(out), outSet: outSet,
-		lost: pl.lost,
+		lost: pl.lost, held: held,
 	}
 	for _, l := range pl.lost {
 		run.gone[l.rank] = true // dead before the change began
@@ -963,6 +968,9 @@ func (s *state) rcJobPushed(run *rcRun) {
 			s.rcLaunch(run)
 		}
 	})
+	if run.lost != nil {
+		s.rcAcceptOrphans(run) // failure.go
+	}
 }
 
 // rcLaunch starts the new processes of an ADD.

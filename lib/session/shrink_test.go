@@ -294,3 +294,73 @@ func TestOnFailurePolicies(t *testing.T) {
 		}
 	}
 }
+
+// TestShrinkWholeSetLost: a job split in two active sets (the ranks on
+// rank 0's node, and the others) loses every member of the first. The
+// job still has live processes and is malleable, so it goes on: nobody is
+// left to accept for the emptied set, so the runtime accepts for it, the
+// failure change is FINALIZED, and the job finishes with status 0.
+// Regression: the job ended failed ("every member of ... was lost").
+func TestShrinkWholeSetLost(t *testing.T) {
+	d := startShrinkDVM(t, 2, 2, dvmtest.Options{})
+	job := d.shrinkJob(4, "-last", "2", "-split")
+	d.waitFor(job.Job, "every SPLIT line", func(ls []mline) bool { return count(ls, "SPLIT") == 4 })
+	a := pset.AppName(job.App) + "/a"
+	if got := d.pset(job.Job, a).Members.String(); got != "0-1" {
+		t.Fatalf("%s holds %s, want 0-1 (the ranks on node0)", a, got)
+	}
+	_, procs := d.liveProcs(job.Job)
+	for _, r := range []uint32{0, 1} {
+		if err := syscall.Kill(procs[r].PID, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rc := d.settledLater(pset.DeltaName(job.App, 1))
+	folded := rc.Status != wire.RCFinalized
+	if folded {
+		// The two kills may reach the master apart: the first change is
+		// then folded and the next one removes both.
+		rc = d.settledLater(pset.DeltaName(job.App, 2))
+	}
+	checkFailureSub(t, rc, "0-1", "signal 9")
+	if len(rc.Bound) != 1 || rc.Bound[0] != a {
+		t.Errorf("bound sets %v, want only %s", rc.Bound, a)
+	}
+	if !folded {
+		// Change 2 ends the program: set b shrinks by one.
+		d.mustRequest(wire.RCRequest{Job: job.Job, Type: wire.RCSub, N: 1, Bound: []string{pset.AppName(job.App) + "/b"}})
+	}
+	end := d.wait(job.Job)
+	if end.State != wire.JobStateDone || end.Code != 0 {
+		t.Errorf("job ended %s code %d: %s; want done with status 0", end.State, end.Code, end.Msg)
+	}
+}
+
+// TestShrinkLeavingRankDies: a rank a SUB removes dies after the SUB's
+// phase 2 took it out of the application set but before the accept (it
+// was stopped, so the accept fence waited for it). The SUB aborts (the
+// usual rule), and the loss becomes a failure change bound to the set
+// that held the rank before the SUB. Regression: the job ended failed
+// ("no active process set holds them any more"), found by the chaos
+// harness with -policy shrink (seed 7, kill9-leaving).
+func TestShrinkLeavingRankDies(t *testing.T) {
+	d := startShrinkDVM(t, 2, 4, dvmtest.Options{})
+	ctx := context.Background()
+	job := d.shrinkJob(4, "-last", "2")
+	d.signalRank(job.Job, 3, syscall.SIGSTOP)
+	sub, err := d.c.RequestRC(ctx, wire.RCRequest{Job: job.Job, Type: wire.RCSub, Ranks: wire.Span(3, 3), ConfirmMS: 20000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.waitMembers(job, "0-2") // the root's DIFFERENCE is done; rank 3 holds the fence
+	d.signalRank(job.Job, 3, syscall.SIGKILL)
+	if got := d.settled(sub.Delta); got.Status != wire.RCAborted || !strings.Contains(got.Reason, "rank 3") {
+		t.Errorf("SUB %s (%s), want ABORTED naming rank 3", got.Status, got.Reason)
+	}
+	rc := d.settledLater(pset.DeltaName(job.App, 2))
+	checkFailureSub(t, rc, "3", "signal 9")
+	if len(rc.Bound) != 1 || rc.Bound[0] != pset.AppName(job.App) {
+		t.Errorf("bound sets %v, want the application set", rc.Bound)
+	}
+	d.doneOK(job, "3")
+}

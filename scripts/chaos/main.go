@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/dynrt/dynrt/internal/chaos"
+	"github.com/dynrt/dynrt/wire"
 )
 
 func main() {
@@ -41,6 +42,7 @@ func run() int {
 	elastic := flag.Bool("elastic", false, "nodes join and leave too: dvm grow and dvm shrink --drain steps (another step sequence per seed)")
 	stop := flag.Bool("stop", false, "stop at the first step that breaks an invariant")
 	quiet := flag.Bool("quiet", false, "print only violations and the summary, not every step")
+	policy := flag.String("policy", "", "failure policy of every job: shrink (each loss becomes a failure change, docs/rc.md), or empty for the steps' own choice (abort or --keep-going)")
 	flag.Parse()
 	fs, err := chaos.ParseFaults(*faults)
 	if err != nil {
@@ -56,6 +58,10 @@ func run() int {
 			return 2
 		}
 	}
+	if *policy != "" && *policy != wire.OnFailureShrink {
+		fmt.Fprintf(os.Stderr, "chaos: -policy %q: want shrink or nothing\n", *policy)
+		return 2
+	}
 	dir, err := os.MkdirTemp("", "dynrt-chaos-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -69,6 +75,7 @@ func run() int {
 	cfg := chaos.Config{
 		Dynrun: *dynrun, Malleable: *malleable, Dir: filepath.Join(dir, "d"), Mark: "chaos-" + hex.EncodeToString(mark),
 		Seed: *seed, Steps: *steps, Faults: fs, FaultRate: *rate, Nodes: *nodes, Slots: *slots, StopAtViolation: *stop, Elastic: *elastic,
+		Policy: *policy,
 	}
 	if *quiet {
 		cfg.Log = violationsOnly{os.Stdout}
@@ -82,7 +89,11 @@ func run() int {
 		return 1
 	}
 	if len(sum.Violations) > 0 || len(sum.Leftover) > 0 {
-		fmt.Printf("replay: go run ./scripts/chaos -seed %d -steps %d -faults %s -fault-rate %g\n", *seed, *steps, chaos.FaultNames(fs), *rate)
+		replay := fmt.Sprintf("go run ./scripts/chaos -seed %d -steps %d -faults %s -fault-rate %g", *seed, *steps, chaos.FaultNames(fs), *rate)
+		if *policy != "" {
+			replay += " -policy " + *policy
+		}
+		fmt.Println("replay: " + replay)
 		return 1
 	}
 	return 0
