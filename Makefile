@@ -24,7 +24,7 @@ SEED ?= 1
 FAULTS ?= all
 TEST_TIMEOUT ?= 12m
 
-.PHONY: help build install test deps-tmux deps-hosts deps-slurm deps-mpi deps-mpich-src mpich-suite bench bench-failure bench-hosts fuzz chaos verify demo clean
+.PHONY: help build install test deps-tmux deps-hosts deps-slurm deps-mpi deps-mpich-src mpich-suite bench bench-failure bench-hosts fuzz chaos verify demo demo-failure clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -121,6 +121,9 @@ verify: ## gofmt, go vet, staticcheck, go.mod tidiness, wire/ import rule
 	@bad=$$($(GO) list -deps ./wire/... | grep '^github.com/dynrt/dynrt/lib' || true); \
 	  if [ -n "$$bad" ]; then echo "wire/ must not import lib/: $$bad"; exit 1; fi
 	@echo "verify: ok"
+
+demo-failure: ## a node of a local virtual DVM killed under the synthetic benchmark (--on-failure shrink): the job carries on; plot in bench-out/demo-failure (scripts/demo-failure.sh)
+	scripts/demo-failure.sh
 
 demo: ## the main job: the synthetic benchmark grown 8 -> 32 -> 8 on a local virtual DVM, plot in bench-out/demo (scripts/demo.sh)
 	scripts/demo.sh

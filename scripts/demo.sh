@@ -66,16 +66,4 @@ fi
 
 wait "$job_pid" && job_rc=0 || job_rc=$?
 job_pid=""
-step "the benchmark ended with exit status $job_rc; its summary (ms; medians over the changes of a row):"
-grep -v '^{' "$work/job.log" || true
-((job_rc == 0)) || exit "$job_rc"
-
-step "rcplot: per-iteration time (work, sync, resource-change step; changes in flight shaded)"
-mkdir -p "$out"
-cp "$work/demo.jsonl" "$out/demo.jsonl"
-rcplot -o "$out" -phases=false "$out/demo.jsonl"
-
-step "dynrun dvm stop"
-dynrun dvm stop --dvm "$dvm"
-dvm=""
-echo "demo done: nothing left running; the plot and the JSON lines are in $out/"
+demo_finish demo "$job_rc"

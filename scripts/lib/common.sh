@@ -52,3 +52,23 @@ _common_cleanup() {
 	rm -rf "$work"
 	exit "$rc"
 }
+
+# demo_finish NAME JOB_RC: the end of the demos (scripts/demo*.sh): the
+# benchmark's summary from $work/job.log, its exit status, the plot of
+# $work/demo.jsonl into $out, and the stop of the DVM ($dvm). Uses step().
+demo_finish() {
+	local name=$1 job_rc=$2
+	step "the benchmark ended with exit status $job_rc; its summary (ms; medians over the changes of a row):"
+	grep -v '^{' "$work/job.log" || true
+	((job_rc == 0)) || exit "$job_rc"
+
+	step "rcplot: per-iteration time (work, sync, resource-change step; changes in flight shaded)"
+	mkdir -p "$out"
+	cp "$work/demo.jsonl" "$out/demo.jsonl"
+	rcplot -o "$out" -phases=false "$out/demo.jsonl"
+
+	step "dynrun dvm stop"
+	dynrun dvm stop --dvm "$dvm"
+	dvm=""
+	echo "$name done: nothing left running; the plot and the JSON lines are in $out/"
+}

@@ -111,6 +111,12 @@ func iterPlot(title string, s report.IterSeries) (*plot.Plot, error) {
 			ltext = append(ltext, "n="+strconv.Itoa(s.Procs[i]))
 		}
 	}
+	for _, f := range s.Failures {
+		if i, ok := pos[f.Iter]; ok {
+			lxy = append(lxy, plotter.XY{X: float64(i), Y: high * 1.22})
+			ltext = append(ltext, fmt.Sprintf("x %d lost (failure change)", f.Lost))
+		}
+	}
 	if len(pend) > 0 {
 		sc, err := plotter.NewScatter(pend)
 		if err != nil {

@@ -61,7 +61,7 @@ func run(ctx context.Context, dir string, files []string, tables, phases bool, s
 			continue
 		}
 		name := strings.TrimSuffix(filepath.Base(f), filepath.Ext(f))
-		p, err := iterPlot(iterTitle(name, r), report.Iterations(r.Iters))
+		p, err := iterPlot(iterTitle(name, r), report.Iterations(r.Iters).WithFailures(r.Changes))
 		if err != nil {
 			return fmt.Errorf("%s: %w", f, err)
 		}
@@ -120,6 +120,16 @@ func iterTitle(name string, r report.Run) string {
 		b = "blocking"
 	}
 	if e.Trigger == "external" {
+		failures := 0
+		for _, c := range r.Changes {
+			if c.Requester == wire.ByRuntime {
+				failures++
+			}
+		}
+		if failures > 0 {
+			return fmt.Sprintf("%s: %d failure change(s) of lost processes, %d change(s) sent from outside, %s accept, problem size %d",
+				name, failures, e.Changes-failures, b, e.Problem)
+		}
 		return fmt.Sprintf("%s: %d changes sent from outside, %s accept, problem size %d", name, e.Changes, b, e.Problem)
 	}
 	return fmt.Sprintf("%s: %s mode, %d → %d by %d, f=%d, %s accept, problem size %d", name, e.Mode, e.Start, e.Limit, e.Delta, e.Freq, b, e.Problem)

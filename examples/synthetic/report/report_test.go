@@ -183,3 +183,17 @@ func TestTablesGolden(t *testing.T) {
 		t.Errorf("the tables read as data: %+v, %v", again, err)
 	}
 }
+
+// Only finalized changes the runtime made of lost processes are marked as
+// failures, at the iteration they took effect in.
+func TestWithFailures(t *testing.T) {
+	cs := []Change{
+		{Requester: wire.ByRuntime, Status: wire.RCFinalized, N: 4, FirstIter: 8},
+		{Requester: wire.ByRuntime, Status: wire.RCAborted, N: 1, FirstIter: 9},
+		{Requester: wire.ByTool, Status: wire.RCFinalized, N: 4, FirstIter: 17},
+	}
+	got := IterSeries{}.WithFailures(cs).Failures
+	if len(got) != 1 || got[0] != (Failure{Iter: 8, Lost: 4}) {
+		t.Errorf("failures %+v, want one: 4 lost at iteration 8", got)
+	}
+}

@@ -19,6 +19,26 @@ type IterSeries struct {
 	// (from the one that saw it announced to the one in which it ended):
 	// the thesis's hatched areas.
 	Spans [][2]int
+	// Failures are the failure changes (made by the runtime of lost
+	// processes, docs/rc.md "Failures as changes"): the iteration they
+	// took effect in, and how many processes were lost.
+	Failures []Failure
+}
+
+// Failure is a failure change in an IterSeries.
+type Failure struct {
+	Iter int
+	Lost int
+}
+
+// WithFailures adds to s the failure changes among cs (requester runtime).
+func (s IterSeries) WithFailures(cs []Change) IterSeries {
+	for _, c := range cs {
+		if c.Requester == wire.ByRuntime && c.Status == wire.RCFinalized {
+			s.Failures = append(s.Failures, Failure{Iter: c.FirstIter, Lost: c.N})
+		}
+	}
+	return s
 }
 
 // Iterations builds the series from the iteration lines, in iteration
