@@ -1,9 +1,11 @@
 package session_test
 
 import (
+	"context"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/dynrt/dynrt/internal/dvmtest"
 	"github.com/dynrt/dynrt/lib/pset"
@@ -118,4 +120,33 @@ func TestReplaceCannotBeKept(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReplaceHungDaemon: a SIGSTOPped daemon is declared down by the
+// heartbeats; its two ranks are replaced in one change by new processes
+// on the nodes that are up, and the job finishes with status 0.
+func TestReplaceHungDaemon(t *testing.T) {
+	d := startShrinkDVM(t, 4, 3, dvmtest.Options{HeartbeatInterval: 250 * time.Millisecond, HeartbeatMisses: 8})
+	job := d.replaceJob(8, "-last", "1")
+	st, err := d.c.State(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := st.Nodes[2].PID // ranks 6 and 7
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	// Once running again it finds its master gone, kills its processes
+	// and exits; the DVM's cleanup checks that nothing is left.
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+	rc := d.settledLater(pset.DeltaName(job.App, 1))
+	checkFailureReplace(t, rc, "6-7", "8-9", "lost with its node")
+	for _, p := range rc.Placement {
+		if p.Node == "node2" {
+			t.Errorf("new ranks placed on the hung node: %+v", rc.Placement)
+		}
+	}
+	d.waitMembers(job, "0-5,8-9")
+	d.replacedOK(job)
+	_ = syscall.Kill(pid, syscall.SIGCONT)
 }
