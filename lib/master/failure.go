@@ -43,6 +43,12 @@ func failurePolicy(b *wire.JobLaunchReq) (string, error) {
 	return p, nil
 }
 
+// lossChanges reports whether j's policy turns a loss into a change
+// (shrink, replace).
+func (j *job) lossChanges() bool {
+	return j.policy == wire.OnFailureShrink || j.policy == wire.OnFailureReplace
+}
+
 // lostRank is one process lost under the shrink policy.
 type lostRank struct {
 	rank uint32
@@ -72,7 +78,7 @@ func (a lossAct) String() string {
 type lossView struct {
 	killing bool   // the job is being killed already
 	static  string // why the job cannot change (an MPI job started through PMI), "" if it can
-	live    int    // processes of the job still alive after this loss
+	live    int    // members of the job still alive after this loss (the new processes of a change in flight do not count)
 	cur     string // the change in flight: "" none, "failure-null" a failure SUB not yet announced, "other" anything else
 }
 
@@ -106,6 +112,15 @@ func (s *state) shrinkLoss(j *job, l lostRank) bool {
 		l.sets = jr.order[n-1].held[l.rank]
 	}
 	v := lossView{killing: j.kill != nil, live: j.live}
+	if cur := jr.cur; cur != nil && !cur.settled && cur.adds() && cur.r.Status() != rc.StatusFinalized {
+		// The new processes of an ADD or REPLACE not yet FINALIZED are no
+		// members: if the loss leaves none, the change aborts and they go.
+		for _, r := range cur.ranks {
+			if !cur.gone[r] && s.procLive(procRef{j.ns, r}) {
+				v.live--
+			}
+		}
+	}
 	if err := j.staticErr(); err != nil {
 		v.static = strings.TrimPrefix(err.Error(), "master: ")
 	}

@@ -493,7 +493,7 @@ func (s *state) recordExit(j *job, ev wire.ProcExited, note string) {
 	if s.rcProcExit(j, ev.Rank, describeExit(ev.Rank, node, ev, note), failed || ev.Forced) {
 		failed = false // a process a resource change adds or removes (rc.go)
 	}
-	if failed && (j.policy == wire.OnFailureShrink || j.policy == wire.OnFailureReplace) && ev.Err == "" &&
+	if failed && j.lossChanges() && ev.Err == "" &&
 		s.shrinkLoss(j, lostRank{rank: ev.Rank, node: node, why: describeExit(ev.Rank, node, ev, note), how: failHow(ev, note), code: ev.Code}) {
 		failed = false // a failure change takes it over, or the job ends with the loss's report (failure.go)
 	}

@@ -1603,7 +1603,7 @@ func (s *state) rcNext(jr *jobRC) {
 		s.rcLossSoon(jr) // a failure SUB goes ahead of queued requests; they follow it
 		return
 	}
-	if jr.cur == nil && len(jr.queue) > 0 && jr.j.policy == wire.OnFailureShrink && jr.j.booking > 0 {
+	if jr.cur == nil && len(jr.queue) > 0 && jr.j.lossChanges() && jr.j.booking > 0 {
 		// An exit is being booked (its death may have aborted the change
 		// in flight): it may be a loss, whose failure SUB goes first.
 		m := s.m

@@ -342,17 +342,26 @@ func TestShrinkWholeSetLost(t *testing.T) {
 // usual rule), and the loss becomes a failure change bound to the set
 // that held the rank before the SUB. Regression: the job ended failed
 // ("no active process set holds them any more"), found by the chaos
-// harness with -policy shrink (seed 7, kill9-leaving).
+// harness with -policy shrink (seed 7, kill9-leaving). A request queued
+// meanwhile runs after the failure change.
 func TestShrinkLeavingRankDies(t *testing.T) {
 	d := startShrinkDVM(t, 2, 4, dvmtest.Options{})
 	ctx := context.Background()
-	job := d.shrinkJob(4, "-last", "2")
+	job := d.shrinkJob(4, "-last", "3")
 	d.signalRank(job.Job, 3, syscall.SIGSTOP)
 	sub, err := d.c.RequestRC(ctx, wire.RCRequest{Job: job.Job, Type: wire.RCSub, Ranks: wire.Span(3, 3), ConfirmMS: 20000})
 	if err != nil {
 		t.Fatal(err)
 	}
 	d.waitMembers(job, "0-2") // the root's DIFFERENCE is done; rank 3 holds the fence
+	// A request queued behind the SUB: the SUB's abort by the death
+	// settles it at once, and the failure change must still go first.
+	queued := make(chan error, 1)
+	go func() {
+		_, err := d.request(wire.RCRequest{Job: job.Job, Type: wire.RCSub, N: 1, Queue: true})
+		queued <- err
+	}()
+	waitQueued(t, d, job.Job)
 	d.signalRank(job.Job, 3, syscall.SIGKILL)
 	if got := d.settled(sub.Delta); got.Status != wire.RCAborted || !strings.Contains(got.Reason, "rank 3") {
 		t.Errorf("SUB %s (%s), want ABORTED naming rank 3", got.Status, got.Reason)
@@ -362,5 +371,34 @@ func TestShrinkLeavingRankDies(t *testing.T) {
 	if len(rc.Bound) != 1 || rc.Bound[0] != pset.AppName(job.App) {
 		t.Errorf("bound sets %v, want the application set", rc.Bound)
 	}
+	if err := <-queued; err != nil {
+		t.Fatalf("queued SUB: %v", err)
+	}
+	if q := d.settled(pset.DeltaName(job.App, 3)); q.Requester != wire.ByTool || q.Status != wire.RCFinalized {
+		t.Errorf("change 3: %s by %s, want the queued SUB, FINALIZED", q.Status, q.Requester)
+	}
 	d.doneOK(job, "3")
+}
+
+// TestShrinkLastMemberDuringAdd: the last member of a shrink job dies
+// while an ADD is in flight (accepted; its new processes never confirm).
+// The ADD aborts and its new processes go, so every member was lost: the
+// job ends failed with status 137 and says so. Regression: the new
+// processes counted as survivors, and the job ended with a report that
+// the others "ended without accepting" the failure change (found by the
+// chaos harness with -policy shrink, seed 3).
+func TestShrinkLastMemberDuringAdd(t *testing.T) {
+	d := startShrinkDVM(t, 2, 2, dvmtest.Options{})
+	ctx := context.Background()
+	job := d.shrinkJob(1, "-last", "5", "-no-confirm")
+	add, err := d.c.RequestRC(ctx, wire.RCRequest{Job: job.Job, Type: wire.RCAdd, N: 2, ConfirmMS: 30000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.waitStatus(add.Delta, wire.RCPending)
+	d.signalRank(job.Job, 0, syscall.SIGKILL)
+	end := d.wait(job.Job)
+	if end.State != wire.JobStateFailed || end.Code != 137 || !strings.Contains(end.Msg, "every process of the job was lost") || !strings.Contains(end.Msg, "rank 0 on ") {
+		t.Errorf("job ended %s code %d: %s; want failed with 137, every process lost, naming rank 0", end.State, end.Code, end.Msg)
+	}
 }
