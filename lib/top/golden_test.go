@@ -132,3 +132,25 @@ func TestGoldenZeroSlotNode(t *testing.T) {
 	m := feed(newModel(Config{}), tea.WindowSizeMsg{Width: 80, Height: 24}, snap)
 	golden(t, "zero-slot-node-80x24", m.View()+"\n")
 }
+
+// TestFailureCauseShown: a failure change (made by the runtime under
+// --on-failure shrink) shows its cause in the change view and in the
+// event log.
+func TestFailureCauseShown(t *testing.T) {
+	msgs := scene()
+	cause := &wire.RCCause{Kind: wire.CauseFailure, Ranks: wire.Span(10, 11),
+		Why: []string{"rank 10 on node1 was lost with its node (daemon gone)", "rank 11 on node1 was lost with its node (daemon gone)"}}
+	snap := msgs[1].(SnapshotMsg)
+	snap.RCs[0].Requester, snap.RCs[0].Cause = wire.ByRuntime, cause
+	msgs[1] = snap
+	evs := msgs[3].(EventsMsg)
+	evs[0].RC.Cause = cause
+	m := feed(newModel(Config{Wait: true, Request: func(wire.RCRequest) tea.Cmd { return nil }}), msgs...)
+	m.Update(tea.WindowSizeMsg{Width: 200, Height: 50})
+	view := m.View()
+	for _, want := range []string{"failure of ranks 10-11", "[failure: rank 10 on node1"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("view lacks %q:\n%s", want, view)
+		}
+	}
+}
