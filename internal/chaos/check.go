@@ -81,9 +81,12 @@ type Change struct {
 	// launch, the SUB grace). A zero Limit is not checked.
 	Limit time.Duration
 	// Ranks is the delta's ranks; Failure marks a failure change (the
-	// runtime's SUB of lost ranks under --on-failure shrink, RC.Cause).
+	// runtime's SUB or REPLACE of lost ranks under --on-failure shrink or
+	// replace, RC.Cause), and Lost its lost ranks (a SUB's delta, a
+	// REPLACE's replaced ranks).
 	Ranks   []uint32
 	Failure bool
+	Lost    []uint32
 }
 
 // OSProc is a live marked process as /proc shows it.
@@ -453,10 +456,11 @@ func checkExits(ended []Ended) []Violation {
 	return out
 }
 
-// (g) Failure changes (--on-failure shrink, docs/rc.md "Failures as
-// changes"): the delta of a failure change holds only processes that are
-// dead, and no lost rank is removed by two failure changes that were not
-// aborted (an aborted one hands its ranks on to the next).
+// (g) Failure changes (--on-failure shrink or replace, docs/rc.md
+// "Failures as changes"): the lost ranks of a failure change (a SUB's
+// delta, a REPLACE's replaced ranks) are only processes that are dead, and
+// no lost rank is removed by two failure changes that were not aborted
+// (an aborted one hands its ranks on to the next).
 func checkFailures(s *Snapshot) []Violation {
 	var out []Violation
 	seen := map[string]string{} // job + rank → the failure change that removed it
@@ -465,7 +469,7 @@ func checkFailures(s *Snapshot) []Violation {
 			continue
 		}
 		j, ok := s.job(c.Job)
-		for _, r := range c.Ranks {
+		for _, r := range c.Lost {
 			if p, found := procOf(j, r); ok && found && s.live(p) {
 				out = append(out, viol(InvFailure, c.Delta+" live "+itoa(int(r)), "failure change %s removes rank %d of job %s, which is alive (pid %d on %s)", c.Delta, r, j.App, p.PID, p.Node))
 			}

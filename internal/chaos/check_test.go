@@ -87,10 +87,10 @@ func TestCheckCatchesEachInvariant(t *testing.T) {
 			s.Jobs[0].Sets[0].Members = []uint32{0}
 			s.Nodes[1].Used = 0
 			delete(s.OS, 201)
-			s.Changes = append(s.Changes, Change{Delta: "mpi://rte/j1/rc/2", Job: "d.1", Type: wire.RCSub, Status: wire.RCFinalized, Settled: true, Requested: t0, Ranks: []uint32{1}, Failure: true})
+			s.Changes = append(s.Changes, Change{Delta: "mpi://rte/j1/rc/2", Job: "d.1", Type: wire.RCSub, Status: wire.RCFinalized, Settled: true, Requested: t0, Ranks: []uint32{1}, Failure: true, Lost: []uint32{1}})
 		}},
 		{name: "g: a failure change of a live rank", cur: func(s *Snapshot) {
-			s.Changes = append(s.Changes, Change{Delta: "mpi://rte/j1/rc/2", Job: "d.1", Type: wire.RCSub, Status: wire.RCFinalized, Settled: true, Requested: t0, Ranks: []uint32{1}, Failure: true})
+			s.Changes = append(s.Changes, Change{Delta: "mpi://rte/j1/rc/2", Job: "d.1", Type: wire.RCSub, Status: wire.RCFinalized, Settled: true, Requested: t0, Ranks: []uint32{1}, Failure: true, Lost: []uint32{1}})
 		}, want: []Invariant{InvFailure}, frag: "failure change mpi://rte/j1/rc/2 removes rank 1 of job j1, which is alive (pid 201 on node1)"},
 		{name: "g: a rank lost twice", cur: func(s *Snapshot) {
 			s.Jobs[0].Procs[1].State = wire.ProcStateKilled
@@ -98,7 +98,7 @@ func TestCheckCatchesEachInvariant(t *testing.T) {
 			s.Nodes[1].Used = 0
 			delete(s.OS, 201)
 			for _, d := range []string{"mpi://rte/j1/rc/2", "mpi://rte/j1/rc/3"} {
-				s.Changes = append(s.Changes, Change{Delta: d, Job: "d.1", Type: wire.RCSub, Status: wire.RCFinalized, Settled: true, Requested: t0, Ranks: []uint32{1}, Failure: true})
+				s.Changes = append(s.Changes, Change{Delta: d, Job: "d.1", Type: wire.RCSub, Status: wire.RCFinalized, Settled: true, Requested: t0, Ranks: []uint32{1}, Failure: true, Lost: []uint32{1}})
 			}
 		}, want: []Invariant{InvFailure}, frag: "rank 1 of job d.1 is lost twice: in failure changes mpi://rte/j1/rc/2 and mpi://rte/j1/rc/3"},
 		{name: "g: an aborted failure change hands its rank on", cur: func(s *Snapshot) {
@@ -107,9 +107,19 @@ func TestCheckCatchesEachInvariant(t *testing.T) {
 			s.Nodes[1].Used = 0
 			delete(s.OS, 201)
 			s.Changes = append(s.Changes,
-				Change{Delta: "mpi://rte/j1/rc/2", Job: "d.1", Type: wire.RCSub, Status: wire.RCAborted, Settled: true, Requested: t0, Ranks: []uint32{1}, Failure: true},
-				Change{Delta: "mpi://rte/j1/rc/3", Job: "d.1", Type: wire.RCSub, Status: wire.RCFinalized, Settled: true, Requested: t0, Ranks: []uint32{1}, Failure: true})
+				Change{Delta: "mpi://rte/j1/rc/2", Job: "d.1", Type: wire.RCSub, Status: wire.RCAborted, Settled: true, Requested: t0, Ranks: []uint32{1}, Failure: true, Lost: []uint32{1}},
+				Change{Delta: "mpi://rte/j1/rc/3", Job: "d.1", Type: wire.RCSub, Status: wire.RCFinalized, Settled: true, Requested: t0, Ranks: []uint32{1}, Failure: true, Lost: []uint32{1}})
 		}},
+		{name: "g: a failure REPLACE of a dead rank by a live one", cur: func(s *Snapshot) {
+			s.Jobs[0].Procs[1].State = wire.ProcStateKilled
+			s.Jobs[0].Sets[0].Members = []uint32{0}
+			s.Nodes[1].Used = 0
+			delete(s.OS, 201)
+			s.Changes = append(s.Changes, Change{Delta: "mpi://rte/j1/rc/2", Job: "d.1", Type: wire.RCReplace, Status: wire.RCAborted, Settled: true, Requested: t0, Ranks: []uint32{0}, Failure: true, Lost: []uint32{1}})
+		}},
+		{name: "g: a failure REPLACE of a live rank", cur: func(s *Snapshot) {
+			s.Changes = append(s.Changes, Change{Delta: "mpi://rte/j1/rc/2", Job: "d.1", Type: wire.RCReplace, Status: wire.RCAborted, Settled: true, Requested: t0, Ranks: []uint32{0}, Failure: true, Lost: []uint32{1}})
+		}, want: []Invariant{InvFailure}, frag: "failure change mpi://rte/j1/rc/2 removes rank 1 of job j1, which is alive"},
 		{name: "g: a shrink job ended by a loss", cur: func(*Snapshot) {},
 			facts: Facts{Ended: []Ended{{App: "j2", Code: 137, Allowed: []int{143}, Why: "sigterm to dynrun", Shrink: true}}},
 			want:  []Invariant{InvFailure}, frag: "shrink job j2 ended with status 137, the rule allows [143]"},

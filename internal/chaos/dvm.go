@@ -218,6 +218,9 @@ func (h *harness) observe(ctx context.Context) (*Snapshot, error) {
 			Requested: time.Unix(0, rc.Times.Requested), Limit: h.limitOf(rc),
 			Ranks: rc.Ranks.Ranks(), Failure: rc.Cause != nil && rc.Cause.Kind == wire.CauseFailure,
 		})
+		if c := &s.Changes[len(s.Changes)-1]; c.Failure {
+			c.Lost = rc.Cause.Ranks.Ranks()
+		}
 	}
 	s.OS = osProcs(h.cfg.Mark)
 	return s, nil

@@ -105,3 +105,17 @@ func TestChaosShrink(t *testing.T) {
 		t.Errorf("ran %d steps with failure changes %v, want %d steps and at least one FINALIZED failure change", sum.Steps, sum.FailureChanges, shortSteps)
 	}
 }
+
+// TestChaosReplace is TestChaosShrink under --on-failure replace: each
+// loss becomes a failure REPLACE (the lost ranks out, as many new
+// processes in) that the malleable program accepts and the new processes
+// confirm; invariant (g) checks the replaced ranks.
+func TestChaosReplace(t *testing.T) {
+	sum := liveRun(t, Config{Seed: shortSeed, Steps: shortSteps, Faults: shortFaults, FaultRate: 0.6, Policy: wire.OnFailureReplace})
+	if len(sum.Violations) > 0 {
+		t.Errorf("invariants broken (replay: go run ./scripts/chaos -policy replace -seed %d -steps %d -fault-rate 0.6 -faults %s):\n%s", sum.Seed, shortSteps, FaultNames(shortFaults), sum.Violations[0])
+	}
+	if sum.Steps != shortSteps || sum.FailureChanges[wire.RCFinalized] < 1 {
+		t.Errorf("ran %d steps with failure changes %v, want %d steps and at least one FINALIZED failure change", sum.Steps, sum.FailureChanges, shortSteps)
+	}
+}

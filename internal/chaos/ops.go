@@ -163,10 +163,12 @@ func (h *harness) launch(ctx context.Context, s Step) error {
 		s.Split = false
 	}
 	args := []string{"--dvm", h.d.id, "-n", itoa(s.Count), "--name", app}
-	shrink := h.cfg.Policy == wire.OnFailureShrink
+	// Under shrink and replace alike a loss is a failure change, not a
+	// failure of the job (the exit rule and invariant (g) are the same).
+	shrink := h.cfg.Policy == wire.OnFailureShrink || h.cfg.Policy == wire.OnFailureReplace
 	switch {
 	case shrink:
-		args = append(args, "--on-failure", wire.OnFailureShrink)
+		args = append(args, "--on-failure", h.cfg.Policy)
 		s.KeepGoing = false
 	case s.KeepGoing:
 		args = append(args, "--keep-going")

@@ -184,11 +184,32 @@ func (s *state) lossUnhandled(j *job, lost []lostRank) {
 		whys[i] = l.why
 	}
 	first := lost[0]
+	why := fmt.Sprintf("the job ended before a failure change took them over (--on-failure %s: the other processes ended without accepting it)", j.policy)
+	if !s.endedWell(j, lostRanges(lost)) {
+		// Nobody was left to go on: the others had left through changes.
+		why = "every process of the job was lost (the others had left through resource changes)"
+	}
 	j.failure = &failure{
 		rank: first.rank, code: first.code, how: first.how,
-		msg: fmt.Sprintf("lost %s (%s); the job ended before a failure change took them over (--on-failure %s: the other processes ended without accepting it)",
-			lostRanges(lost), strings.Join(whys, "; "), j.policy),
+		msg: fmt.Sprintf("lost %s (%s); %s", lostRanges(lost), strings.Join(whys, "; "), why),
 	}
+}
+
+// endedWell reports whether a process of j other than lost ended by
+// itself with status 0 as a member of a set (not removed by a change).
+func (s *state) endedWell(j *job, lost wire.RankRanges) bool {
+	for _, name := range j.reg.Malleable() {
+		ms, err := j.reg.Members(name)
+		if err != nil {
+			continue
+		}
+		for _, r := range ms {
+			if p := j.procs.at(r); p != nil && !lost.Contains(r) && p.state == wire.ProcStateExited && p.code == 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // rcLossSoon starts the failure SUB of the lost ranks of jr once the

@@ -42,7 +42,7 @@ func run() int {
 	elastic := flag.Bool("elastic", false, "nodes join and leave too: dvm grow and dvm shrink --drain steps (another step sequence per seed)")
 	stop := flag.Bool("stop", false, "stop at the first step that breaks an invariant")
 	quiet := flag.Bool("quiet", false, "print only violations and the summary, not every step")
-	policy := flag.String("policy", "", "failure policy of every job: shrink (each loss becomes a failure change, docs/rc.md), or empty for the steps' own choice (abort or --keep-going)")
+	policy := flag.String("policy", "", "failure policy of every job: shrink or replace (each loss becomes a failure change, a SUB or a REPLACE of the lost ranks, docs/rc.md), or empty for the steps' own choice (abort or --keep-going)")
 	flag.Parse()
 	fs, err := chaos.ParseFaults(*faults)
 	if err != nil {
@@ -58,8 +58,8 @@ func run() int {
 			return 2
 		}
 	}
-	if *policy != "" && *policy != wire.OnFailureShrink {
-		fmt.Fprintf(os.Stderr, "chaos: -policy %q: want shrink or nothing\n", *policy)
+	if *policy != "" && *policy != wire.OnFailureShrink && *policy != wire.OnFailureReplace {
+		fmt.Fprintf(os.Stderr, "chaos: -policy %q: want shrink, replace or nothing\n", *policy)
 		return 2
 	}
 	dir, err := os.MkdirTemp("", "dynrt-chaos-")
