@@ -92,30 +92,22 @@ func TestChaosElastic(t *testing.T) {
 	}
 }
 
-// TestChaosShrink is TestChaosShort with every job under --on-failure
-// shrink: each loss (kill -9 of a member, of a daemon, a hung daemon
-// declared down) becomes a failure change that the malleable program
-// accepts, and invariant (g) is checked with the others after every step.
+// TestChaosShrink is TestChaosShort with every job under a failure policy
+// that keeps it: --on-failure shrink (each loss — kill -9 of a member, of
+// a daemon, a hung daemon declared down — becomes a failure SUB that the
+// malleable program accepts) and --on-failure replace (a failure REPLACE:
+// the lost ranks out, as many new processes in, which confirm). Invariant
+// (g) is checked with the others after every step.
 func TestChaosShrink(t *testing.T) {
-	sum := liveRun(t, Config{Seed: shortSeed, Steps: shortSteps, Faults: shortFaults, FaultRate: 0.6, Policy: wire.OnFailureShrink})
-	if len(sum.Violations) > 0 {
-		t.Errorf("invariants broken (replay: go run ./scripts/chaos -policy shrink -seed %d -steps %d -fault-rate 0.6 -faults %s):\n%s", sum.Seed, shortSteps, FaultNames(shortFaults), sum.Violations[0])
-	}
-	if sum.Steps != shortSteps || sum.FailureChanges[wire.RCFinalized] < 1 {
-		t.Errorf("ran %d steps with failure changes %v, want %d steps and at least one FINALIZED failure change", sum.Steps, sum.FailureChanges, shortSteps)
-	}
-}
-
-// TestChaosReplace is TestChaosShrink under --on-failure replace: each
-// loss becomes a failure REPLACE (the lost ranks out, as many new
-// processes in) that the malleable program accepts and the new processes
-// confirm; invariant (g) checks the replaced ranks.
-func TestChaosReplace(t *testing.T) {
-	sum := liveRun(t, Config{Seed: shortSeed, Steps: shortSteps, Faults: shortFaults, FaultRate: 0.6, Policy: wire.OnFailureReplace})
-	if len(sum.Violations) > 0 {
-		t.Errorf("invariants broken (replay: go run ./scripts/chaos -policy replace -seed %d -steps %d -fault-rate 0.6 -faults %s):\n%s", sum.Seed, shortSteps, FaultNames(shortFaults), sum.Violations[0])
-	}
-	if sum.Steps != shortSteps || sum.FailureChanges[wire.RCFinalized] < 1 {
-		t.Errorf("ran %d steps with failure changes %v, want %d steps and at least one FINALIZED failure change", sum.Steps, sum.FailureChanges, shortSteps)
+	for _, policy := range []string{wire.OnFailureShrink, wire.OnFailureReplace} {
+		t.Run(policy, func(t *testing.T) {
+			sum := liveRun(t, Config{Seed: shortSeed, Steps: shortSteps, Faults: shortFaults, FaultRate: 0.6, Policy: policy})
+			if len(sum.Violations) > 0 {
+				t.Errorf("invariants broken (replay: go run ./scripts/chaos -policy %s -seed %d -steps %d -fault-rate 0.6 -faults %s):\n%s", policy, sum.Seed, shortSteps, FaultNames(shortFaults), sum.Violations[0])
+			}
+			if sum.Steps != shortSteps || sum.FailureChanges[wire.RCFinalized] < 1 {
+				t.Errorf("ran %d steps with failure changes %v, want %d steps and at least one FINALIZED failure change", sum.Steps, sum.FailureChanges, shortSteps)
+			}
+		})
 	}
 }
