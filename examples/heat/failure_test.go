@@ -12,28 +12,29 @@ import (
 	"github.com/dynrt/dynrt/wire"
 )
 
-// Losing processes under dynrun --on-failure shrink with --buddy: the
-// survivors roll back to the last complete checkpoint, take the lost rows
-// from the buddies' copies and go on; the final grid equals the serial
+// Losing processes under dynrun --on-failure shrink or replace with
+// --buddy: the survivors roll back to the last complete checkpoint, take
+// the lost rows from the buddies' copies and go on (with new processes in
+// place of the lost ones under replace); the final grid equals the serial
 // computation's bit for bit.
 
-// launchShrink starts n processes of heat under the shrink policy.
-func (h *heatDVM) launchShrink(t *testing.T, n int, args ...string) (string, string) {
+// launchPolicy starts n processes of heat under the failure policy.
+func (h *heatDVM) launchPolicy(t *testing.T, policy string, n int, args ...string) (string, string) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "grid.txt")
 	argv := append([]string{h.bin, "--json", "--out", out, "--timeout", "90s"}, args...)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	rep, err := h.c.Launch(ctx, wire.JobLaunchReq{Argv: argv, N: uint32(n), Env: h.d.Env, Output: wire.OutputFlags{Forward: true}, OnFailure: wire.OnFailureShrink})
+	rep, err := h.c.Launch(ctx, wire.JobLaunchReq{Argv: argv, N: uint32(n), Env: h.d.Env, Output: wire.OutputFlags{Forward: true}, OnFailure: policy})
 	if err != nil {
 		t.Fatalf("launch %v: %v", args, err)
 	}
 	return rep.Job, out
 }
 
-// lostChanges returns the lost ranks of the failure changes of res, in
-// order, and checks that each was FINALIZED and rolled back.
-func lostChanges(t *testing.T, res result) []string {
+// failureChanges returns the lost ranks of the failure changes of res, in
+// order, and checks that each was a FINALIZED change of type typ.
+func failureChanges(t *testing.T, res result, typ string) []string {
 	t.Helper()
 	var lost []string
 	for _, c := range res.changes {
@@ -41,65 +42,100 @@ func lostChanges(t *testing.T, res result) []string {
 		if l == "" {
 			continue
 		}
-		if c["status"] != wire.RCFinalized || c["type"] != wire.RCSub {
-			t.Errorf("failure change %v: %v %v, want a FINALIZED SUB", c["delta"], c["type"], c["status"])
+		if c["status"] != wire.RCFinalized || c["type"] != typ {
+			t.Errorf("failure change %v: %v %v, want a FINALIZED %s", c["delta"], c["type"], c["status"], typ)
 		}
 		lost = append(lost, l)
 	}
 	return lost
 }
 
-// TestBuddyFailures: heat --buddy on 4 virtual nodes × 2 slots (node k
-// runs ranks 2k and 2k+1) under the shrink policy survives kill -9 of a
-// rank, of the root, two losses one after the other (the buddies are
-// chosen again after the first), and kill -9 of a node's daemon with both
-// its ranks; every final grid equals the serial computation's exactly.
+// TestBuddyFailures: heat --buddy, 8 processes on 4 virtual nodes × 3
+// slots, survives under the shrink policy kill -9 of a rank, of the root,
+// two losses one after the other (the buddies are chosen again after the
+// first) and kill -9 of a node's daemon with every rank on it, and under
+// the replace policy kill -9 of a rank and of a node's daemon (new
+// processes get the lost rows). Every final grid equals the serial
+// computation's exactly.
 func TestBuddyFailures(t *testing.T) {
 	const nx, ny, steps = 64, 48, 1500
-	h := startHeatDVM(t, 4, 2)
+	h := startHeatDVM(t, 4, 3)
 	want := serial(nx, ny, steps)
 	args := []string{"--nx", fmt.Sprint(nx), "--ny", fmt.Sprint(ny), "--steps", fmt.Sprint(steps), "--check", "5", "--checkpoint-every", "20", "--buddy"}
-	kill := func(t *testing.T, pids map[uint32]int, r uint32) {
+	kill := func(t *testing.T, pid int) {
 		t.Helper()
-		if err := syscall.Kill(pids[r], syscall.SIGKILL); err != nil {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// A loss is ranks to kill, or the daemon of the node that runs rank
+	// nodeOf (every rank there dies with it).
+	type loss struct {
+		ranks  []uint32
+		nodeOf *uint32
+	}
+	four := uint32(4)
 	tests := []struct {
-		name  string
-		loss  func(t *testing.T, job string, pids map[uint32]int)
-		lost  []string // the lost ranks of each failure change
-		procs float64  // at the end
+		name   string
+		policy string
+		losses []loss
+		procs  int // at the end
 	}{
-		{"kill -9 of rank 3", func(t *testing.T, _ string, pids map[uint32]int) { kill(t, pids, 3) }, []string{"3"}, 7},
-		{"kill -9 of the root", func(t *testing.T, _ string, pids map[uint32]int) { kill(t, pids, 0) }, []string{"0"}, 7},
-		{"two losses", func(t *testing.T, job string, pids map[uint32]int) {
-			kill(t, pids, 5)
-			// The second once the first has been handled (its rank
-			// gone from the application set).
-			dvmtest.RunningPIDs(t, h.c, job, 7)
-			time.Sleep(300 * time.Millisecond)
-			kill(t, pids, 2)
-		}, []string{"5", "2"}, 6},
-		{"kill -9 of node1's daemon", func(t *testing.T, _ string, _ map[uint32]int) {
-			kill(t, map[uint32]int{0: dvmtest.DaemonPID(t, h.c, "node1")}, 0) // its processes die with it
-		}, []string{"2-3"}, 6},
+		{"shrink: kill -9 of rank 3", wire.OnFailureShrink, []loss{{ranks: []uint32{3}}}, 7},
+		{"shrink: kill -9 of the root", wire.OnFailureShrink, []loss{{ranks: []uint32{0}}}, 7},
+		{"shrink: two losses", wire.OnFailureShrink, []loss{{ranks: []uint32{5}}, {ranks: []uint32{2}}}, 6},
+		{"replace: kill -9 of rank 3", wire.OnFailureReplace, []loss{{ranks: []uint32{3}}}, 8},
+		{"replace: kill -9 of a node's daemon", wire.OnFailureReplace, []loss{{nodeOf: &four}}, 8},
+		{"shrink: kill -9 of a node's daemon", wire.OnFailureShrink, []loss{{nodeOf: &four}}, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			job, out := h.launchShrink(t, 8, args...)
-			pids := dvmtest.RunningPIDs(t, h.c, job, 8)
+			job, out := h.launchPolicy(t, tc.policy, 8, args...)
+			procs := dvmtest.RunningProcs(t, h.c, job, 8)
 			time.Sleep(500 * time.Millisecond) // into the steps
-			tc.loss(t, job, pids)
+			var lost []string
+			live := 8
+			for i, l := range tc.losses {
+				if i > 0 {
+					// The next once the previous has been handled.
+					dvmtest.RunningProcs(t, h.c, job, live)
+					time.Sleep(300 * time.Millisecond)
+				}
+				var rr wire.RankRanges
+				for _, r := range l.ranks {
+					kill(t, procs[r].PID)
+					rr = rr.Add(r)
+				}
+				if l.nodeOf != nil {
+					node := procs[*l.nodeOf].Node
+					for r, p := range procs {
+						if p.Node == node {
+							rr = rr.Add(r)
+						}
+					}
+					kill(t, dvmtest.DaemonPID(t, h.c, node))
+				}
+				lost = append(lost, rr.String())
+				if tc.policy == wire.OnFailureShrink {
+					live -= rr.Count()
+				}
+			}
+			if tc.procs == 0 {
+				tc.procs = live
+			}
 			res := h.collect(t, job, out, args)
 			if d, err := MaxDiff(want, res.grid); err != nil || d != 0 {
 				t.Errorf("final grid differs from the serial computation by %g (%v)", d, err)
 			}
-			if got := lostChanges(t, res); fmt.Sprint(got) != fmt.Sprint(tc.lost) {
-				t.Errorf("failure changes lost %v, want %v (changes %v)", got, tc.lost, res.changes)
+			typ := wire.RCSub
+			if tc.policy == wire.OnFailureReplace {
+				typ = wire.RCReplace
 			}
-			if res.summary["procs"] != tc.procs {
-				t.Errorf("summary %v, want %v processes at the end", res.summary, tc.procs)
+			if got := failureChanges(t, res, typ); fmt.Sprint(got) != fmt.Sprint(lost) {
+				t.Errorf("failure changes lost %v, want %v (changes %v)", got, lost, res.changes)
+			}
+			if res.summary["procs"] != float64(tc.procs) {
+				t.Errorf("summary %v, want %d processes at the end", res.summary, tc.procs)
 			}
 			if ck, _ := res.summary["checkpoints"].(map[string]any); ck == nil || ck["n"].(float64) < 2 || ck["buddies_apart"] != true {
 				t.Errorf("checkpoints in the summary: %v", res.summary["checkpoints"])

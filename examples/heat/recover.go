@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -159,8 +160,8 @@ func errNoBuddy(r session.RC) error {
 // spread over the survivors, and a new checkpoint with new buddies.
 func (h *heat) recover(ctx context.Context, f session.RC) error {
 	t0 := time.Now()
-	if f.Type != wire.RCSub {
-		return wire.Errorf(wire.ErrUnsupported, "failure change %s is a %s: heat recovers from failure SUBs (dynrun --on-failure shrink)", f.Delta, f.Type)
+	if f.Type != wire.RCSub && f.Type != wire.RCReplace {
+		return wire.Errorf(wire.ErrUnsupported, "failure change %s is a %s: heat recovers from failure SUBs and REPLACEs", f.Delta, f.Type)
 	}
 	var ref wire.PsetRef
 	for _, b := range f.Record.BoundRefs {
@@ -194,15 +195,16 @@ func (h *heat) recover(ctx context.Context, f session.RC) error {
 	newSet := ""
 	if rc.Rank() == 0 {
 		t := time.Now()
-		res, err := h.s.PsetOp(ctx, session.OpDifference, h.set.Name, f.Delta, session.PsetOpOptions{Target: h.set.Name})
+		newSet, err = h.s.SetAfter(ctx, h.set.Name, f)
 		ch.Phase2 = time.Since(t)
 		if err != nil {
 			return fmt.Errorf("recovery from %s: phase 2: %w", f.Delta, err)
 		}
-		newSet = res.Name + "@" + fmt.Sprint(res.Version)
 	}
+	// A REPLACE's accept waits for the new processes: they hold nothing
+	// yet, and the rows wait for them.
 	t = time.Now()
-	acc, err := rc.AcceptRC(ctx, f.Delta, 0, newSet, session.AcceptOptions{Bound: h.set.Name})
+	acc, err := rc.AcceptRC(ctx, f.Delta, 0, newSet, session.AcceptOptions{Bound: h.set.Name, Blocking: f.Type == wire.RCReplace})
 	ch.Phase3, ch.Accepts = time.Since(t), 1
 	if err != nil {
 		return fmt.Errorf("recovery from %s: accept: %w", f.Delta, err)
@@ -218,14 +220,51 @@ func (h *heat) recover(ctx context.Context, f session.RC) error {
 		}
 	}
 	ch.Status = wire.RCFinalized
-	if err := h.restore(ctx, rc, wasRoot, &ch, t0); err != nil {
+	over := rc
+	if f.Type == wire.RCReplace {
+		// With the new processes, which start in joinRecovery.
+		t := time.Now()
+		if over, err = h.ep.New(ctx, set, commTag(f.Delta)); err != nil {
+			return fmt.Errorf("recovery from %s: communicator over %s@%d: %w", f.Delta, set.Name, set.Version, err)
+		}
+		ch.Comm += time.Since(t)
+		_ = rc.Free(ctx)
+	}
+	if err := h.restore(ctx, over, wasRoot, &ch, t0); err != nil {
 		return fmt.Errorf("recovery from %s: %w", f.Delta, err)
 	}
 	_ = old.Free(ctx) // its lost members cannot destruct: that is fine
-	h.c, h.set = rc, set
+	h.c, h.set = over, set
 	if h.c.Rank() == 0 && h.reqs == nil && len(h.sched) > 0 {
 		h.startRequester(ctx) // the root was lost: its successor asks for the rest
 	}
+	return h.checkpoint(ctx)
+}
+
+// joinRecovery is the beginning of a process a failure REPLACE started in
+// place of lost ones: confirm, the communicator with the survivors, and
+// its block of the rows restored from their checkpoints.
+func (h *heat) joinRecovery(ctx context.Context, q session.RC) error {
+	if !h.cfg.buddy {
+		return wire.Errorf(wire.ErrInvalid, "started in place of lost processes (%s), but heat runs without --buddy: their rows are gone", q.Delta)
+	}
+	set, err := h.s.Confirm(ctx, q.Delta, session.ConfirmOptions{})
+	if errors.Is(err, wire.ErrAborted) {
+		return errGone
+	}
+	if err != nil {
+		return fmt.Errorf("confirm %s: %w", q.Delta, err)
+	}
+	h.failed[q.Delta] = true
+	c, err := h.ep.New(ctx, set, commTag(q.Delta))
+	if err != nil {
+		return fmt.Errorf("communicator over %s@%d: %w", set.Name, set.Version, err)
+	}
+	h.b = newBlock(h.cfg.nx, h.cfg.ny, Range{})
+	if err := h.restore(ctx, c, false, nil, time.Now()); err != nil {
+		return fmt.Errorf("recovery from %s: %w", q.Delta, err)
+	}
+	h.c, h.set = c, set
 	return h.checkpoint(ctx)
 }
 
@@ -280,8 +319,10 @@ func (h *heat) restore(ctx context.Context, over *comm.Comm, wasRoot bool, ch *C
 	if err != nil {
 		return fmt.Errorf("rows to the survivors: %w", err)
 	}
-	rollback := int(binary.LittleEndian.Uint64(all[histRoot][1:])) - step
 	h.b, h.step = nb, step
-	ch.Redist, ch.MovedRows, ch.To, ch.Rollback = time.Since(t0)-ch.Comm-ch.Phase2-ch.Phase3, moved, over.Size(), rollback
+	if ch != nil {
+		ch.Redist, ch.MovedRows, ch.To = time.Since(t0)-ch.Comm-ch.Phase2-ch.Phase3, moved, over.Size()
+		ch.Rollback = int(binary.LittleEndian.Uint64(all[histRoot][1:])) - step
+	}
 	return h.shareHistory(ctx, over, histRoot, ch, over.Size())
 }

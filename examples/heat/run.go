@@ -118,6 +118,11 @@ func (h *heat) main(ctx context.Context) error {
 		if err := h.join(ctx, q.Delta); err != nil {
 			return err
 		}
+	} else if q.Incl && q.Type == wire.RCReplace && session.FailureDue(q, nil) {
+		// Started in place of lost processes (--on-failure replace).
+		if err := h.joinRecovery(ctx, q); err != nil {
+			return err
+		}
 	} else if err := h.start(ctx); err != nil {
 		return err
 	}
@@ -129,9 +134,9 @@ func (h *heat) main(ctx context.Context) error {
 			close(h.reqs)
 		}
 	}()
-	if h.cfg.buddy && !h.joined {
-		// The first checkpoint: everyone at step 0 (a joined process took
-		// part in the one after its change).
+	if h.cfg.buddy && h.ck.last < 0 {
+		// The first checkpoint: everyone at step 0 (a process that joined
+		// took part in the one after its change).
 		if err := h.checkpoint(ctx); err != nil {
 			return err
 		}
@@ -349,7 +354,7 @@ func (h *heat) decide(ctx context.Context, finishing bool) (byte, string, error)
 	if err != nil {
 		return 0, "", err
 	}
-	if r.Failure() && !h.failed[r.Delta] && !h.done[r.Delta] {
+	if session.FailureDue(r, h.handled) && !h.done[r.Delta] {
 		if !h.cfg.buddy {
 			return 0, "", errNoBuddy(r)
 		}

@@ -179,7 +179,11 @@ func (a *app) join(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if q.Incl && q.Type == wire.RCAdd && (q.Status == wire.RCAnnounced || q.Status == wire.RCPending) {
+	replace := q.Incl && q.Type == wire.RCReplace && session.FailureDue(q, nil) // in place of lost processes
+	if replace || q.Incl && q.Type == wire.RCAdd && (q.Status == wire.RCAnnounced || q.Status == wire.RCPending) {
+		if replace {
+			a.failed[q.Delta] = true
+		}
 		set, err := a.s.Confirm(ctx, q.Delta, session.ConfirmOptions{})
 		if errors.Is(err, wire.ErrAborted) {
 			return 0, errGone
@@ -440,7 +444,7 @@ func (a *app) decide(ctx context.Context, it int, line *report.Iter) (decision, 
 	if err != nil {
 		return decision{}, err
 	}
-	if q.Failure() && !a.failed[q.Delta] {
+	if session.FailureDue(q, a.handled) {
 		// Handled by every survivor outside the loop (survive).
 		return decision{}, &session.LostError{RC: q}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/dynrt/dynrt/examples/synthetic/report"
@@ -57,8 +56,8 @@ type resumeMsg struct {
 // iteration it: phases 2 and 3 over the survivors, then the iteration to
 // go on with (the earliest any survivor was in: its work is done again).
 func (a *app) recover(ctx context.Context, f session.RC, it int) (int, error) {
-	if f.Type != wire.RCSub {
-		return 0, wire.Errorf(wire.ErrUnsupported, "failure change %s is a %s: synthetic recovers from failure SUBs (dynrun --on-failure shrink)", f.Delta, f.Type)
+	if f.Type != wire.RCSub && f.Type != wire.RCReplace {
+		return 0, wire.Errorf(wire.ErrUnsupported, "failure change %s is a %s: synthetic recovers from failure SUBs and REPLACEs", f.Delta, f.Type)
 	}
 	var ref wire.PsetRef
 	for _, b := range f.Record.BoundRefs {
@@ -83,15 +82,14 @@ func (a *app) recover(ctx context.Context, f session.RC, it int) (int, error) {
 	var phase2 float64
 	if cm.Rank() == 0 {
 		t := time.Now()
-		res, err := a.s.PsetOp(ctx, session.OpDifference, a.set.Name, f.Delta, session.PsetOpOptions{Target: a.set.Name})
-		if err != nil {
+		if newSet, err = a.s.SetAfter(ctx, a.set.Name, f); err != nil {
 			return 0, fmt.Errorf("after the loss of %s: phase 2: %w", f.Lost(), err)
 		}
 		phase2 = report.MS(time.Since(t))
-		newSet = res.Name + "@" + strconv.FormatUint(uint64(res.Version), 10)
 	}
+	// A REPLACE's accept waits for the new processes, which join below.
 	t = time.Now()
-	acc, err := cm.AcceptRC(ctx, f.Delta, 0, newSet, session.AcceptOptions{Bound: a.set.Name})
+	acc, err := cm.AcceptRC(ctx, f.Delta, 0, newSet, session.AcceptOptions{Bound: a.set.Name, Blocking: f.Type == wire.RCReplace})
 	if err != nil {
 		return 0, fmt.Errorf("after the loss of %s: accept %s: %w", f.Lost(), f.Delta, err)
 	}
@@ -130,6 +128,25 @@ func (a *app) recover(ctx context.Context, f session.RC, it int) (int, error) {
 		}
 	}
 	a.planNext, a.planDue = plan.Next, plan.NextDue
+	if f.Type == wire.RCReplace {
+		// With the new processes: they learn where the loop goes on as
+		// after an ADD (join).
+		t := time.Now()
+		with, err := a.e.New(ctx, set, a.c.tag)
+		if err != nil {
+			return 0, fmt.Errorf("after the loss of %s: communicator over %s@%d: %w", f.Lost(), set.Name, set.Version, err)
+		}
+		commMS += report.MS(time.Since(t))
+		var j []byte
+		if with.Rank() == 0 {
+			j, _ = json.Marshal(joinMsg{Iter: resume, Expected: a.expected})
+		}
+		if _, err := with.Bcast(ctx, 0, j); err != nil {
+			return 0, fmt.Errorf("after the loss of %s: broadcast to the new processes: %w", f.Lost(), err)
+		}
+		_ = cm.Free(ctx)
+		cm = with
+	}
 	if err := a.cm.Free(ctx); err != nil {
 		a.log.Debug("free the communicator with the lost processes", "err", err)
 	}
@@ -151,7 +168,7 @@ func (a *app) recover(ctx context.Context, f session.RC, it int) (int, error) {
 		}
 		r.done[f.Delta] = true
 		r.changes = append(r.changes, &report.Change{
-			Kind: report.KindChange, Delta: f.Delta, Type: f.Type, Status: wire.RCFinalized, N: f.Lost().Count(),
+			Kind: report.KindChange, Delta: f.Delta, Type: f.Type, Status: wire.RCFinalized, N: int(f.Record.N),
 			From: from, To: cm.Size(), Blocking: a.c.blocking, Mode: a.c.mode, FirstIter: resume, LastIter: resume,
 			Phase2MS: phase2, Phase3MS: phase3, CommMS: commMS,
 		})

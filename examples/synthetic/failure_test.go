@@ -13,33 +13,53 @@ import (
 	"github.com/dynrt/dynrt/wire"
 )
 
-// TestSurviveFailures: under dynrun --on-failure shrink the benchmark
-// survives kill -9 of a rank, of rank 0 (whose successor goes on with the
-// report), and of a node's daemon with both its ranks (4 virtual nodes ×
-// 2 slots, node k runs ranks 2k and 2k+1): the job ends with status 0,
-// every iteration reports the same work result, the iteration the loss
-// interrupted is done again by the survivors, and the report holds the
-// failure change.
+// TestSurviveFailures: the benchmark, 8 processes on 4 virtual nodes × 3
+// slots, survives kill -9 of a rank, of rank 0 (whose successor goes on
+// with the report) and of a node's daemon with every rank on it, under
+// dynrun --on-failure shrink (the job goes on smaller) and replace (new
+// processes join in place of the lost): the job ends with status 0,
+// every iteration is reported once, in order, with the same work result
+// (the iteration the loss interrupted is done again), and the report holds
+// the failure change.
 func TestSurviveFailures(t *testing.T) {
-	d := startDVM(t, 4, 2)
+	d := startDVM(t, 4, 3)
 	const problem = 2_000_000
 	count := work(problem, 0, problem)
 	tests := []struct {
-		name string
-		loss func(t *testing.T, pids map[uint32]int)
-		lost int
+		name   string
+		policy string
+		rank   uint32 // killed, or
+		nodeOf bool   // the daemon of its node killed
 	}{
-		{"kill -9 of rank 3", func(t *testing.T, pids map[uint32]int) { kill(t, pids[3]) }, 1},
-		{"kill -9 of rank 0", func(t *testing.T, pids map[uint32]int) { kill(t, pids[0]) }, 1},
-		{"kill -9 of node1's daemon", func(t *testing.T, _ map[uint32]int) { kill(t, dvmtest.DaemonPID(t, d.c, "node1")) }, 2},
+		{"shrink: kill -9 of rank 3", wire.OnFailureShrink, 3, false},
+		{"shrink: kill -9 of rank 0", wire.OnFailureShrink, 0, false},
+		{"replace: kill -9 of rank 3", wire.OnFailureReplace, 3, false},
+		{"replace: kill -9 of a node's daemon", wire.OnFailureReplace, 4, true},
+		{"shrink: kill -9 of a node's daemon", wire.OnFailureShrink, 4, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			job := d.launchShrink(t, 8, "--trigger", "external", "--changes", "1", "-i", "30", "--tables=false",
+			job := d.launchPolicy(t, tc.policy, 8, "--trigger", "external", "--changes", "1", "-i", "30", "--tables=false",
 				"--problem-size", fmt.Sprint(problem), "--timeout", "80s")
-			pids := dvmtest.RunningPIDs(t, d.c, job, 8)
+			procs := dvmtest.RunningProcs(t, d.c, job, 8)
 			time.Sleep(500 * time.Millisecond) // into the iterations
-			tc.loss(t, pids)
+			lost := 1
+			if tc.nodeOf {
+				node := procs[tc.rank].Node
+				lost = 0
+				for _, p := range procs {
+					if p.Node == node {
+						lost++
+					}
+				}
+				kill(t, dvmtest.DaemonPID(t, d.c, node))
+			} else {
+				kill(t, procs[tc.rank].PID)
+			}
+			final, typ := 8-lost, wire.RCSub
+			if tc.policy == wire.OnFailureReplace {
+				final, typ = 8, wire.RCReplace
+			}
 			end := dvmtest.WaitJob(t, d.c, job, 90*time.Second)
 			text, errs := d.byRank(job)
 			if end.State != wire.JobStateDone || end.Code != 0 || errs != "" {
@@ -54,15 +74,15 @@ func TestSurviveFailures(t *testing.T) {
 					t.Errorf("line %d: iteration %d with %d processes counted %d, want iteration %d and %d", i, it.Iter, it.Procs, it.Count, i, count)
 				}
 			}
-			if run.End.Count != count || run.End.FinalProcs != 8-tc.lost || run.End.Iters != len(run.Iters) {
-				t.Errorf("end line %+v: want count %d, %d processes, %d iterations", *run.End, count, 8-tc.lost, len(run.Iters))
+			if run.End.Count != count || run.End.FinalProcs != final || run.End.Iters != len(run.Iters) {
+				t.Errorf("end line %+v: want count %d, %d processes, %d iterations", *run.End, count, final, len(run.Iters))
 			}
 			if len(run.Changes) != 1 {
 				t.Fatalf("changes %+v, want the failure change", run.Changes)
 			}
 			c := run.Changes[0]
-			if c.Type != wire.RCSub || c.Status != wire.RCFinalized || c.Requester != wire.ByRuntime || c.N != tc.lost || c.From != 8 || c.To != 8-tc.lost {
-				t.Errorf("failure change %+v: want a FINALIZED SUB of %d by the runtime, 8 → %d", c, tc.lost, 8-tc.lost)
+			if c.Type != typ || c.Status != wire.RCFinalized || c.Requester != wire.ByRuntime || c.N != lost || c.From != 8 || c.To != final {
+				t.Errorf("failure change %+v: want a FINALIZED %s of %d by the runtime, 8 → %d", c, typ, lost, final)
 			}
 		})
 	}
@@ -78,14 +98,15 @@ func kill(t *testing.T, pid int) {
 	}
 }
 
-// launchShrink starts n processes of the benchmark under the shrink policy.
-func (d *testDVM) launchShrink(t *testing.T, n int, args ...string) string {
+// launchPolicy starts n processes of the benchmark under the failure
+// policy.
+func (d *testDVM) launchPolicy(t *testing.T, policy string, n int, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	rep, err := d.c.Launch(ctx, wire.JobLaunchReq{
 		Argv: append([]string{progs.Build(t, "github.com/dynrt/dynrt/examples/synthetic")}, args...), N: uint32(n), Env: d.d.Env,
-		Output: wire.OutputFlags{Forward: true}, OnFailure: wire.OnFailureShrink,
+		Output: wire.OutputFlags{Forward: true}, OnFailure: policy,
 	})
 	if err != nil {
 		t.Fatalf("launch %v: %v", args, err)

@@ -11,20 +11,20 @@ import (
 
 // Failure tests kill processes and daemons of a test DVM by pid.
 
-// RunningPIDs waits until job has exactly n running processes and returns
-// their pids by rank; not within 20 s fails t.
-func RunningPIDs(t testing.TB, c *tool.Client, job string, n int) map[uint32]int {
+// RunningProcs waits until job has exactly n running processes and
+// returns them by rank (pid, node); not within 20 s fails t.
+func RunningProcs(t testing.TB, c *tool.Client, job string, n int) map[uint32]wire.ProcInfo {
 	t.Helper()
-	var pids map[uint32]int
+	var pids map[uint32]wire.ProcInfo
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		info, err := c.Job(context.Background(), wire.JobStateReq{Job: job, Procs: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		pids = map[uint32]int{}
+		pids = map[uint32]wire.ProcInfo{}
 		for _, p := range info.Procs {
 			if p.State == wire.ProcStateRunning && p.PID > 0 {
-				pids[p.Rank] = p.PID
+				pids[p.Rank] = p
 			}
 		}
 		if len(pids) == n {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/dynrt/dynrt/wire"
@@ -32,10 +33,10 @@ func (r RC) Lost() wire.RankRanges {
 	return r.Record.Cause.Ranks
 }
 
-// failureDue says whether r is a failure change the caller still has to
+// FailureDue says whether r is a failure change the caller still has to
 // handle: announced (or PENDING, waiting for other sets or new processes)
-// and not among those it has handled.
-func failureDue(r RC, handled func(delta string) bool) bool {
+// and not among those it has handled (handled may be nil).
+func FailureDue(r RC, handled func(delta string) bool) bool {
 	if !r.Failure() || r.Status != wire.RCAnnounced && r.Status != wire.RCPending {
 		return false
 	}
@@ -50,7 +51,7 @@ func failureDue(r RC, handled func(delta string) bool) bool {
 // the loss, so the wait ends with it; ctx bounds the wait for the case
 // that the error had another cause, or the job's policy is not shrink.
 func (s *Session) WaitFailure(ctx context.Context, bound string, handled func(delta string) bool) (RC, error) {
-	return s.WaitRC(ctx, QueryOptions{Bound: bound}, func(r RC) bool { return failureDue(r, handled) })
+	return s.WaitRC(ctx, QueryOptions{Bound: bound}, func(r RC) bool { return FailureDue(r, handled) })
 }
 
 // LostError is the cause of a context WatchFailure canceled: the failure
@@ -119,4 +120,32 @@ func (s *Session) FailureBehind(ctx, wctx context.Context, err error, bound stri
 		return RC{}, fmt.Errorf("%w (and no failure change followed within %v)", err, wait)
 	}
 	return r, nil
+}
+
+// SetAfter is phase 2 of the change r for the set named set, as its root
+// runs it: the new version of set that the members continue with, as
+// "name@version" for Accept. An ADD is UNION(set, delta), a SUB
+// DIFFERENCE(set, delta), a REPLACE both: DIFFERENCE with its replaced
+// set, then UNION with its delta. (For a failure change the DIFFERENCE
+// changes nothing: the runtime has taken the dead out already.)
+func (s *Session) SetAfter(ctx context.Context, set string, r RC) (string, error) {
+	o := PsetOpOptions{Target: set}
+	var res PsetOpResult
+	var err error
+	switch r.Type {
+	case wire.RCAdd:
+		res, err = s.PsetOp(ctx, OpUnion, set, r.Delta, o)
+	case wire.RCSub:
+		res, err = s.PsetOp(ctx, OpDifference, set, r.Delta, o)
+	case wire.RCReplace:
+		if res, err = s.PsetOp(ctx, OpDifference, set, r.Record.OutSet, o); err == nil {
+			res, err = s.PsetOp(ctx, OpUnion, set, r.Delta, o)
+		}
+	default:
+		return "", wire.Errorf(wire.ErrInvalid, "session: change %s of type %q: no set to build", r.Delta, r.Type)
+	}
+	if err != nil {
+		return "", err
+	}
+	return res.Name + "@" + strconv.FormatUint(uint64(res.Version), 10), nil
 }

@@ -2,6 +2,7 @@ package session_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -29,6 +30,30 @@ func TestRCFailure(t *testing.T) {
 		if r.Failure() != tc.fail || r.Lost().String() != tc.ranks {
 			t.Errorf("%s: Failure %v Lost %q, want %v %q", tc.name, r.Failure(), r.Lost(), tc.fail, tc.ranks)
 		}
+	}
+	due := []struct {
+		status  string
+		handled bool
+		want    bool
+	}{
+		{wire.RCAnnounced, false, true},
+		{wire.RCPending, false, true},
+		{wire.RCAnnounced, true, false},
+		{wire.RCFinalized, false, false},
+		{wire.RCAborted, false, false},
+	}
+	for _, c := range due {
+		r := session.RC{Type: wire.RCSub, Delta: "d", Status: c.status, Record: tests[1].rec}
+		if got := session.FailureDue(r, func(string) bool { return c.handled }); got != c.want {
+			t.Errorf("FailureDue(%s, handled %v) = %v, want %v", c.status, c.handled, got, c.want)
+		}
+	}
+	if session.FailureDue(session.RC{Type: wire.RCSub, Status: wire.RCAnnounced, Record: tests[0].rec}, nil) {
+		t.Error("FailureDue of a SUB by a tool: true")
+	}
+	var none *session.Session
+	if _, err := none.SetAfter(context.Background(), "mpi://app/x", session.RC{Type: wire.RCNull}); !errors.Is(err, wire.ErrInvalid) {
+		t.Errorf("SetAfter of no change: %v, want ErrInvalid", err)
 	}
 	if _, ok := session.LostCause(context.Background()); ok {
 		t.Error("LostCause of a context that never ended: ok")
