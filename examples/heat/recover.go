@@ -42,8 +42,10 @@ type ckStore struct {
 }
 
 // add stores the pieces of a checkpoint at step and drops those older
-// than the checkpoint before it (and any earlier pieces of the same step,
-// taken with another decomposition).
+// than the checkpoint before it. Pieces of the same step taken before
+// (with another decomposition: a checkpoint right after a change) stay:
+// where the new checkpoint did not complete everywhere, they may hold rows
+// it lacks.
 func (s *ckStore) add(step int, ps []piece) {
 	prev := -1
 	for _, p := range s.pieces {
@@ -51,7 +53,7 @@ func (s *ckStore) add(step int, ps []piece) {
 			prev = max(prev, p.Step)
 		}
 	}
-	s.pieces = slices.DeleteFunc(s.pieces, func(p piece) bool { return p.Step == step || p.Step < prev })
+	s.pieces = slices.DeleteFunc(s.pieces, func(p piece) bool { return p.Step < prev })
 	s.pieces = append(s.pieces, ps...)
 	s.last = step
 }
@@ -158,6 +160,8 @@ func errNoBuddy(r session.RC) error {
 // recover handles the failure change f as a survivor: phases 2 and 3 over
 // the survivors, the rollback to the last complete checkpoint, the rows
 // spread over the survivors, and a new checkpoint with new buddies.
+// The caller has marked f handled before it started the watch of ctx
+// (whose goroutine reads the mark).
 func (h *heat) recover(ctx context.Context, f session.RC) error {
 	t0 := time.Now()
 	if f.Type != wire.RCSub && f.Type != wire.RCReplace {
@@ -172,10 +176,12 @@ func (h *heat) recover(ctx context.Context, f session.RC) error {
 	if ref.Name == "" {
 		return wire.Errorf(wire.ErrState, "failure change %s is bound to %v, this process works with %s", f.Delta, f.Record.BoundRefs, h.set.Name)
 	}
-	h.failed[f.Delta] = true
 	old := h.c
 	wasRoot := old.Rank() == 0
 	ch := Change{Delta: f.Delta, Type: f.Type, From: old.Size(), Step: h.step, Lost: f.Lost().String(), SegBefore: len(h.hist.Segments)}
+	if n := len(h.unrecorded); n > 0 {
+		ch.From = h.unrecorded[n-1].To // after the change whose recovery was interrupted
+	}
 	if wasRoot && h.fl != nil {
 		// The loss aborts a grow in flight (a member of its bound set
 		// is gone); the runtime removes its new processes.
@@ -209,6 +215,15 @@ func (h *heat) recover(ctx context.Context, f session.RC) error {
 	if err != nil {
 		return fmt.Errorf("recovery from %s: accept: %w", f.Delta, err)
 	}
+	// Accepted: the change is done even if another loss interrupts what
+	// follows, and is recorded then with the next one.
+	ch.Status, ch.To = wire.RCFinalized, rc.Size()
+	recorded := false
+	defer func() {
+		if !recorded {
+			h.unrecorded = append(h.unrecorded, ch)
+		}
+	}()
 	set := acc.NewSet
 	if set.Name == "" {
 		v, err := rc.Bcast(ctx, 0, []byte(newSet))
@@ -219,7 +234,6 @@ func (h *heat) recover(ctx context.Context, f session.RC) error {
 			return fmt.Errorf("recovery from %s: the new set: %w", f.Delta, err)
 		}
 	}
-	ch.Status = wire.RCFinalized
 	over := rc
 	if f.Type == wire.RCReplace {
 		// With the new processes, which start in joinRecovery.
@@ -233,6 +247,7 @@ func (h *heat) recover(ctx context.Context, f session.RC) error {
 	if err := h.restore(ctx, over, wasRoot, &ch, t0); err != nil {
 		return fmt.Errorf("recovery from %s: %w", f.Delta, err)
 	}
+	recorded = true
 	_ = old.Free(ctx) // its lost members cannot destruct: that is fine
 	h.c, h.set = over, set
 	if h.c.Rank() == 0 && h.reqs == nil && len(h.sched) > 0 {
@@ -273,7 +288,14 @@ func (h *heat) joinRecovery(ctx context.Context, q session.RC) error {
 // rows as of that step. The member that was root before (or rank 0 if it
 // was lost) hands on the history with ch recorded.
 func (h *heat) restore(ctx context.Context, over *comm.Comm, wasRoot bool, ch *Change, t0 time.Time) error {
-	mine := h.ck.held()
+	// The rows held now count too: they are exact as of h.step (after a
+	// recovery that a second loss interrupted, they are the restored
+	// state itself).
+	store := ckStore{pieces: h.ck.pieces}
+	if h.b.rows.Len() > 0 {
+		store.pieces = append(slices.Clip(store.pieces), piece{Held{h.step, h.b.rows}, h.b.held(h.b.rows)})
+	}
+	mine := store.held()
 	me := make([]byte, 9, 9+24*len(mine))
 	if wasRoot {
 		me[0] = 1
@@ -309,13 +331,13 @@ func (h *heat) restore(ctx context.Context, over *comm.Comm, wasRoot bool, ch *C
 	}
 	step, ok := Restorable(h.cfg.nx, held)
 	if !ok {
-		return wire.Errorf(wire.ErrState, "the survivors hold no complete checkpoint: rows were lost together with their buddy's copy (ranks %s lost; were the buddies on other nodes? %v)", ch.Lost, h.ck.apart)
+		return wire.Errorf(wire.ErrState, "the survivors hold no complete checkpoint: rows were lost together with their buddy's copy (buddies on other nodes: %v; pieces held: %v)", h.ck.apart, held)
 	}
 	target, moves, err := RecoverPlan(h.cfg.nx, held, step)
 	if err != nil {
 		return err
 	}
-	nb, moved, err := h.moveRows(ctx, over, target, moves, func(r Range) ([]float64, error) { return h.ck.rows(step, r, h.cfg.ny) })
+	nb, moved, err := h.moveRows(ctx, over, target, moves, func(r Range) ([]float64, error) { return store.rows(step, r, h.cfg.ny) })
 	if err != nil {
 		return fmt.Errorf("rows to the survivors: %w", err)
 	}
@@ -324,5 +346,13 @@ func (h *heat) restore(ctx context.Context, over *comm.Comm, wasRoot bool, ch *C
 		ch.Redist, ch.MovedRows, ch.To = time.Since(t0)-ch.Comm-ch.Phase2-ch.Phase3, moved, over.Size()
 		ch.Rollback = int(binary.LittleEndian.Uint64(all[histRoot][1:])) - step
 	}
-	return h.shareHistory(ctx, over, histRoot, ch, over.Size())
+	var chs []Change
+	if ch != nil {
+		chs = append(h.unrecorded, *ch)
+	}
+	if err := h.shareHistory(ctx, over, histRoot, chs, over.Size()); err != nil {
+		return err
+	}
+	h.unrecorded = nil
+	return nil
 }

@@ -279,13 +279,16 @@ func TestCkStore(t *testing.T) {
 	}
 	s.add(10, []piece{p(10, 0, 4), p(10, 4, 6)})
 	s.add(20, []piece{p(20, 0, 3)})
-	s.add(20, []piece{p(20, 0, 6)}) // the same step again (after a change): replaces
+	s.add(20, []piece{p(20, 2, 6)}) // the same step again (after a change): kept beside
 	s.add(30, []piece{p(30, 0, 6)}) // drops step 10
-	if got := s.held(); !slices.Equal(got, []Held{{20, Range{0, 6}}, {30, Range{0, 6}}}) {
+	if got := s.held(); !slices.Equal(got, []Held{{20, Range{0, 3}}, {20, Range{2, 6}}, {30, Range{0, 6}}}) {
 		t.Errorf("held %v", got)
 	}
-	v, err := s.rows(20, Range{2, 4}, 2)
-	if err != nil || !slices.Equal(v, []float64{20004, 20005, 20006, 20007}) {
+	if s.last != 30 {
+		t.Errorf("last checkpoint %d, want 30", s.last)
+	}
+	v, err := s.rows(20, Range{1, 3}, 2)
+	if err != nil || !slices.Equal(v, []float64{20002, 20003, 20004, 20005}) {
 		t.Errorf("rows 2-3 at 20: %v %v", v, err)
 	}
 	if _, err := s.rows(10, Range{0, 1}, 2); err == nil {

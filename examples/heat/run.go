@@ -59,6 +59,9 @@ type heat struct {
 	ckComm *comm.Comm      // the communicator the buddies were chosen for
 	buddy  []int           // each member's buddy in ckComm (-1: none)
 	failed map[string]bool // failure changes handled
+	// unrecorded: failure changes accepted whose recovery another loss
+	// interrupted; the next recovery records them.
+	unrecorded []Change
 
 	// Only the root uses these.
 	sched       []Request
@@ -153,10 +156,20 @@ func (h *heat) main(ctx context.Context) error {
 		}
 		// A lost process: with --buddy, recover and go on.
 		f, err := h.lost(ctx, wctx, err)
-		if err != nil {
-			return err
+		for err == nil {
+			// Under a watch too: another loss during the recovery
+			// brings the change that follows it (the runtime aborts
+			// this one if a survivor dies before it is accepted).
+			h.failed[f.Delta] = true
+			rctx, stop := h.watch(ctx)
+			rerr := h.recover(rctx, f)
+			stop()
+			if rerr == nil {
+				break
+			}
+			f, err = h.lost(ctx, rctx, rerr)
 		}
-		if err := h.recover(ctx, f); err != nil {
+		if err != nil {
 			return err
 		}
 	}
@@ -654,10 +667,12 @@ func (h *heat) redistribute(ctx context.Context, over *comm.Comm, stay bool, ch 
 			nStay++
 		}
 	}
+	var chs []Change
 	if ch != nil {
 		ch.Redist, ch.MovedRows, ch.To = time.Since(t0), moved, nStay
+		chs = []Change{*ch}
 	}
-	return h.shareHistory(ctx, over, histRoot, ch, nStay)
+	return h.shareHistory(ctx, over, histRoot, chs, nStay)
 }
 
 // moveRows carries out moves over over (member From sends rows to member
@@ -712,14 +727,16 @@ func (h *heat) moveRows(ctx context.Context, over *comm.Comm, target []Range, mo
 }
 
 // shareHistory hands the history from the old root (histRoot, which
-// records ch) to every member of over, so that whoever is root at the end
+// records chs) to every member of over, so that whoever is root at the end
 // can print it all; the next segment has procs processes.
-func (h *heat) shareHistory(ctx context.Context, over *comm.Comm, histRoot int, ch *Change, procs int) error {
+func (h *heat) shareHistory(ctx context.Context, over *comm.Comm, histRoot int, chs []Change, procs int) error {
 	var hist []byte
 	var err error
-	if over.Rank() == histRoot && ch != nil {
+	if over.Rank() == histRoot && len(chs) > 0 {
 		h.hist.Segments = append(h.hist.Segments, h.seg)
-		h.record(*ch)
+		for _, c := range chs {
+			h.record(c)
+		}
 		if hist, err = json.Marshal(h.hist); err != nil {
 			return err
 		}

@@ -66,6 +66,9 @@ type app struct {
 	// lost rank 0 goes on from there.
 	planNext, planDue int
 	failed            map[string]bool // failure changes handled (failure.go)
+	// unrecorded: failure changes accepted whose recovery another loss
+	// interrupted; rank 0 reports them with the next one.
+	unrecorded []*report.Change
 }
 
 // rootState is what rank 0 keeps: the output, the plan of the changes it

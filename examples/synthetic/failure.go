@@ -31,11 +31,21 @@ func (a *app) survive(ctx context.Context, it int) (left bool, err error) {
 		if err == nil || left {
 			return left, err
 		}
-		f, ferr := a.s.FailureBehind(ctx, wctx, err, a.set.Name, a.handled, failureWait)
-		if ferr != nil {
-			return false, ferr
+		f, err := a.s.FailureBehind(ctx, wctx, err, a.set.Name, a.handled, failureWait)
+		for err == nil {
+			// Under a watch too: another loss during the recovery
+			// brings the change that follows it.
+			a.failed[f.Delta] = true
+			rctx, stop := a.s.WatchFailure(ctx, a.set.Name, a.handled)
+			resume, rerr := a.recover(rctx, f, it)
+			stop()
+			if rerr == nil {
+				it = resume
+				break
+			}
+			f, err = a.s.FailureBehind(ctx, rctx, rerr, a.set.Name, a.handled, failureWait)
 		}
-		if it, err = a.recover(ctx, f, it); err != nil {
+		if err != nil {
 			return false, err
 		}
 	}
@@ -55,6 +65,8 @@ type resumeMsg struct {
 // recover handles the failure change f as a survivor that was in
 // iteration it: phases 2 and 3 over the survivors, then the iteration to
 // go on with (the earliest any survivor was in: its work is done again).
+// The caller has marked f handled before it started the watch of ctx
+// (whose goroutine reads the mark).
 func (a *app) recover(ctx context.Context, f session.RC, it int) (int, error) {
 	if f.Type != wire.RCSub && f.Type != wire.RCReplace {
 		return 0, wire.Errorf(wire.ErrUnsupported, "failure change %s is a %s: synthetic recovers from failure SUBs and REPLACEs", f.Delta, f.Type)
@@ -68,9 +80,11 @@ func (a *app) recover(ctx context.Context, f session.RC, it int) (int, error) {
 	if ref.Name == "" {
 		return 0, wire.Errorf(wire.ErrState, "failure change %s is bound to %v, this process works with %s", f.Delta, f.Record.BoundRefs, a.set.Name)
 	}
-	a.failed[f.Delta] = true
 	a.log.Debug("processes lost", "ranks", f.Lost(), "delta", f.Delta, "iteration", it)
 	from := a.cm.Size()
+	if n := len(a.unrecorded); n > 0 {
+		from = a.unrecorded[n-1].To // after the change whose recovery was interrupted
+	}
 	t := time.Now()
 	// The bound set's version holds the survivors only.
 	cm, err := a.e.New(ctx, ref, a.c.tag)
@@ -94,6 +108,19 @@ func (a *app) recover(ctx context.Context, f session.RC, it int) (int, error) {
 		return 0, fmt.Errorf("after the loss of %s: accept %s: %w", f.Lost(), f.Delta, err)
 	}
 	phase3 := report.MS(time.Since(t))
+	// Accepted: the change is done even if another loss interrupts what
+	// follows; rank 0 reports it then with the next one.
+	fc := &report.Change{
+		Kind: report.KindChange, Delta: f.Delta, Type: f.Type, Status: wire.RCFinalized, N: int(f.Record.N),
+		From: from, To: cm.Size(), Blocking: a.c.blocking, Mode: a.c.mode, FirstIter: it, LastIter: it,
+		Phase2MS: phase2, Phase3MS: phase3, CommMS: commMS,
+	}
+	recorded := false
+	defer func() {
+		if !recorded {
+			a.unrecorded = append(a.unrecorded, fc)
+		}
+	}()
 	set := acc.NewSet
 	if set.Name == "" {
 		v, err := cm.Bcast(ctx, 0, []byte(newSet))
@@ -167,11 +194,12 @@ func (a *app) recover(ctx context.Context, f session.RC, it int) (int, error) {
 			r.inflight = nil
 		}
 		r.done[f.Delta] = true
-		r.changes = append(r.changes, &report.Change{
-			Kind: report.KindChange, Delta: f.Delta, Type: f.Type, Status: wire.RCFinalized, N: int(f.Record.N),
-			From: from, To: cm.Size(), Blocking: a.c.blocking, Mode: a.c.mode, FirstIter: resume, LastIter: resume,
-			Phase2MS: phase2, Phase3MS: phase3, CommMS: commMS,
-		})
+		if f.Type == wire.RCReplace {
+			fc.To = cm.Size()
+		}
+		fc.FirstIter, fc.LastIter, fc.CommMS = resume, resume, commMS
+		r.changes = append(append(r.changes, a.unrecorded...), fc)
 	}
+	recorded, a.unrecorded = true, nil
 	return resume, nil
 }
