@@ -33,8 +33,12 @@ type heatDVM struct {
 }
 
 func startHeatDVM(t *testing.T, nodes, slots int) *heatDVM {
+	return startHeatDVMWith(t, dvmtest.Options{Nodes: nodes, Slots: slots})
+}
+
+func startHeatDVMWith(t *testing.T, o dvmtest.Options) *heatDVM {
 	bin := progs.Build(t, "github.com/dynrt/dynrt/examples/heat")
-	d := dvmtest.Start(t, dvmtest.Options{Nodes: nodes, Slots: slots})
+	d := dvmtest.Start(t, o)
 	h := &heatDVM{t: t, d: d, c: d.Attach(t), bin: bin}
 	h.out = dvmtest.CollectOutput(h.c)
 	return h

@@ -178,3 +178,43 @@ func union(t *testing.T, ls []string) string {
 	}
 	return all.String()
 }
+
+// TestBuddyHungNode: the daemon of rank 4's node is stopped (SIGSTOP);
+// its processes keep running but can no longer reach the runtime. The
+// heartbeats declare the node down, its ranks become a failure change,
+// and the others recover without them (they go on sending to the lost
+// ones' old communicator, which nobody reads). The final grid equals the
+// serial computation's.
+func TestBuddyHungNode(t *testing.T) {
+	const nx, ny, steps = 64, 48, 3000
+	h := startHeatDVMWith(t, dvmtest.Options{Nodes: 4, Slots: 2, HeartbeatInterval: 250 * time.Millisecond, HeartbeatMisses: 8})
+	args := []string{"--nx", fmt.Sprint(nx), "--ny", fmt.Sprint(ny), "--steps", fmt.Sprint(steps), "--check", "5", "--checkpoint-every", "20", "--buddy"}
+	job, out := h.launchPolicy(t, wire.OnFailureShrink, 8, args...)
+	procs := dvmtest.RunningProcs(t, h.c, job, 8)
+	time.Sleep(500 * time.Millisecond) // into the steps
+	node := procs[4].Node
+	var lost wire.RankRanges
+	for r, p := range procs {
+		if p.Node == node {
+			lost = lost.Add(r)
+		}
+	}
+	pid := dvmtest.DaemonPID(t, h.c, node)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	// Running again, it finds itself declared down, kills its processes
+	// and exits; the DVM's cleanup checks that nothing is left.
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+	res := h.collect(t, job, out, args)
+	_ = syscall.Kill(pid, syscall.SIGCONT)
+	if d, err := MaxDiff(serial(nx, ny, steps), res.grid); err != nil || d != 0 {
+		t.Errorf("final grid differs from the serial computation by %g (%v)", d, err)
+	}
+	if got := failureChanges(t, res, wire.RCSub); fmt.Sprint(got) != fmt.Sprint([]string{lost.String()}) {
+		t.Errorf("failure changes lost %v, want [%s]", got, lost)
+	}
+	if want := float64(8 - lost.Count()); res.summary["procs"] != want {
+		t.Errorf("summary %v, want %v processes at the end", res.summary, want)
+	}
+}

@@ -31,8 +31,12 @@ type testDVM struct {
 }
 
 func startDVM(t *testing.T, nodes, slots int) *testDVM {
+	return startDVMWith(t, dvmtest.Options{Nodes: nodes, Slots: slots})
+}
+
+func startDVMWith(t *testing.T, o dvmtest.Options) *testDVM {
 	d := &testDVM{t: t}
-	d.d = dvmtest.Start(t, dvmtest.Options{Nodes: nodes, Slots: slots})
+	d.d = dvmtest.Start(t, o)
 	d.c = d.d.Attach(t)
 	d.out = dvmtest.CollectOutput(d.c)
 	return d

@@ -68,20 +68,7 @@ func TestSurviveFailures(t *testing.T) {
 			if tc.policy == wire.OnFailureReplace {
 				final, typ = 8, wire.RCReplace
 			}
-			end := dvmtest.WaitJob(t, d.c, job, 90*time.Second)
-			text, errs := d.byRank(job)
-			if end.State != wire.JobStateDone || end.Code != 0 || errs != "" {
-				t.Fatalf("job ended %s with code %d: %s\nstderr:\n%s\nstdout:\n%s", end.State, end.Code, end.Msg, errs, text)
-			}
-			run, err := report.Read(strings.NewReader(text))
-			if err != nil || run.End == nil {
-				t.Fatalf("read the lines: %v\n%s", err, text)
-			}
-			for i, it := range run.Iters {
-				if it.Iter != i || it.Count != count {
-					t.Errorf("line %d: iteration %d with %d processes counted %d, want iteration %d and %d", i, it.Iter, it.Procs, it.Count, i, count)
-				}
-			}
+			run := d.survived(t, job, count)
 			if run.End.Count != count || run.End.FinalProcs != final || run.End.Iters != len(run.Iters) {
 				t.Errorf("end line %+v: want count %d, %d processes, %d iterations", *run.End, count, final, len(run.Iters))
 			}
@@ -100,6 +87,62 @@ func TestSurviveFailures(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSurviveHungNode: the daemon of rank 4's node is stopped (SIGSTOP)
+// under --on-failure shrink; its processes keep running but can no longer
+// reach the runtime. The heartbeats declare the node down, its ranks
+// become a failure change, and the others go on without them with the
+// same work result.
+func TestSurviveHungNode(t *testing.T) {
+	d := startDVMWith(t, dvmtest.Options{Nodes: 4, Slots: 2, HeartbeatInterval: 250 * time.Millisecond, HeartbeatMisses: 8})
+	const problem = 2_000_000
+	count := work(problem, 0, problem)
+	job := d.launchPolicy(t, wire.OnFailureShrink, 8, "--trigger", "external", "--changes", "1", "-i", "30", "--tables=false",
+		"--problem-size", fmt.Sprint(problem), "--timeout", "80s")
+	procs := dvmtest.RunningProcs(t, d.c, job, 8)
+	time.Sleep(500 * time.Millisecond) // into the iterations
+	node := procs[4].Node
+	lost := 0
+	for _, p := range procs {
+		if p.Node == node {
+			lost++
+		}
+	}
+	pid := dvmtest.DaemonPID(t, d.c, node)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	// Running again, it finds itself declared down, kills its processes
+	// and exits; the DVM's cleanup checks that nothing is left.
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+	run := d.survived(t, job, count)
+	_ = syscall.Kill(pid, syscall.SIGCONT)
+	if len(run.Changes) != 1 || run.Changes[0].N != lost || run.Changes[0].Status != wire.RCFinalized || run.End.FinalProcs != 8-lost {
+		t.Errorf("changes %+v, end %+v: want one FINALIZED failure change of %d processes, %d at the end", run.Changes, *run.End, lost, 8-lost)
+	}
+}
+
+// survived waits for the end of job, which must be a success without
+// anything on stderr, and checks that every iteration was reported once,
+// in order, with the work result count.
+func (d *testDVM) survived(t *testing.T, job string, count int64) report.Run {
+	t.Helper()
+	end := dvmtest.WaitJob(t, d.c, job, 90*time.Second)
+	text, errs := d.byRank(job)
+	if end.State != wire.JobStateDone || end.Code != 0 || errs != "" {
+		t.Fatalf("job ended %s with code %d: %s\nstderr:\n%s\nstdout:\n%s", end.State, end.Code, end.Msg, errs, text)
+	}
+	run, err := report.Read(strings.NewReader(text))
+	if err != nil || run.End == nil {
+		t.Fatalf("read the lines: %v\n%s", err, text)
+	}
+	for i, it := range run.Iters {
+		if it.Iter != i || it.Count != count {
+			t.Errorf("line %d: iteration %d with %d processes counted %d, want iteration %d and %d", i, it.Iter, it.Procs, it.Count, i, count)
+		}
+	}
+	return run
 }
 
 func kill(t *testing.T, pid int) {
