@@ -151,6 +151,9 @@ func TestResizeSchedules(t *testing.T) {
 		{"grow then shrink", 2, []string{"--schedule", "20:+2,60:-3"}, []string{"2→4", "4→1"}},
 		{"remove the root's neighbours, then grow", 5, []string{"--schedule", "30:-r1/2,80:+2"}, []string{"5→3", "3→5"}},
 		{"blocking grow and shrink by rank", 3, []string{"--blocking", "--schedule", "10:+3,50:-r2/4"}, []string{"3→6", "6→4"}},
+		// Checkpoints (no loss) across changes: every process takes the
+		// same ones, the new processes and the ones that stay included.
+		{"--buddy: grow then shrink", 2, []string{"--buddy", "--checkpoint-every", "15", "--blocking", "--schedule", "20:+3,60:-r1/3"}, []string{"2→5", "5→3"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
