@@ -182,14 +182,25 @@ func union(t *testing.T, ls []string) string {
 // TestBuddyHungNode: the daemon of rank 4's node is stopped (SIGSTOP);
 // its processes keep running but can no longer reach the runtime. The
 // heartbeats declare the node down, its ranks become a failure change,
-// and the others recover without them (they go on sending to the lost
-// ones' old communicator, which nobody reads). The final grid equals the
-// serial computation's.
+// and the others recover without them under shrink, or with new processes
+// in their place under replace (they go on sending to the lost ones' old
+// communicator, which nobody reads). The final grid equals the serial
+// computation's.
 func TestBuddyHungNode(t *testing.T) {
+	for _, policy := range []string{wire.OnFailureShrink, wire.OnFailureReplace} {
+		t.Run(policy, func(t *testing.T) { buddyHungNode(t, policy) })
+	}
+}
+
+func buddyHungNode(t *testing.T, policy string) {
 	const nx, ny, steps = 64, 48, 3000
-	h := startHeatDVMWith(t, dvmtest.Options{Nodes: 4, Slots: 2, HeartbeatInterval: 250 * time.Millisecond, HeartbeatMisses: 8})
+	slots := 2
+	if policy == wire.OnFailureReplace {
+		slots = 3 // free slots for the new processes off the hung node
+	}
+	h := startHeatDVMWith(t, dvmtest.Options{Nodes: 4, Slots: slots, HeartbeatInterval: 250 * time.Millisecond, HeartbeatMisses: 8})
 	args := []string{"--nx", fmt.Sprint(nx), "--ny", fmt.Sprint(ny), "--steps", fmt.Sprint(steps), "--check", "5", "--checkpoint-every", "20", "--buddy"}
-	job, out := h.launchPolicy(t, wire.OnFailureShrink, 8, args...)
+	job, out := h.launchPolicy(t, policy, 8, args...)
 	procs := dvmtest.RunningProcs(t, h.c, job, 8)
 	time.Sleep(500 * time.Millisecond) // into the steps
 	node := procs[4].Node
@@ -211,10 +222,14 @@ func TestBuddyHungNode(t *testing.T) {
 	if d, err := MaxDiff(serial(nx, ny, steps), res.grid); err != nil || d != 0 {
 		t.Errorf("final grid differs from the serial computation by %g (%v)", d, err)
 	}
-	if got := failureChanges(t, res, wire.RCSub); fmt.Sprint(got) != fmt.Sprint([]string{lost.String()}) {
+	typ, want := wire.RCSub, float64(8-lost.Count())
+	if policy == wire.OnFailureReplace {
+		typ, want = wire.RCReplace, 8
+	}
+	if got := failureChanges(t, res, typ); fmt.Sprint(got) != fmt.Sprint([]string{lost.String()}) {
 		t.Errorf("failure changes lost %v, want [%s]", got, lost)
 	}
-	if want := float64(8 - lost.Count()); res.summary["procs"] != want {
+	if res.summary["procs"] != want {
 		t.Errorf("summary %v, want %v processes at the end", res.summary, want)
 	}
 }

@@ -90,15 +90,25 @@ func TestSurviveFailures(t *testing.T) {
 }
 
 // TestSurviveHungNode: the daemon of rank 4's node is stopped (SIGSTOP)
-// under --on-failure shrink; its processes keep running but can no longer
-// reach the runtime. The heartbeats declare the node down, its ranks
-// become a failure change, and the others go on without them with the
-// same work result.
+// under --on-failure shrink and replace; its processes keep running but
+// can no longer reach the runtime. The heartbeats declare the node down,
+// its ranks become a failure change, and the others go on without them
+// (or with new processes in their place) with the same work result.
 func TestSurviveHungNode(t *testing.T) {
-	d := startDVMWith(t, dvmtest.Options{Nodes: 4, Slots: 2, HeartbeatInterval: 250 * time.Millisecond, HeartbeatMisses: 8})
+	for _, policy := range []string{wire.OnFailureShrink, wire.OnFailureReplace} {
+		t.Run(policy, func(t *testing.T) { surviveHungNode(t, policy) })
+	}
+}
+
+func surviveHungNode(t *testing.T, policy string) {
+	slots := 2
+	if policy == wire.OnFailureReplace {
+		slots = 3 // free slots for the new processes off the hung node
+	}
+	d := startDVMWith(t, dvmtest.Options{Nodes: 4, Slots: slots, HeartbeatInterval: 250 * time.Millisecond, HeartbeatMisses: 8})
 	const problem = 2_000_000
 	count := work(problem, 0, problem)
-	job := d.launchPolicy(t, wire.OnFailureShrink, 8, "--trigger", "external", "--changes", "1", "-i", "30", "--tables=false",
+	job := d.launchPolicy(t, policy, 8, "--trigger", "external", "--changes", "1", "-i", "30", "--tables=false",
 		"--problem-size", fmt.Sprint(problem), "--timeout", "80s")
 	procs := dvmtest.RunningProcs(t, d.c, job, 8)
 	time.Sleep(500 * time.Millisecond) // into the iterations
@@ -118,8 +128,12 @@ func TestSurviveHungNode(t *testing.T) {
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
 	run := d.survived(t, job, count)
 	_ = syscall.Kill(pid, syscall.SIGCONT)
-	if len(run.Changes) != 1 || run.Changes[0].N != lost || run.Changes[0].Status != wire.RCFinalized || run.End.FinalProcs != 8-lost {
-		t.Errorf("changes %+v, end %+v: want one FINALIZED failure change of %d processes, %d at the end", run.Changes, *run.End, lost, 8-lost)
+	final := 8 - lost
+	if policy == wire.OnFailureReplace {
+		final = 8
+	}
+	if len(run.Changes) != 1 || run.Changes[0].N != lost || run.Changes[0].Status != wire.RCFinalized || run.End.FinalProcs != final {
+		t.Errorf("changes %+v, end %+v: want one FINALIZED failure change of %d processes, %d at the end", run.Changes, *run.End, lost, final)
 	}
 }
 
