@@ -44,13 +44,7 @@ func checkFailureReplace(t *testing.T, rc wire.RC, out, in string, words ...stri
 
 func (d *rcDVM) replacedOK(job wire.JobLaunchReply) {
 	d.t.Helper()
-	end := d.wait(job.Job)
-	if end.State != wire.JobStateDone || end.Code != 0 || !strings.Contains(end.Msg, "replaced by new processes") {
-		d.t.Errorf("job ended %s code %d: %q; want done with status 0, reporting the replacement", end.State, end.Code, end.Msg)
-	}
-	if end.OnFailure != wire.OnFailureReplace {
-		d.t.Errorf("job info: policy %q, want replace", end.OnFailure)
-	}
+	d.endedWell(job, wire.OnFailureReplace, "replaced by new processes")
 }
 
 // TestReplaceKill9Rank: kill -9 of rank 5 of an 8-process job becomes a

@@ -87,15 +87,24 @@ func uitoa(r uint32) string { return wire.Span(r, r).String() }
 // message reports the lost ranks.
 func (d *rcDVM) doneOK(job wire.JobLaunchReply, lost string) {
 	d.t.Helper()
+	d.endedWell(job, wire.OnFailureShrink, "lost", "rank "+lost)
+}
+
+// endedWell checks that job, run under policy, ended done with status 0
+// and that its end message says every one of words.
+func (d *rcDVM) endedWell(job wire.JobLaunchReply, policy string, words ...string) {
+	d.t.Helper()
 	end := d.wait(job.Job)
 	if end.State != wire.JobStateDone || end.Code != 0 {
 		d.t.Errorf("job ended %s code %d: %s; want done with status 0", end.State, end.Code, end.Msg)
 	}
-	if !strings.Contains(end.Msg, "lost") || !strings.Contains(end.Msg, "rank "+lost) {
-		d.t.Errorf("end message %q does not report the lost rank %s", end.Msg, lost)
+	for _, w := range words {
+		if !strings.Contains(end.Msg, w) {
+			d.t.Errorf("end message %q does not say %q", end.Msg, w)
+		}
 	}
-	if end.OnFailure != wire.OnFailureShrink {
-		d.t.Errorf("job info: policy %q, want shrink", end.OnFailure)
+	if end.OnFailure != policy {
+		d.t.Errorf("job info: policy %q, want %s", end.OnFailure, policy)
 	}
 }
 
