@@ -6,9 +6,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,9 +25,10 @@ import (
 type WarmDVM struct {
 	ID     string
 	dynrun string
-	env    []string     // the environment the DVM and its clients use
-	mark   string       // leakcheck's mark of the DVM's master and daemons
-	procs  map[int]bool // master and daemons
+	env    []string       // the environment the DVM and its clients use
+	mark   string         // leakcheck's mark of the DVM's master and daemons
+	procs  map[int]bool   // master and daemons
+	names  map[int]string // their command lines at the start (Lost)
 	dir    string
 	exe    string // dynrun, resolved as /proc shows it
 	config string // what it was started with, for the report
@@ -76,11 +79,38 @@ func StartWarm(ctx context.Context, dynrun, parent string, slots int, env []stri
 	if len(w.procs) == 0 {
 		return nil, fmt.Errorf("warm DVM %s started but none of its processes can be found", w.ID)
 	}
+	w.names = cmdlines(w.procs)
 	return w, nil
 }
 
+// Lost describes the processes of the DVM that no longer run.
+func (w *WarmDVM) Lost() []string { return lost(w.procs, w.names) }
+
 // Alive reports whether every process of the DVM still runs.
 func (w *WarmDVM) Alive() bool { return allAlive(w.procs) }
+
+// cmdlines reads the command line of every process of procs, so that a
+// lost one can be named after it is gone.
+func cmdlines(procs map[int]bool) map[int]string {
+	out := make(map[int]string, len(procs))
+	for p := range procs {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(p) + "/cmdline")
+		out[p] = strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
+	}
+	return out
+}
+
+// lost describes the processes of procs that no longer run: "pid 123
+// (dynrun daemon ...)", in pid order.
+func lost(procs map[int]bool, names map[int]string) []string {
+	var out []string
+	for _, p := range slices.Sorted(maps.Keys(procs)) {
+		if !leakcheck.Alive(p) {
+			out = append(out, fmt.Sprintf("pid %d (%s)", p, names[p]))
+		}
+	}
+	return out
+}
 
 // allAlive reports whether every process of procs still runs.
 func allAlive(procs map[int]bool) bool {

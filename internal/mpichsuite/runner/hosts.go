@@ -34,9 +34,10 @@ type HostsDVM struct {
 	prefix string   // dynrun is prefix/bin/dynrun (--prefix)
 	env    []string // the environment of commands on h0
 	mark   string
-	exe    string       // dynrun, resolved as /proc shows it
-	procs  map[int]bool // master and daemons
-	wrap   []string     // runs a command on h0
+	exe    string         // dynrun, resolved as /proc shows it
+	procs  map[int]bool   // master and daemons
+	names  map[int]string // their command lines at the start (Lost)
+	wrap   []string       // runs a command on h0
 	config string
 	slots  int
 }
@@ -130,8 +131,12 @@ func (w *HostsDVM) start(ctx context.Context, hostList, bind string) error {
 	if len(w.procs) < mpichsuite.HostCount {
 		return fmt.Errorf("DVM %s over the hosts started, but only %d of its %d processes can be found", w.ID, len(w.procs), mpichsuite.HostCount)
 	}
+	w.names = cmdlines(w.procs)
 	return nil
 }
+
+// Lost describes the processes of the DVM that no longer run.
+func (w *HostsDVM) Lost() []string { return lost(w.procs, w.names) }
 
 // Alive reports whether every process of the DVM still runs.
 func (w *HostsDVM) Alive() bool { return allAlive(w.procs) }

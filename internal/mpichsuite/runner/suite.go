@@ -248,12 +248,12 @@ func (c Config) runOne(ctx context.Context, b Build, t mpichsuite.Test, rn mpich
 	// A test that broke its DVM fails, and the rest needs a new one.
 	switch {
 	case rn == mpichsuite.DynrunWarm && !dvms.warm.Alive():
-		run.Harm = "the warm DVM lost a process during this test (restarted)"
+		run.Harm = "the warm DVM lost a process during this test (restarted): " + strings.Join(dvms.warm.Lost(), ", ")
 		if err := dvms.warm.restart(ctx); err != nil {
 			return run, elapsed, fmt.Errorf("restart the warm DVM after %s: %w", t.ID(), err)
 		}
 	case rn == mpichsuite.DynrunHosts && !dvms.hosts.Alive():
-		run.Harm = "the DVM over the hosts lost a process during this test (restarted)"
+		run.Harm = "the DVM over the hosts lost a process during this test (restarted): " + strings.Join(dvms.hosts.Lost(), ", ")
 		if err := dvms.hosts.restart(ctx); err != nil {
 			return run, elapsed, fmt.Errorf("restart the DVM over the hosts after %s: %w", t.ID(), err)
 		}

@@ -2,10 +2,12 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -232,5 +234,37 @@ func TestResumeAndHydraLimit(t *testing.T) {
 	results, err = cfg.Run(ctx, map[string][]mpichsuite.Test{b.Name: {again, slow}})
 	if err == nil || len(results) != 2 || len(ran) != 2 {
 		t.Errorf("interrupted in slow: err %v, results %+v, progress %q; want an error and only quick-again's two runs", err, results, ran)
+	}
+}
+
+// A warm DVM that loses a process names it (pid and command line), so
+// that a run it harmed says which process went: here a killed daemon.
+func TestWarmLostNamesProcess(t *testing.T) {
+	ctx := context.Background()
+	w, err := StartWarm(ctx, progs.Build(t, "github.com/dynrt/dynrt/cmd/dynrun"), t.TempDir(), 1, os.Environ())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Stop(ctx) })
+	if lost := w.Lost(); len(lost) != 0 || !w.Alive() {
+		t.Fatalf("a fresh DVM lost %v", lost)
+	}
+	victim := 0
+	for p, name := range w.names {
+		if strings.Contains(name, " daemon") {
+			victim = p
+		}
+	}
+	if victim == 0 {
+		t.Fatalf("no daemon among the DVM's processes %v", w.names)
+	}
+	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); w.Alive() && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	}
+	lost := w.Lost()
+	if len(lost) != 1 || !strings.Contains(lost[0], fmt.Sprintf("pid %d (", victim)) || !strings.Contains(lost[0], "daemon") {
+		t.Errorf("lost %q, want the daemon pid %d named", lost, victim)
 	}
 }
