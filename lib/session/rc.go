@@ -251,9 +251,9 @@ func ctxErr(ctx context.Context, what string) error {
 
 // RequestOptions complete a RequestRC.
 type RequestOptions struct {
-	Ranks []uint32 // SUB: exactly these ranks (n may then be 0)
+	Ranks []uint32 // SUB, REPLACE: exactly these ranks (n may then be 0)
 	// Bound: ADD binds to this malleable set instead of the application
-	// set; SUB removes processes of this set only.
+	// set; SUB removes (REPLACE replaces) processes of this set only.
 	Bound string
 	// Wait makes the call return only once the change is settled
 	// (FINALIZED with its processes started or gone, or ABORTED). The
@@ -262,7 +262,7 @@ type RequestOptions struct {
 	// Queue waits for a change in flight instead of failing with
 	// wire.ErrBusy.
 	Queue bool
-	// Grace (SUB) and ConfirmTimeout override the runtime's defaults for
+	// Grace (SUB, REPLACE) and ConfirmTimeout override the runtime's defaults for
 	// this change.
 	Grace, ConfirmTimeout time.Duration
 	Hints                 map[string]string

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dynrt/dynrt/lib/pset"
 	"github.com/dynrt/dynrt/wire"
@@ -69,9 +70,9 @@ func TestRCReplace(t *testing.T) {
 		if !errors.Is(err, wire.ErrAborted) {
 			t.Fatalf("REPLACE whose new process dies: %v", err)
 		}
-		rc, err := d.c.RC(ctx, delta)
-		if err != nil || rc.Status != wire.RCAborted || !strings.Contains(rc.Reason, "before confirming") || !rc.Settled {
-			t.Fatalf("%+v %v", rc, err)
+		rc := d.onlyChange(job)
+		if rc.Delta != delta || rc.Status != wire.RCAborted || !strings.Contains(rc.Reason, "before confirming") {
+			t.Fatalf("%+v", rc)
 		}
 		if as := d.pset(job.Job, pset.AppName(job.App)); as.Members.String() != "0-3" {
 			t.Errorf("application set after the aborted REPLACE: %s, want 0-3", as.Members)
@@ -84,6 +85,20 @@ func TestRCReplace(t *testing.T) {
 			t.Errorf("a replaced process left although the REPLACE was aborted: %v", got)
 		}
 		d.mustRequest(wire.RCRequest{Job: job.Job, Type: wire.RCSub, N: 1})
+		if end := d.wait(job.Job); end.State != wire.JobStateDone || end.Code != 0 {
+			t.Fatalf("job ended %s code %d: %s", end.State, end.Code, end.Msg)
+		}
+	})
+
+	t.Run("asked for by the application", func(t *testing.T) {
+		// Rank 0 asks for a REPLACE of one process (the runtime picks the
+		// one on the highest slot, rank 2) through lib/session.
+		job := d.start(3, "-last", "1", "-requests", "replace:1")
+		rc := d.onlyChange(job)
+		if rc.Type != wire.RCReplace || rc.Status != wire.RCFinalized || rc.Requester != wire.ByApp || rc.Out.String() != "2" || rc.Ranks.String() != "3" {
+			t.Fatalf("app-requested REPLACE: %+v", rc)
+		}
+		d.waitMembers(job, "0-1,3")
 		if end := d.wait(job.Job); end.State != wire.JobStateDone || end.Code != 0 {
 			t.Fatalf("job ended %s code %d: %s", end.State, end.Code, end.Msg)
 		}
@@ -113,4 +128,23 @@ func TestRCReplace(t *testing.T) {
 			t.Fatalf("job ended %s: %s", end.State, end.Msg)
 		}
 	})
+}
+
+// onlyChange waits until job's one change is settled and returns it (by
+// job: the jobs of a DVM running the same program share the application
+// name, so a delta name alone may name another job's change).
+func (d *rcDVM) onlyChange(job wire.JobLaunchReply) wire.RC {
+	d.t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		rcs, err := d.c.RCs(context.Background(), job.Job)
+		if err != nil {
+			d.t.Fatal(err)
+		}
+		if len(rcs) == 1 && rcs[0].Settled {
+			return rcs[0]
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("no settled change of job %s: %+v", job.Job, rcs)
+		}
+	}
 }
