@@ -238,7 +238,7 @@ func changeCommand(e *env, typ string) *cli.Command {
 	}
 	flags = append(flags, &cli.DurationFlag{Name: "confirm-timeout", Usage: "abort the change unless it is FINALIZED (sub: accepted) within `D` of its announcement", DefaultText: "the master's"})
 	cmd.Flags = append(flags,
-		&cli.BoolFlag{Name: "wait", Aliases: []string{"w"}, Usage: "return once the change is settled: FINALIZED with its processes started (add) or gone (sub), or ABORTED", DisableDefaultText: true},
+		&cli.BoolFlag{Name: "wait", Aliases: []string{"w"}, Usage: "return once the change is settled: FINALIZED with its new processes started (add, replace) and its leaving ones gone (sub, replace), or ABORTED", DisableDefaultText: true},
 		timeoutFlag(), jsonFlag(), queueFlag())
 	cmd.Action = func(c *cli.Context) error { return runChange(c, e, typ) }
 	return cmd
