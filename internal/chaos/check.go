@@ -351,9 +351,9 @@ func checkChanges(prev, cur *Snapshot, f Facts) []Violation {
 	}
 	for job, cs := range perJob {
 		if len(cs) == 1 && cs[0].Status == wire.RCAborted {
-			// An aborted ADD gives its ranks back once settled
-			// (docs/rc.md, DESIGN §9): the next rank is as before.
-			compare(job, cs[0].Delta, fmt.Sprintf("%s (%s) ABORTED", cs[0].Delta, cs[0].Type), cs[0].Type == wire.RCAdd)
+			// An aborted ADD or REPLACE gives its ranks back once
+			// settled (docs/rc.md, DESIGN §9): the next rank is as before.
+			compare(job, cs[0].Delta, fmt.Sprintf("%s (%s) ABORTED", cs[0].Delta, cs[0].Type), cs[0].Type != wire.RCSub)
 		}
 	}
 	for _, job := range f.Refused {

@@ -34,6 +34,7 @@ type Config struct {
 	Nodes, Slots int      // virtual nodes; 0 = 4 nodes of 4 slots
 	DVMArgs      []string // extra `dvm start` flags (heartbeat settings)
 	Elastic      bool     // nodes join and leave too (GenConfig.Elastic)
+	Replace      bool     // REPLACE requests too (GenConfig.Replace)
 	// Policy is the failure policy of every job the harness launches
 	// (dynrun --on-failure): "" keeps the step's choice (abort, or
 	// --keep-going), wire.OnFailureShrink makes every loss a failure
@@ -198,7 +199,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	steps, err := Generate(cfg.Seed, GenConfig{Steps: cfg.Steps, Faults: cfg.Faults, FaultRate: cfg.FaultRate, Elastic: cfg.Elastic})
+	steps, err := Generate(cfg.Seed, GenConfig{Steps: cfg.Steps, Faults: cfg.Faults, FaultRate: cfg.FaultRate, Elastic: cfg.Elastic, Replace: cfg.Replace})
 	if err != nil {
 		return Summary{}, err
 	}

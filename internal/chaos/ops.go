@@ -60,6 +60,11 @@ func (h *harness) step(ctx context.Context, s Step) error {
 		if ok {
 			f.change(ctx, j, rc)
 		}
+	case OpReplace:
+		rc, ok := h.request(ctx, j, wire.RCRequest{Type: wire.RCReplace, N: uint32(s.Count), Bound: h.bound(j, s)}, h.cfg.ConfirmTimeout)
+		if ok {
+			f.change(ctx, j, rc)
+		}
 	case OpCancel:
 		typ := wire.RCAdd
 		if s.CancelSub {

@@ -23,6 +23,7 @@ const (
 	OpIdle       Op = "idle"       // nothing but the step's fault
 	OpGrow       Op = "grow"       // elastic runs: dvm grow by one virtual node
 	OpShrink     Op = "shrink"     // elastic runs: dvm shrink --drain of a node (not node 0)
+	OpReplace    Op = "replace"    // replace runs: REPLACE of 1 process (the runtime's choice) by a new one
 )
 
 // Fault is a failure a step injects while its operation runs.
@@ -131,6 +132,9 @@ type GenConfig struct {
 	// Elastic adds dvm grow and dvm shrink --drain steps (the DVM gains
 	// and loses nodes). Off, the steps of a seed are those of before.
 	Elastic bool
+	// Replace adds REPLACE requests (an operator replacing a process).
+	// Off, the steps of a seed are those of before.
+	Replace bool
 }
 
 // Validate reports a configuration that cannot generate a run.
@@ -196,10 +200,8 @@ func Generate(seed uint64, c GenConfig) ([]Step, error) {
 		switch {
 		case i < 2:
 			s.Op = OpLaunch
-		case c.Elastic:
-			s.Op = pickOp(r, elasticOps)
 		default:
-			s.Op = pickOp(r, ops)
+			s.Op = pickOp(r, opsOf(c))
 		}
 		shapeOp(r, &s)
 		if i >= 2 && len(c.Faults) > 0 && r.Float64() < c.FaultRate {
@@ -222,6 +224,27 @@ var elasticOps = append(slices.Clone(ops), []struct {
 	op Op
 	w  int
 }{{OpGrow, 2}, {OpShrink, 2}}...)
+
+// replaceOp is the weight of REPLACE requests in a replace run.
+var replaceOp = struct {
+	op Op
+	w  int
+}{OpReplace, 3}
+
+// opsOf is the weight table of a run with configuration c.
+func opsOf(c GenConfig) []struct {
+	op Op
+	w  int
+} {
+	t := ops
+	if c.Elastic {
+		t = elasticOps
+	}
+	if c.Replace {
+		t = append(slices.Clone(t), replaceOp)
+	}
+	return t
+}
 
 func pickOp(r *rand.Rand, ops []struct {
 	op Op
@@ -263,7 +286,7 @@ func shapeOp(r *rand.Rand, s *Step) {
 		s.Count = 1
 		s.CancelSub = r.IntN(2) == 0
 		s.Delay = time.Duration(r.IntN(300)) * time.Millisecond
-	case OpConcurrent:
+	case OpConcurrent, OpReplace:
 		s.Count = 1
 	}
 }

@@ -154,3 +154,35 @@ func TestProcFault(t *testing.T) {
 		}
 	}
 }
+
+// A replace run draws REPLACE requests; without it a seed's steps are
+// those of before (no REPLACE), and -elastic and -replace combine.
+func TestGenerateReplace(t *testing.T) {
+	for _, elastic := range []bool{false, true} {
+		plain, _ := Generate(9, GenConfig{Steps: 400, Elastic: elastic})
+		repl, err := Generate(9, GenConfig{Steps: 400, Elastic: elastic, Replace: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		count := func(ss []Step, op Op) int {
+			n := 0
+			for _, s := range ss {
+				if s.Op == op {
+					n++
+				}
+			}
+			return n
+		}
+		if count(plain, OpReplace) != 0 || count(repl, OpReplace) < 20 {
+			t.Errorf("elastic %v: %d REPLACE steps without -replace, %d with; want 0 and some", elastic, count(plain, OpReplace), count(repl, OpReplace))
+		}
+		if elastic && count(repl, OpGrow) == 0 {
+			t.Errorf("an elastic replace run has no grow step")
+		}
+		for _, s := range repl {
+			if s.Op == OpReplace && s.Count != 1 {
+				t.Errorf("step %s: want a REPLACE of 1", s)
+			}
+		}
+	}
+}

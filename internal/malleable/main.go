@@ -243,14 +243,16 @@ func (p *proc) adapt(ctx context.Context, r session.RC) (bool, error) {
 	newSet := ""
 	if p.me == members[0].Lo {
 		// ADD: UNION(set, delta); SUB: DIFFERENCE(set, delta); REPLACE:
-		// DIFFERENCE(set, out), then UNION with the delta.
+		// UNION with the delta, then DIFFERENCE with the replaced set (in
+		// the other order a set all of whose members are replaced would
+		// be empty in between, which no set can be).
 		type step struct{ op, with string }
 		steps := []step{{session.OpUnion, r.Delta}}
 		switch r.Type {
 		case wire.RCSub:
 			steps = []step{{session.OpDifference, r.Delta}}
 		case wire.RCReplace:
-			steps = []step{{session.OpDifference, r.Record.OutSet}, {session.OpUnion, r.Delta}}
+			steps = []step{{session.OpUnion, r.Delta}, {session.OpDifference, r.Record.OutSet}}
 		}
 		// A change aborted meanwhile refuses the operation (ErrAborted):
 		// then the root accepts without a set and every member learns the

@@ -138,8 +138,10 @@ func (s *Session) SetAfter(ctx context.Context, set string, r RC) (string, error
 	case wire.RCSub:
 		res, err = s.PsetOp(ctx, OpDifference, set, r.Delta, o)
 	case wire.RCReplace:
-		if res, err = s.PsetOp(ctx, OpDifference, set, r.Record.OutSet, o); err == nil {
-			res, err = s.PsetOp(ctx, OpUnion, set, r.Delta, o)
+		// The union first: the difference first would pass through an
+		// empty set (which no set can be) when every member is replaced.
+		if res, err = s.PsetOp(ctx, OpUnion, set, r.Delta, o); err == nil {
+			res, err = s.PsetOp(ctx, OpDifference, set, r.Record.OutSet, o)
 		}
 	default:
 		return "", wire.Errorf(wire.ErrInvalid, "session: change %s of type %q: no set to build", r.Delta, r.Type)

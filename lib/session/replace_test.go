@@ -104,6 +104,21 @@ func TestRCReplace(t *testing.T) {
 		}
 	})
 
+	t.Run("every member replaced", func(t *testing.T) {
+		// A one-process job replaces its only process: phase 2 must not
+		// pass through an empty set (the union comes first). Found by
+		// chaos -replace, seed 11.
+		job := d.start(1, "-last", "1")
+		rc := d.mustRequest(wire.RCRequest{Job: job.Job, Type: wire.RCReplace, Ranks: wire.RangesOf([]uint32{0})})
+		if rc.Out.String() != "0" || rc.Ranks.String() != "1" {
+			t.Fatalf("record %+v", rc)
+		}
+		d.waitMembers(job, "1")
+		if end := d.wait(job.Job); end.State != wire.JobStateDone || end.Code != 0 {
+			t.Fatalf("job ended %s code %d: %s", end.State, end.Code, end.Msg)
+		}
+	})
+
 	t.Run("bad requests", func(t *testing.T) {
 		job := d.start(2, "-last", "1")
 		for _, tc := range []struct {

@@ -40,6 +40,7 @@ func run() int {
 	dynrun := flag.String("dynrun", "bin/dynrun", "the dynrun binary")
 	malleable := flag.String("malleable", "bin/malleable", "the malleable test program (go build -o bin/malleable ./internal/malleable)")
 	elastic := flag.Bool("elastic", false, "nodes join and leave too: dvm grow and dvm shrink --drain steps (another step sequence per seed)")
+	replace := flag.Bool("replace", false, "REPLACE requests too: an operator replacing a process (another step sequence per seed)")
 	stop := flag.Bool("stop", false, "stop at the first step that breaks an invariant")
 	quiet := flag.Bool("quiet", false, "print only violations and the summary, not every step")
 	policy := flag.String("policy", "", "failure policy of every job: shrink or replace (each loss becomes a failure change, a SUB or a REPLACE of the lost ranks, docs/rc.md), or empty for the steps' own choice (abort or --keep-going)")
@@ -74,7 +75,7 @@ func run() int {
 	defer cancel()
 	cfg := chaos.Config{
 		Dynrun: *dynrun, Malleable: *malleable, Dir: filepath.Join(dir, "d"), Mark: "chaos-" + hex.EncodeToString(mark),
-		Seed: *seed, Steps: *steps, Faults: fs, FaultRate: *rate, Nodes: *nodes, Slots: *slots, StopAtViolation: *stop, Elastic: *elastic,
+		Seed: *seed, Steps: *steps, Faults: fs, FaultRate: *rate, Nodes: *nodes, Slots: *slots, StopAtViolation: *stop, Elastic: *elastic, Replace: *replace,
 		Policy: *policy,
 	}
 	if *quiet {
@@ -92,6 +93,12 @@ func run() int {
 		replay := fmt.Sprintf("go run ./scripts/chaos -seed %d -steps %d -faults %s -fault-rate %g", *seed, *steps, chaos.FaultNames(fs), *rate)
 		if *policy != "" {
 			replay += " -policy " + *policy
+		}
+		if *elastic {
+			replay += " -elastic"
+		}
+		if *replace {
+			replay += " -replace"
 		}
 		fmt.Println("replay: " + replay)
 		return 1
