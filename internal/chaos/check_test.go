@@ -224,6 +224,8 @@ func TestExitRule(t *testing.T) {
 		{"shrink: a member killed, ended later", ExitFacts{Shrink: true, Failures: []JobFailure{{Code: 137, Sure: true, Step: 3}}, EndedBy: EndTerm, EndStep: 5}, []int{143}},
 		{"shrink: a member killed in the ending step", ExitFacts{Shrink: true, Failures: []JobFailure{{Code: 137, Sure: true, Step: 5}}, EndedBy: EndDVMStop, EndStep: 5}, []int{137, 143}},
 		{"shrink: every process lost", ExitFacts{Shrink: true, Failures: []JobFailure{kill(true), kill(true)}, Report: "job j1 (d.1): lost ranks 0-1 (...); " + CannotKeep}, []int{0, 137}},
+		{"replace: no slots for the new processes", ExitFacts{Shrink: true, Failures: []JobFailure{kill(true)}, Report: "job j1 (d.1): lost 4-7 (...); " + CannotReplace + " (...)"}, []int{0, 137}},
+		{"replace: the new processes failed", ExitFacts{Shrink: true, Failures: []JobFailure{kill(true)}, Report: "job j1 (d.1): lost 1 (...); " + ReplaceFailed + ": ..."}, []int{0, 137}},
 		{"shrink: ended by itself", ExitFacts{Shrink: true, Failures: []JobFailure{kill(true)}}, []int{0}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -37,6 +37,15 @@ type ExitFacts struct {
 // because of a loss (its program always accepts changes).
 const CannotKeep = "every process of the job was lost"
 
+// CannotReplace and ReplaceFailed are what the master says when a job
+// under --on-failure replace cannot be kept: no free slots for the new
+// processes (a full DVM that lost a node), or the new processes failed
+// too (docs/rc.md "Failures as changes").
+const (
+	CannotReplace = "no new processes can replace them"
+	ReplaceFailed = "the processes that were to replace them failed"
+)
+
 // How the harness ended a job (ExitFacts.EndedBy).
 const (
 	EndTerm    = "sigterm to dynrun"
@@ -113,6 +122,9 @@ func shrinkRule(f ExitFacts) ([]int, string) {
 	}
 	if len(f.Failures) > 0 && strings.Contains(f.Report, CannotKeep) {
 		r.add(f.Failures[0].Code, "every process was lost: the job could not be kept")
+	}
+	if len(f.Failures) > 0 && (strings.Contains(f.Report, CannotReplace) || strings.Contains(f.Report, ReplaceFailed)) {
+		r.add(f.Failures[0].Code, "replace: the lost processes could not be replaced, so the job could not be kept")
 	}
 	return r.result()
 }
