@@ -1,7 +1,6 @@
 package session_test
 
 import (
-	"context"
 	"strings"
 	"syscall"
 	"testing"
@@ -65,21 +64,35 @@ func TestReplaceKill9Rank(t *testing.T) {
 	d.replacedOK(job)
 }
 
-// TestReplaceNodeLost: the two ranks of a lost node are replaced in one
-// change by two new processes on the nodes that are left.
-func TestReplaceNodeLost(t *testing.T) {
-	d := startShrinkDVM(t, 4, 3, dvmtest.Options{})
-	job := d.replaceJob(8, "-last", "1")
-	d.killDaemon("node2") // ranks 6 and 7
-	rc := d.settledLater(pset.DeltaName(job.App, 1))
-	checkFailureReplace(t, rc, "6-7", "8-9", "lost with its node")
-	for _, p := range rc.Placement {
-		if p.Node == "node2" {
-			t.Errorf("new ranks placed on the lost node: %+v", rc.Placement)
-		}
+// TestReplaceNodeGone: the two ranks of node2, lost with its daemon
+// (kill -9) or with a daemon declared down by the heartbeats (SIGSTOP),
+// are replaced in one change by two new processes on the nodes that are
+// up, and the job finishes with status 0.
+func TestReplaceNodeGone(t *testing.T) {
+	for _, hung := range []bool{false, true} {
+		t.Run(map[bool]string{false: "killed", true: "hung"}[hung], func(t *testing.T) {
+			d := startShrinkDVM(t, 4, 3, dvmtest.Options{HeartbeatInterval: 250 * time.Millisecond, HeartbeatMisses: 8})
+			job := d.replaceJob(8, "-last", "1")
+			pid := 0
+			if hung {
+				pid = d.hangDaemon(2) // ranks 6 and 7
+			} else {
+				d.killDaemon("node2")
+			}
+			rc := d.settledLater(pset.DeltaName(job.App, 1))
+			checkFailureReplace(t, rc, "6-7", "8-9", "lost with its node")
+			for _, p := range rc.Placement {
+				if p.Node == "node2" {
+					t.Errorf("new ranks placed on the node that is gone: %+v", rc.Placement)
+				}
+			}
+			d.waitMembers(job, "0-5,8-9")
+			d.replacedOK(job)
+			if hung {
+				_ = syscall.Kill(pid, syscall.SIGCONT)
+			}
+		})
 	}
-	d.waitMembers(job, "0-5,8-9")
-	d.replacedOK(job)
 }
 
 // TestReplaceCannotBeKept: a job whose lost ranks cannot be replaced ends
@@ -114,33 +127,4 @@ func TestReplaceCannotBeKept(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestReplaceHungDaemon: a SIGSTOPped daemon is declared down by the
-// heartbeats; its two ranks are replaced in one change by new processes
-// on the nodes that are up, and the job finishes with status 0.
-func TestReplaceHungDaemon(t *testing.T) {
-	d := startShrinkDVM(t, 4, 3, dvmtest.Options{HeartbeatInterval: 250 * time.Millisecond, HeartbeatMisses: 8})
-	job := d.replaceJob(8, "-last", "1")
-	st, err := d.c.State(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid := st.Nodes[2].PID // ranks 6 and 7
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	// Once running again it finds its master gone, kills its processes
-	// and exits; the DVM's cleanup checks that nothing is left.
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
-	rc := d.settledLater(pset.DeltaName(job.App, 1))
-	checkFailureReplace(t, rc, "6-7", "8-9", "lost with its node")
-	for _, p := range rc.Placement {
-		if p.Node == "node2" {
-			t.Errorf("new ranks placed on the hung node: %+v", rc.Placement)
-		}
-	}
-	d.waitMembers(job, "0-5,8-9")
-	d.replacedOK(job)
-	_ = syscall.Kill(pid, syscall.SIGCONT)
 }

@@ -81,6 +81,24 @@ func (d *rcDVM) settledLater(delta string) wire.RC {
 	return d.settled(delta)
 }
 
+// hangDaemon stops the daemon of node index i (SIGSTOP) and returns its
+// pid. Once running again (SIGCONT, at the latest when the test ends) it
+// finds its master gone, kills its processes and exits; the DVM's cleanup
+// checks that nothing is left.
+func (d *rcDVM) hangDaemon(i int) int {
+	d.t.Helper()
+	st, err := d.c.State(context.Background())
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	pid := st.Nodes[i].PID
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		d.t.Fatal(err)
+	}
+	d.t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+	return pid
+}
+
 func uitoa(r uint32) string { return wire.Span(r, r).String() }
 
 // doneOK checks that job ended done with status 0 and that its end
@@ -145,17 +163,7 @@ func TestShrinkNodeLost(t *testing.T) {
 func TestShrinkHungDaemon(t *testing.T) {
 	d := startShrinkDVM(t, 4, 2, dvmtest.Options{HeartbeatInterval: 250 * time.Millisecond, HeartbeatMisses: 8})
 	job := d.shrinkJob(8, "-last", "1")
-	st, err := d.c.State(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid := st.Nodes[3].PID // ranks 6 and 7
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	// Once running again it finds its master gone, kills its processes
-	// and exits; the DVM's cleanup checks that nothing is left.
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+	pid := d.hangDaemon(3) // ranks 6 and 7
 	rc := d.settledLater(pset.DeltaName(job.App, 1))
 	checkFailureSub(t, rc, "6-7", "lost with its node")
 	d.waitMembers(job, "0-5")
