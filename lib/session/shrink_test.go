@@ -184,12 +184,7 @@ func TestShrinkDuringChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.waitStatus(add.Delta, wire.RCPending) // accepted; the new processes never confirm
-	queued := make(chan error, 1)
-	go func() {
-		_, err := d.request(wire.RCRequest{Job: job.Job, Type: wire.RCSub, N: 1, Queue: true})
-		queued <- err
-	}()
-	waitQueued(t, d, job.Job)
+	queued := queueSub(t, d, job.Job)
 	d.signalRank(job.Job, 1, syscall.SIGKILL)
 	if got := d.settled(add.Delta); got.Status != wire.RCAborted || !strings.Contains(got.Reason, "rank 1") {
 		t.Errorf("ADD %s (%s), want ABORTED naming rank 1", got.Status, got.Reason)
@@ -207,6 +202,20 @@ func TestShrinkDuringChange(t *testing.T) {
 		t.Errorf("the queued SUB was requested after the failure change: the loss happened first?")
 	}
 	d.doneOK(job, "1")
+}
+
+// queueSub asks for a SUB of 1 queued behind the change in flight of job
+// and gives it time to reach the master (waitQueued); the channel gets
+// its outcome once it has run.
+func queueSub(t *testing.T, d *rcDVM, job string) <-chan error {
+	t.Helper()
+	queued := make(chan error, 1)
+	go func() {
+		_, err := d.request(wire.RCRequest{Job: job, Type: wire.RCSub, N: 1, Queue: true})
+		queued <- err
+	}()
+	waitQueued(t, d, job)
+	return queued
 }
 
 // waitQueued gives a queued request time to reach the master: nothing
@@ -373,12 +382,7 @@ func TestShrinkLeavingRankDies(t *testing.T) {
 	d.waitMembers(job, "0-2") // the root's DIFFERENCE is done; rank 3 holds the fence
 	// A request queued behind the SUB: the SUB's abort by the death
 	// settles it at once, and the failure change must still go first.
-	queued := make(chan error, 1)
-	go func() {
-		_, err := d.request(wire.RCRequest{Job: job.Job, Type: wire.RCSub, N: 1, Queue: true})
-		queued <- err
-	}()
-	waitQueued(t, d, job.Job)
+	queued := queueSub(t, d, job.Job)
 	d.signalRank(job.Job, 3, syscall.SIGKILL)
 	if got := d.settled(sub.Delta); got.Status != wire.RCAborted || !strings.Contains(got.Reason, "rank 3") {
 		t.Errorf("SUB %s (%s), want ABORTED naming rank 3", got.Status, got.Reason)
