@@ -220,10 +220,7 @@ func changeCommand(e *env, typ string) *cli.Command {
 		cmd.Description = "Without --ranks the runtime removes the processes on the highest slots (of --pset, if\n" +
 			"given). The change is bound to the reference-counted sets of the removed processes; each of\n" +
 			"them must accept."
-		flags = append(flags,
-			&cli.StringFlag{Name: "ranks", Usage: "remove exactly these ranks: `LIST` like 3,5-7 (instead of -n)"},
-			&cli.StringFlag{Name: "pset", Usage: "remove members of the set `P` only"},
-			&cli.DurationFlag{Name: "grace", Usage: "time `D` the removed processes get to exit after FINALIZED before SIGTERM, then SIGKILL", DefaultText: "the master's"})
+		flags = append(flags, leavingFlags("remove", "removed", "remove members of the set `P` only")...)
 	case wire.RCReplace:
 		cmd.Usage = "replace processes of a running job by as many new ones"
 		cmd.UsageText = "dynrc replace (-n N | --ranks LIST) [--job J] [--pset P] [--wait] [--timeout D] [--json] [--queue] [--grace D] [--confirm-timeout D]"
@@ -231,10 +228,7 @@ func changeCommand(e *env, typ string) *cli.Command {
 			"the set that holds every replaced process accepts, the new processes confirm, and only then\n" +
 			"are the replaced processes told to leave; e.g. evacuate a node: dynrc replace --ranks <its ranks>.\n" +
 			"Without --ranks the runtime replaces the processes on the highest slots (of --pset, if given)."
-		flags = append(flags,
-			&cli.StringFlag{Name: "ranks", Usage: "replace exactly these ranks: `LIST` like 3,5-7 (instead of -n)"},
-			&cli.StringFlag{Name: "pset", Usage: "replace members of the malleable set `P` (it accepts the change)"},
-			&cli.DurationFlag{Name: "grace", Usage: "time `D` the replaced processes get to exit after FINALIZED before SIGTERM, then SIGKILL", DefaultText: "the master's"})
+		flags = append(flags, leavingFlags("replace", "replaced", "replace members of the malleable set `P` (it accepts the change)")...)
 	}
 	flags = append(flags, &cli.DurationFlag{Name: "confirm-timeout", Usage: "abort the change unless it is FINALIZED (sub: accepted) within `D` of its announcement", DefaultText: "the master's"})
 	cmd.Flags = append(flags,
@@ -242,6 +236,16 @@ func changeCommand(e *env, typ string) *cli.Command {
 		timeoutFlag(), jsonFlag(), queueFlag())
 	cmd.Action = func(c *cli.Context) error { return runChange(c, e, typ) }
 	return cmd
+}
+
+// leavingFlags are the flags of a change that takes processes away (sub,
+// replace): which ones (verb), the set they come from, and their grace.
+func leavingFlags(verb, done, pset string) []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "ranks", Usage: verb + " exactly these ranks: `LIST` like 3,5-7 (instead of -n)"},
+		&cli.StringFlag{Name: "pset", Usage: pset},
+		&cli.DurationFlag{Name: "grace", Usage: "time `D` the " + done + " processes get to exit after FINALIZED before SIGTERM, then SIGKILL", DefaultText: "the master's"},
+	}
 }
 
 // dvmSel returns --dvm from the command or any parent (the flag exists at

@@ -83,42 +83,30 @@ func TestCheckCatchesEachInvariant(t *testing.T) {
 			*s = Snapshot{Stopped: true, OS: map[int]OSProc{300: {PID: 300}}, Launchers: map[int]bool{300: true}}
 		}},
 		{name: "g: a failure change of a dead rank", cur: func(s *Snapshot) {
-			s.Jobs[0].Procs[1].State = wire.ProcStateKilled
-			s.Jobs[0].Sets[0].Members = []uint32{0}
-			s.Nodes[1].Used = 0
-			delete(s.OS, 201)
-			s.Changes = append(s.Changes, Change{Delta: "mpi://rte/j1/rc/2", Job: "d.1", Type: wire.RCSub, Status: wire.RCFinalized, Settled: true, Requested: t0, Ranks: []uint32{1}, Failure: true, Lost: []uint32{1}})
+			rank1Dead(s)
+			s.Changes = append(s.Changes, failureChange("mpi://rte/j1/rc/2", wire.RCSub, wire.RCFinalized, 1))
 		}},
 		{name: "g: a failure change of a live rank", cur: func(s *Snapshot) {
-			s.Changes = append(s.Changes, Change{Delta: "mpi://rte/j1/rc/2", Job: "d.1", Type: wire.RCSub, Status: wire.RCFinalized, Settled: true, Requested: t0, Ranks: []uint32{1}, Failure: true, Lost: []uint32{1}})
+			s.Changes = append(s.Changes, failureChange("mpi://rte/j1/rc/2", wire.RCSub, wire.RCFinalized, 1))
 		}, want: []Invariant{InvFailure}, frag: "failure change mpi://rte/j1/rc/2 removes rank 1 of job j1, which is alive (pid 201 on node1)"},
 		{name: "g: a rank lost twice", cur: func(s *Snapshot) {
-			s.Jobs[0].Procs[1].State = wire.ProcStateKilled
-			s.Jobs[0].Sets[0].Members = []uint32{0}
-			s.Nodes[1].Used = 0
-			delete(s.OS, 201)
+			rank1Dead(s)
 			for _, d := range []string{"mpi://rte/j1/rc/2", "mpi://rte/j1/rc/3"} {
-				s.Changes = append(s.Changes, Change{Delta: d, Job: "d.1", Type: wire.RCSub, Status: wire.RCFinalized, Settled: true, Requested: t0, Ranks: []uint32{1}, Failure: true, Lost: []uint32{1}})
+				s.Changes = append(s.Changes, failureChange(d, wire.RCSub, wire.RCFinalized, 1))
 			}
 		}, want: []Invariant{InvFailure}, frag: "rank 1 of job d.1 is lost twice: in failure changes mpi://rte/j1/rc/2 and mpi://rte/j1/rc/3"},
 		{name: "g: an aborted failure change hands its rank on", cur: func(s *Snapshot) {
-			s.Jobs[0].Procs[1].State = wire.ProcStateKilled
-			s.Jobs[0].Sets[0].Members = []uint32{0}
-			s.Nodes[1].Used = 0
-			delete(s.OS, 201)
+			rank1Dead(s)
 			s.Changes = append(s.Changes,
-				Change{Delta: "mpi://rte/j1/rc/2", Job: "d.1", Type: wire.RCSub, Status: wire.RCAborted, Settled: true, Requested: t0, Ranks: []uint32{1}, Failure: true, Lost: []uint32{1}},
-				Change{Delta: "mpi://rte/j1/rc/3", Job: "d.1", Type: wire.RCSub, Status: wire.RCFinalized, Settled: true, Requested: t0, Ranks: []uint32{1}, Failure: true, Lost: []uint32{1}})
+				failureChange("mpi://rte/j1/rc/2", wire.RCSub, wire.RCAborted, 1),
+				failureChange("mpi://rte/j1/rc/3", wire.RCSub, wire.RCFinalized, 1))
 		}},
 		{name: "g: a failure REPLACE of a dead rank by a live one", cur: func(s *Snapshot) {
-			s.Jobs[0].Procs[1].State = wire.ProcStateKilled
-			s.Jobs[0].Sets[0].Members = []uint32{0}
-			s.Nodes[1].Used = 0
-			delete(s.OS, 201)
-			s.Changes = append(s.Changes, Change{Delta: "mpi://rte/j1/rc/2", Job: "d.1", Type: wire.RCReplace, Status: wire.RCAborted, Settled: true, Requested: t0, Ranks: []uint32{0}, Failure: true, Lost: []uint32{1}})
+			rank1Dead(s)
+			s.Changes = append(s.Changes, failureChange("mpi://rte/j1/rc/2", wire.RCReplace, wire.RCAborted, 0))
 		}},
 		{name: "g: a failure REPLACE of a live rank", cur: func(s *Snapshot) {
-			s.Changes = append(s.Changes, Change{Delta: "mpi://rte/j1/rc/2", Job: "d.1", Type: wire.RCReplace, Status: wire.RCAborted, Settled: true, Requested: t0, Ranks: []uint32{0}, Failure: true, Lost: []uint32{1}})
+			s.Changes = append(s.Changes, failureChange("mpi://rte/j1/rc/2", wire.RCReplace, wire.RCAborted, 0))
 		}, want: []Invariant{InvFailure}, frag: "failure change mpi://rte/j1/rc/2 removes rank 1 of job j1, which is alive"},
 		{name: "g: a shrink job ended by a loss", cur: func(*Snapshot) {},
 			facts: Facts{Ended: []Ended{{App: "j2", Code: 137, Allowed: []int{143}, Why: "sigterm to dynrun", Shrink: true}}},
@@ -235,4 +223,20 @@ func TestExitRule(t *testing.T) {
 			}
 		})
 	}
+}
+
+// rank1Dead makes rank 1 of job j1 (pid 201 on node1) a process that was
+// killed and taken out of its set, as after a loss.
+func rank1Dead(s *Snapshot) {
+	s.Jobs[0].Procs[1].State = wire.ProcStateKilled
+	s.Jobs[0].Sets[0].Members = []uint32{0}
+	s.Nodes[1].Used = 0
+	delete(s.OS, 201)
+}
+
+// failureChange is a settled failure change of job d.1 that lost rank 1;
+// rank is its delta set's only rank (1 for a SUB, the new one for a
+// REPLACE).
+func failureChange(delta, typ, status string, rank uint32) Change {
+	return Change{Delta: delta, Job: "d.1", Type: typ, Status: status, Settled: true, Requested: t0, Ranks: []uint32{rank}, Failure: true, Lost: []uint32{1}}
 }

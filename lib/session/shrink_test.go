@@ -177,13 +177,8 @@ func TestShrinkHungDaemon(t *testing.T) {
 // which runs after it. Nothing is lost and the job finishes with status 0.
 func TestShrinkDuringChange(t *testing.T) {
 	d := startShrinkDVM(t, 4, 2, dvmtest.Options{})
-	ctx := context.Background()
 	job := d.shrinkJob(4, "-last", "3", "-no-confirm")
-	add, err := d.c.RequestRC(ctx, wire.RCRequest{Job: job.Job, Type: wire.RCAdd, N: 2, ConfirmMS: 30000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.waitStatus(add.Delta, wire.RCPending) // accepted; the new processes never confirm
+	add := d.pendingAdd(job) // accepted; the new processes never confirm
 	queued := queueSub(t, d, job.Job)
 	d.signalRank(job.Job, 1, syscall.SIGKILL)
 	if got := d.settled(add.Delta); got.Status != wire.RCAborted || !strings.Contains(got.Reason, "rank 1") {
@@ -202,6 +197,18 @@ func TestShrinkDuringChange(t *testing.T) {
 		t.Errorf("the queued SUB was requested after the failure change: the loss happened first?")
 	}
 	d.doneOK(job, "1")
+}
+
+// pendingAdd asks for an ADD of 2 to job (run with -no-confirm) and waits
+// until it is PENDING: accepted, its new processes never confirming.
+func (d *rcDVM) pendingAdd(job wire.JobLaunchReply) wire.RC {
+	d.t.Helper()
+	add, err := d.c.RequestRC(context.Background(), wire.RCRequest{Job: job.Job, Type: wire.RCAdd, N: 2, ConfirmMS: 30000})
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	d.waitStatus(add.Delta, wire.RCPending)
+	return add
 }
 
 // queueSub asks for a SUB of 1 queued behind the change in flight of job
@@ -410,13 +417,8 @@ func TestShrinkLeavingRankDies(t *testing.T) {
 // chaos harness with -policy shrink, seed 3).
 func TestShrinkLastMemberDuringAdd(t *testing.T) {
 	d := startShrinkDVM(t, 2, 2, dvmtest.Options{})
-	ctx := context.Background()
 	job := d.shrinkJob(1, "-last", "5", "-no-confirm")
-	add, err := d.c.RequestRC(ctx, wire.RCRequest{Job: job.Job, Type: wire.RCAdd, N: 2, ConfirmMS: 30000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.waitStatus(add.Delta, wire.RCPending)
+	d.pendingAdd(job)
 	d.signalRank(job.Job, 0, syscall.SIGKILL)
 	end := d.wait(job.Job)
 	if end.State != wire.JobStateFailed || end.Code != 137 || !strings.Contains(end.Msg, "every process of the job was lost") || !strings.Contains(end.Msg, "rank 0 on ") {
