@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -49,13 +50,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // app is one process of the benchmark.
 type app struct {
-	c   config
-	log *slog.Logger
-	s   *session.Session
-	e   *comm.Endpoint
-	cm  *comm.Comm   // the communicator of the current set
-	new bool         // started by an ADD
-	set wire.PsetRef // the set this process works with
+	c          config
+	log        *slog.Logger
+	s          *session.Session
+	e          *comm.Endpoint
+	cm         *comm.Comm   // the communicator of the current set
+	new        bool         // started by an ADD
+	stopMarked bool         // --test-stop-mark done
+	set        wire.PsetRef // the set this process works with
 	// expected is the work result every iteration must give: the first
 	// iteration's, or rank 0's for a process that joined later.
 	expected int64
@@ -363,6 +365,11 @@ func (a *app) rcStep(ctx context.Context, it int, line *report.Iter) (stop, left
 	}
 	a.planNext, a.planDue = d.Next, d.NextDue
 	if d.Delta == "" {
+		if d.Stop {
+			if err := a.endTogether(ctx, it); err != nil {
+				return false, false, err
+			}
+		}
 		return d.Stop, false, nil
 	}
 	newSet := ""
@@ -422,6 +429,42 @@ func (a *app) rcStep(ctx context.Context, it int, line *report.Iter) (stop, left
 		r.inflight.CommMS = line.CommMS
 	}
 	return false, false, nil
+}
+
+// endTogether is the barrier after rank 0's decision to stop. Without it
+// rank 0, whose broadcast returns once sent, could end while a process
+// lost meanwhile keeps the others from the decision and sends them into a
+// recovery that needs rank 0. A loss before the barrier completes is
+// recovered from like any other, and the loop stops again after it.
+func (a *app) endTogether(ctx context.Context, it int) error {
+	if dir := a.c.stopMark; dir != "" && !a.stopMarked {
+		a.stopMarked = true
+		if err := testStopMark(ctx, dir, a.s.Rank()); err != nil {
+			return err
+		}
+	}
+	if err := a.cm.Barrier(ctx); err != nil {
+		return fmt.Errorf("iteration %d: barrier before the end: %w", it, err)
+	}
+	return nil
+}
+
+// testStopMark is the test hook of --test-stop-mark: the process creates
+// dir/<rank> and waits for dir/go.
+func testStopMark(ctx context.Context, dir string, rank uint32) error {
+	if err := os.WriteFile(filepath.Join(dir, strconv.FormatUint(uint64(rank), 10)), nil, 0o600); err != nil {
+		return err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go")); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
 
 // decide is rank 0's part of the change step: phase 1 (ask for the next

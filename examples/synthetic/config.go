@@ -35,7 +35,8 @@ type config struct {
 	confirm  time.Duration // app trigger: the runtime's confirm timeout for each change (0: its default)
 	tag      string        // communicator tag
 	verbose  bool
-	skew     int64 // tests: a process started by an ADD adds this to its count, which the check must catch
+	skew     int64  // tests: a process started by an ADD adds this to its count, which the check must catch
+	stopMark string // tests: at the first stop, create <dir>/<rank> and wait for <dir>/go
 }
 
 // parseArgs reads the flags (args without the program name).
@@ -60,6 +61,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.tag, "tag", "synthetic", "communicator tag")
 	fs.BoolVar(&c.verbose, "v", false, "debug log on stderr")
 	fs.Int64Var(&c.skew, "test-skew", 0, "for tests: processes started by an ADD miscount by this much")
+	fs.StringVar(&c.stopMark, "test-stop-mark", "", "for tests: at the first decision to stop, create <dir>/<rank> and wait for <dir>/go")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -42,7 +44,13 @@ func TestSurviveFailures(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			job := d.launchPolicy(t, tc.policy, 8, "--trigger", "external", "--changes", "1", "-i", "30", "--tables=false",
+			iters := "30" // then on until the failure change has ended
+			if tc.second != 0 {
+				// Far beyond the second kill (iterations take ms), so
+				// the job cannot have ended before it.
+				iters = "600"
+			}
+			job := d.launchPolicy(t, tc.policy, 8, "--trigger", "external", "--changes", "1", "-i", iters, "--tables=false",
 				"--problem-size", fmt.Sprint(problem), "--timeout", "80s")
 			procs := dvmtest.RunningProcs(t, d.c, job, 8)
 			time.Sleep(500 * time.Millisecond) // into the iterations
@@ -86,6 +94,42 @@ func TestSurviveFailures(t *testing.T) {
 				t.Errorf("changes %+v: want failure changes of %d processes in all, 8 → %d", run.Changes, lost, final)
 			}
 		})
+	}
+}
+
+// TestLossAtTheEnd: a rank lost after rank 0 has told everyone to stop,
+// before they have left, is recovered from like any other loss: the
+// survivors (rank 0 included) find it in the barrier that ends the loop,
+// accept the failure change and stop again, 7 of them. Without that
+// barrier rank 0 ended at once and the job failed with the loss
+// unhandled.
+func TestLossAtTheEnd(t *testing.T) {
+	d := startDVM(t, 4, 3)
+	const problem = 2_000_000
+	count := work(problem, 0, problem)
+	mark := t.TempDir()
+	job := d.launchPolicy(t, wire.OnFailureShrink, 8, "--trigger", "external", "-i", "5", "--tables=false",
+		"--problem-size", fmt.Sprint(problem), "--timeout", "80s", "--test-stop-mark", mark)
+	procs := dvmtest.RunningProcs(t, d.c, job, 8)
+	deadline := time.Now().Add(60 * time.Second)
+	for r := range 8 {
+		for {
+			if _, err := os.Stat(filepath.Join(mark, fmt.Sprint(r))); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("rank %d never reached the end of its loop", r)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	kill(t, procs[6].PID)
+	if err := os.WriteFile(filepath.Join(mark, "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := d.survived(t, job, count)
+	if run.End.FinalProcs != 7 || len(run.Changes) != 1 || run.Changes[0].N != 1 || run.Changes[0].Type != wire.RCSub || run.Changes[0].Requester != wire.ByRuntime {
+		t.Errorf("end %+v, changes %+v: want one failure SUB of rank 6 and 7 processes at the end", *run.End, run.Changes)
 	}
 }
 
