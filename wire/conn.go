@@ -98,7 +98,7 @@ type PeerInfo struct {
 	Name    string // free-form name the peer gave
 	UID     int    // peer's uid from SO_PEERCRED on unix sockets, else -1
 	PID     int    // peer's pid (from SO_PEERCRED when available, else as claimed)
-	Version int    // negotiated protocol version
+	Version uint32 // negotiated protocol version
 	Auth    string // how the peer was admitted: "uid", "token" or "open" (empty on the dialing side)
 	Addr    string // remote address
 }
@@ -127,7 +127,7 @@ type Conn struct {
 	opts    Options
 	log     *slog.Logger
 	peer    PeerInfo
-	version int
+	version uint32
 	odd     bool // this side dialed and so owns the odd ids
 	max     int
 
@@ -150,6 +150,9 @@ type Conn struct {
 
 	heard   atomic.Int64 // unix ns the reader last read a frame or got free again (Heard)
 	handing atomic.Bool  // the reader is handing a frame over (dispatch)
+
+	notices  int       // reader only: tokens left for id-less error notices (noticeAllowed)
+	noticeAt time.Time // reader only: when the bucket was last refilled
 }
 
 type call struct {
@@ -455,15 +458,20 @@ func (c *Conn) readError(err error) error {
 }
 
 func (c *Conn) dispatch(frame []byte) {
-	env, err := DecodeEnvelope(frame)
+	env, idKnown, err := decodeEnvelope(frame)
 	if err == nil && env.V != c.version {
 		err = Errorf(ErrVersion, "wire: frame has protocol version %d, the connection uses %d", env.V, c.version)
 	}
 	if err != nil {
-		c.onBadFrame(&env, err)
+		c.onBadFrame(&env, idKnown, err)
 		return
 	}
 	switch {
+	case env.ID == 0 && env.Err != nil:
+		// The peer could not read the id of a frame of ours (onBadFrame
+		// on its side): a bug of this side or a damaged stream. Nobody
+		// waits for it, so it can only be reported.
+		c.log.Warn("wire: the peer could not read a frame of ours", "kind", env.Kind, "peer", c.peer.String(), "code", env.Err.Code, "msg", env.Err.Msg)
 	case env.ID == 0:
 		c.onEvent(&env)
 	case c.ownsID(env.ID):
@@ -662,11 +670,46 @@ func (c *Conn) replyErr(id uint64, kind string, err error) {
 	}
 }
 
+// Error notices for frames whose id could not be read are rate limited
+// (a token bucket per connection): noticeBurst at once, then one per
+// noticeEvery. A peer that sends nothing but garbage gets that many
+// answers; the rest of its bad frames are dropped with a log line.
+const (
+	noticeBurst = 16
+	noticeEvery = 100 * time.Millisecond
+)
+
+// noticeAllowed takes a token of the notice bucket. Only the reader
+// goroutine calls it.
+func (c *Conn) noticeAllowed(now time.Time) bool {
+	if c.noticeAt.IsZero() {
+		c.noticeAt, c.notices = now, noticeBurst
+	}
+	if add := int(now.Sub(c.noticeAt) / noticeEvery); add > 0 {
+		c.notices = min(noticeBurst, c.notices+add)
+		c.noticeAt = c.noticeAt.Add(time.Duration(add) * noticeEvery)
+	}
+	if c.notices == 0 {
+		return false
+	}
+	c.notices--
+	return true
+}
+
 // onBadFrame answers a frame that could not be used. The id, when one was
 // recovered, decides where the error goes: back to the peer for its
-// request, to our own pending call for a reply, nowhere for an event.
-func (c *Conn) onBadFrame(env *Envelope, err error) {
+// request, to our own pending call for a reply, nowhere for an event
+// (id read as 0). A frame whose id could not be read at all gets an error
+// frame with id 0 (rate limited), so that the peer learns why its frame
+// went unanswered; the connection stays up.
+func (c *Conn) onBadFrame(env *Envelope, idKnown bool, err error) {
 	switch {
+	case !idKnown:
+		if !c.noticeAllowed(time.Now()) {
+			c.log.Warn("wire: dropped bad frame without an id (notices rate limited)", "kind", env.Kind, "peer", c.peer.String(), "err", err)
+			return
+		}
+		c.replyErr(0, env.Kind, err)
 	case env.ID == 0:
 		c.log.Warn("wire: dropped bad frame", "kind", env.Kind, "peer", c.peer.String(), "err", err)
 	case c.ownsID(env.ID):
@@ -683,10 +726,10 @@ func (c *Conn) onBadFrame(env *Envelope, err error) {
 }
 
 func (c *Conn) onOversize(tl *FrameTooLargeError) {
-	env, _ := DecodeEnvelope(tl.Head) // partial: id and kind come first
+	env, idKnown, _ := decodeEnvelope(tl.Head) // partial: id and kind come first
 	err := Errorf(ErrTooLarge, "wire: %s frame of %d bytes exceeds the limit of %d bytes", env.Kind, tl.Size, tl.Limit)
 	if env.Kind == "" {
 		err = Errorf(ErrTooLarge, "wire: frame of %d bytes exceeds the limit of %d bytes", tl.Size, tl.Limit)
 	}
-	c.onBadFrame(&env, err)
+	c.onBadFrame(&env, idKnown, err)
 }

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -14,7 +15,7 @@ import (
 // ids, and id 0 marks a pushed event that gets no reply. A reply carries the
 // id and kind of its request.
 type Envelope struct {
-	V    int                `msgpack:"v"`              // protocol version
+	V    uint32             `msgpack:"v"`              // protocol version: the one negotiated in the handshake
 	ID   uint64             `msgpack:"id"`             // request id; 0 for events
 	Kind string             `msgpack:"kind"`           // message kind, e.g. "pset.op"
 	Body msgpack.RawMessage `msgpack:"body,omitempty"` // request, reply or event payload
@@ -44,7 +45,7 @@ func AppendEnvelope(dst []byte, e *Envelope) []byte {
 	return dst
 }
 
-func appendEnvelopeHead(dst []byte, v int, id uint64, kind string) []byte {
+func appendEnvelopeHead(dst []byte, v uint32, id uint64, kind string) []byte {
 	dst = appendStr(dst, "v")
 	dst = appendUint(dst, uint64(v))
 	dst = appendStr(dst, "id")
@@ -71,15 +72,25 @@ func appendErr(dst []byte, e *Error) []byte {
 // so that the caller can address an error reply. The error matches
 // ErrMalformed.
 func DecodeEnvelope(b []byte) (Envelope, error) {
-	var e Envelope
-	err := e.decode(b)
-	if err != nil {
-		err = Errorf(ErrMalformed, "wire: malformed envelope: %w", err)
-	}
+	e, _, err := decodeEnvelope(b)
 	return e, err
 }
 
-func (e *Envelope) decode(b []byte) error {
+// decodeEnvelope is DecodeEnvelope that also says whether the frame's id
+// is known: read from its id key, or absent from a frame that decoded
+// whole (an event). A bad frame whose id is not known can be neither
+// answered at its id nor taken for an event (see Conn.onBadFrame).
+func decodeEnvelope(b []byte) (e Envelope, idKnown bool, err error) {
+	err = e.decode(b, &idKnown)
+	if err != nil {
+		err = Errorf(ErrMalformed, "wire: malformed envelope: %w", err)
+	} else {
+		idKnown = true
+	}
+	return e, idKnown, err
+}
+
+func (e *Envelope) decode(b []byte, idRead *bool) error {
 	n, off, err := readMapLen(b, 0)
 	if err != nil {
 		return err
@@ -99,14 +110,15 @@ func (e *Envelope) decode(b []byte) error {
 			if v, off, err = readUint(b, off); err != nil {
 				return fmt.Errorf("field v: %w", err)
 			}
-			if v > 1<<31 {
-				return fmt.Errorf("field v: version %d out of range", v)
+			if v > math.MaxUint32 {
+				return fmt.Errorf("field v: version %d does not fit an unsigned 32-bit number", v)
 			}
-			e.V = int(v)
+			e.V = uint32(v)
 		case "id":
 			if e.ID, off, err = readUint(b, off); err != nil {
 				return fmt.Errorf("field id: %w", err)
 			}
+			*idRead = true
 		case "kind":
 			var k []byte
 			if k, off, err = readStr(b, off); err != nil {

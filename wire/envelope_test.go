@@ -194,3 +194,59 @@ func TestDecodeEnvelopeDepthCountsTheEnvelope(t *testing.T) {
 		})
 	}
 }
+
+// The protocol version is an unsigned integer wherever it appears (the
+// envelope's v, the hello's min and max, the hello reply's v). Peers may
+// send it in any msgpack integer width, signed or not (older Go builds
+// declared it int; other languages pick their own width): every width of a
+// valid value decodes, a negative one is malformed.
+func TestVersionIntegerWidths(t *testing.T) {
+	widths := []struct {
+		name string
+		enc  []byte // msgpack encodings of 1
+	}{
+		{"positive fixint", []byte{0x01}},
+		{"uint8", []byte{0xcc, 0x01}},
+		{"uint16", []byte{0xcd, 0, 0x01}},
+		{"uint32", []byte{0xce, 0, 0, 0, 0x01}},
+		{"uint64", []byte{0xcf, 0, 0, 0, 0, 0, 0, 0, 0x01}},
+		{"int8", []byte{0xd0, 0x01}},
+		{"int16", []byte{0xd1, 0, 0x01}},
+		{"int32", []byte{0xd2, 0, 0, 0, 0x01}},
+		{"int64", []byte{0xd3, 0, 0, 0, 0, 0, 0, 0, 0x01}},
+	}
+	mapOf := func(key string, val []byte, rest ...byte) []byte {
+		b := append([]byte{0x80 | 2}, appendStr(nil, key)...)
+		b = append(b, val...)
+		return append(b, rest...)
+	}
+	role := append(appendStr(nil, "role"), appendStr(nil, "tool")...)
+	for _, w := range widths {
+		t.Run(w.name, func(t *testing.T) {
+			env, err := DecodeEnvelope(mapOf("v", w.enc, append(appendStr(nil, "kind"), appendStr(nil, "ping")...)...))
+			if err != nil || env.V != 1 {
+				t.Errorf("envelope v: %+v, %v", env, err)
+			}
+			hb := append([]byte{0x80 | 3}, appendStr(nil, "min")...)
+			hb = append(hb, w.enc...)
+			hb = append(append(hb, appendStr(nil, "max")...), w.enc...)
+			hb = append(hb, role...)
+			var h Hello
+			if err := Unmarshal(hb, &h); err != nil || h.Min != 1 || h.Max != 1 {
+				t.Errorf("hello min/max: %+v, %v", h, err)
+			}
+			var r HelloReply
+			if err := Unmarshal(mapOf("v", w.enc, role...), &r); err != nil || r.V != 1 {
+				t.Errorf("hello reply v: %+v, %v", r, err)
+			}
+		})
+	}
+	neg := []byte{0xff} // negative fixint -1
+	if _, err := DecodeEnvelope(mapOf("v", neg, append(appendStr(nil, "kind"), appendStr(nil, "ping")...)...)); !errors.Is(err, ErrMalformed) {
+		t.Errorf("envelope v = -1: %v, want malformed", err)
+	}
+	var h Hello
+	if err := Unmarshal(mapOf("min", neg, append(appendStr(nil, "max"), 0x01)...), &h); !errors.Is(err, ErrMalformed) {
+		t.Errorf("hello min = -1: %+v %v, want malformed", h, err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -53,8 +54,8 @@ const (
 
 // Hello is the body of the dialer's first frame (kind "hello", id 1).
 type Hello struct {
-	Min   int    `msgpack:"min"`             // lowest protocol version the dialer speaks
-	Max   int    `msgpack:"max"`             // highest protocol version the dialer speaks
+	Min   uint32 `msgpack:"min"`             // lowest protocol version the dialer speaks
+	Max   uint32 `msgpack:"max"`             // highest protocol version the dialer speaks
 	Role  string `msgpack:"role"`            // client, daemon, tool or master
 	Name  string `msgpack:"name,omitempty"`  // free-form name (node name, tool name, job/rank)
 	Token string `msgpack:"token,omitempty"` // DVM secret; required over TCP
@@ -63,7 +64,7 @@ type Hello struct {
 
 // HelloReply is the body of the acceptor's answer to a hello.
 type HelloReply struct {
-	V       int    `msgpack:"v"`              // chosen protocol version
+	V       uint32 `msgpack:"v"`              // chosen protocol version
 	Name    string `msgpack:"name,omitempty"` // acceptor's name
 	PeerUID int    `msgpack:"peer_uid"`       // the dialer's uid as the acceptor saw it, -1 if unknown
 	Role    string `msgpack:"role,omitempty"` // acceptor's role
@@ -89,13 +90,13 @@ type AcceptPolicy struct {
 	// Roles lists the roles admitted; empty admits every known role.
 	Roles []string
 	// Min and Max bound the versions offered (0 means ProtoMin/ProtoMax).
-	Min, Max int
+	Min, Max uint32
 	// Check, when set, gets the last word on an otherwise admitted dialer.
 	// Its error is sent to the dialer (use a coded error, e.g. ErrPermission).
 	Check func(h *Hello, peer PeerInfo) error
 }
 
-func (p *AcceptPolicy) versions() (int, int) {
+func (p *AcceptPolicy) versions() (uint32, uint32) {
 	lo, hi := p.Min, p.Max
 	if lo == 0 {
 		lo = ProtoMin
@@ -107,7 +108,7 @@ func (p *AcceptPolicy) versions() (int, int) {
 }
 
 // negotiate picks the highest version both sides speak.
-func negotiate(h *Hello, lo, hi int) (int, error) {
+func negotiate(h *Hello, lo, hi uint32) (uint32, error) {
 	v := min(h.Max, hi)
 	if h.Min > h.Max || v < max(h.Min, lo) {
 		return 0, Errorf(ErrVersion, "wire: no common protocol version: dialer speaks %d..%d, acceptor speaks %d..%d", h.Min, h.Max, lo, hi)
@@ -326,12 +327,19 @@ func serverHandshake(ctx context.Context, nc net.Conn, pol *AcceptPolicy, opts O
 		_ = hs.disarm()
 		return nil, fmt.Errorf("wire: %s: %w", what, err)
 	}
-	frame, err := fr.ReadFrame()
-	if tl := (*FrameTooLargeError)(nil); errors.As(err, &tl) {
-		// Tell the dialer why, at the id its hello carries.
-		env, _ := DecodeEnvelope(tl.Head)
-		return reject(max(env.ID, 1), Errorf(ErrTooLarge, "wire: hello of %d bytes exceeds the %d bytes allowed before authentication", tl.Size, tl.Limit))
+	// An oversize hello is answered as soon as its length is known, not
+	// after its body has been read: a dialer whose frame announces more
+	// than it sends (a wrong length) would otherwise wait for the deadline
+	// and see the connection close with no reason given.
+	if hdr, err := br.Peek(HeaderSize); err == nil {
+		if n := binary.BigEndian.Uint32(hdr); n > helloMaxFrame {
+			// The id is read from what has already arrived, if anything.
+			head, _ := br.Peek(min(br.Buffered(), HeaderSize+headKeep))
+			env, _ := DecodeEnvelope(head[HeaderSize:])
+			return reject(max(env.ID, 1), Errorf(ErrTooLarge, "wire: hello of %d bytes exceeds the %d bytes allowed before authentication", n, helloMaxFrame))
+		}
 	}
+	frame, err := fr.ReadFrame()
 	if err != nil {
 		_ = hs.disarm()
 		return nil, hs.fail(err)

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -15,9 +16,9 @@ func TestVersionNegotiation(t *testing.T) {
 	leakCheck(t)
 	tests := []struct {
 		name       string
-		dMin, dMax int
-		aMin, aMax int
-		want       int // 0 = must fail
+		dMin, dMax uint32
+		aMin, aMax uint32
+		want       uint32 // 0 = must fail
 	}{
 		{"equal", 1, 1, 1, 1, 1},
 		{"highest common", 1, 3, 1, 2, 2},
@@ -62,7 +63,7 @@ func TestVersionNegotiation(t *testing.T) {
 	}
 }
 
-func rangeStr(lo, hi int) string { return fmt.Sprintf("%d..%d", lo, hi) }
+func rangeStr(lo, hi uint32) string { return fmt.Sprintf("%d..%d", lo, hi) }
 
 func TestTokenOverTCP(t *testing.T) {
 	leakCheck(t)
@@ -333,5 +334,61 @@ func TestOversizeHelloIsExplained(t *testing.T) {
 	}
 	if err := <-errCh; !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("Accept = %v", err)
+	}
+}
+
+// An oversize hello is answered with too_large as soon as its length is
+// read, over real sockets, whether the dialer sends the whole body or
+// announces more than it sends (a wrong length: before the fix the acceptor
+// waited for the missing bytes until the hello deadline and closed without
+// a word).
+func TestOversizeHelloAnsweredAtOnce(t *testing.T) {
+	leakCheck(t)
+	tests := []struct {
+		name           string
+		network        string
+		announce, send int
+	}{
+		{"whole body, tcp", "tcp", 64 << 10, 64 << 10},
+		{"whole body, unix", "unix", 64 << 10, 64 << 10},
+		{"short body, tcp", "tcp", 1 << 20, 8 << 10},
+		{"short body, unix", "unix", 1 << 20, 8 << 10},
+		{"header only, unix", "unix", 1 << 20, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := "127.0.0.1:0"
+			if tc.network == "unix" {
+				addr = t.TempDir() + "/s"
+			}
+			ln, err := net.Listen(tc.network, addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			srv := &Server{Policy: AcceptPolicy{Open: true}, Options: Options{HelloTimeout: 2 * time.Second}}
+			served := make(chan struct{})
+			go func() { _ = srv.Serve(ctx, ln); close(served) }()
+			t.Cleanup(func() { cancel(); <-served })
+			nc, err := net.Dial(tc.network, ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = nc.Close() })
+			frame := binary.BigEndian.AppendUint32(nil, uint32(tc.announce))
+			if tc.send > 0 {
+				frame = append(frame, AppendEnvelope(nil, &Envelope{V: 1, ID: 1, Kind: KindHello})...)
+				frame = append(frame, make([]byte, tc.send)...)
+			}
+			go func() { _, _ = nc.Write(frame) }()
+			f, err := NewReader(nc, 0).ReadFrame()
+			if err != nil {
+				t.Fatalf("no reply to the oversize hello: %v", err)
+			}
+			env, err := DecodeEnvelope(f)
+			if err != nil || env.Err == nil || env.Err.Code != CodeTooLarge || env.ID != 1 || env.Kind != KindHello {
+				t.Fatalf("reply %+v (err %+v), %v; want a too_large hello reply at id 1", env, env.Err, err)
+			}
+		})
 	}
 }

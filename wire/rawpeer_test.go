@@ -133,9 +133,27 @@ func TestBadFramesGetErrorReplies(t *testing.T) {
 			t.Errorf("%s: reply %v, want id %d code %s", tc.name, rep, tc.id, tc.code)
 		}
 	}
-	// Frames with no recoverable id get no reply (nothing to address)...
-	p.sendRaw([]byte{0x93, 1, 2, 3})
-	p.sendRaw(nil)
+	// Frames whose id cannot be read get an error frame with id 0, code
+	// malformed (too_large for an oversize one), so that the sender learns
+	// why nothing else came back...
+	idless := []struct {
+		name  string
+		frame []byte
+		code  Code
+	}{
+		{"array, not a map", []byte{0x93, 1, 2, 3}, CodeMalformed},
+		{"empty body", nil, CodeMalformed},
+		{"id of the wrong type", ordered(t, "v", 1, "id", "three", "kind", "ping"), CodeMalformed},
+		{"bad kind before the id", ordered(t, "v", 1, "kind", 7, "id", 15), CodeMalformed},
+		{"oversize with the id after the body", ordered(t, "v", 1, "kind", "ping", "body", make([]byte, 5000), "id", 17), CodeTooLarge},
+	}
+	for _, tc := range idless {
+		p.sendRaw(tc.frame)
+		rep := p.recv()
+		if id, ok := rep["id"]; !ok || asU64(id) != 0 || errCode(rep) != string(tc.code) {
+			t.Errorf("%s: reply %v, want id 0 code %s", tc.name, rep, tc.code)
+		}
+	}
 	// ...and the connection still serves.
 	p.sendRaw(good)
 	rep := p.recv()
@@ -235,4 +253,42 @@ func TestStrayAndMismatchedReplies(t *testing.T) {
 	if srv.Err() != nil {
 		t.Fatal(srv.Err())
 	}
+}
+
+// The error notices for frames without a readable id are bounded by a
+// token bucket: a burst, then one per noticeEvery.
+func TestNoticeRateLimit(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	tests := []struct {
+		name  string
+		at    []time.Duration // when each bad frame arrives, after t0
+		grant int             // notices sent
+	}{
+		{"a burst is answered", repeatAt(0, noticeBurst), noticeBurst},
+		{"beyond the burst is dropped", repeatAt(0, 3*noticeBurst), noticeBurst},
+		{"one more per interval", append(repeatAt(0, noticeBurst+5), repeatAt(2*noticeEvery, 5)...), noticeBurst + 2},
+		{"refills up to the burst", append(repeatAt(0, noticeBurst), repeatAt(time.Hour, 2*noticeBurst)...), 2 * noticeBurst},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Conn{}
+			got := 0
+			for _, d := range tc.at {
+				if c.noticeAllowed(t0.Add(d)) {
+					got++
+				}
+			}
+			if got != tc.grant {
+				t.Fatalf("%d notices granted, want %d", got, tc.grant)
+			}
+		})
+	}
+}
+
+func repeatAt(d time.Duration, n int) []time.Duration {
+	out := make([]time.Duration, n)
+	for i := range out {
+		out[i] = d
+	}
+	return out
 }
