@@ -24,7 +24,20 @@ SEED ?= 1
 FAULTS ?= all
 TEST_TIMEOUT ?= 12m
 
-.PHONY: help build install test deps-tmux deps-hosts deps-slurm deps-mpi deps-mpich-src mpich-suite bench bench-failure bench-hosts fuzz chaos verify demo demo-failure clean
+# libdynrt (the C library, libdynrt/) and the C example are built with the
+# system compiler into LIBDYNRT_BUILD; `make libdynrt-install PREFIX=...`
+# installs the header, libdynrt.so, libdynrt.a and dynrt.pc.
+CC ?= cc
+PREFIX ?= /usr/local
+LIBDYNRT_BUILD ?= build/libdynrt
+DYNRT_VERSION := 1.0.0
+DYNRT_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -fPIC -pthread -Ilibdynrt/include $(CFLAGS)
+DYNRT_LIBS = $$(pkg-config --libs msgpack 2>/dev/null || echo -lmsgpackc) -pthread
+LIBDYNRT_SRC := $(wildcard libdynrt/src/*.c)
+LIBDYNRT_OBJ := $(patsubst libdynrt/src/%.c,$(LIBDYNRT_BUILD)/obj/%.o,$(LIBDYNRT_SRC))
+LIBDYNRT_OUT := $(LIBDYNRT_BUILD)/libdynrt.a $(LIBDYNRT_BUILD)/libdynrt.so $(LIBDYNRT_BUILD)/dynrt-unit
+
+.PHONY: help build install test deps-tmux deps-msgpack deps-valgrind libdynrt libdynrt-install deps-hosts deps-slurm deps-mpi deps-mpich-src mpich-suite bench bench-failure bench-hosts fuzz chaos verify demo demo-failure clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -36,7 +49,7 @@ build: ## build the four binaries into bin/
 install: ## install the binaries into $GOBIN (or $GOPATH/bin)
 	$(GO) install -tags '$(BUILDTAGS)' -ldflags '$(LDFLAGS)' $(addprefix ./cmd/,$(CMDS))
 
-test: deps-tmux deps-hosts deps-slurm deps-mpi deps-mpich-src ## run every test with the race detector, then each fuzz target for FUZZTIME_TEST (200000 inputs)
+test: deps-tmux deps-hosts deps-slurm deps-mpi deps-mpich-src deps-msgpack deps-valgrind ## run every test with the race detector, then each fuzz target for FUZZTIME_TEST (200000 inputs)
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME_TEST)
 
@@ -51,6 +64,45 @@ deps-tmux: ## install tmux (Debian) for dyntop's end-to-end test, if missing
 # the machine): a policy-rc.d that answers 101 ("action forbidden") stops
 # invoke-rc.d and deb-systemd-invoke from starting it. One already there
 # (containers ship one) is kept; ours is removed after the install.
+deps-msgpack: ## install Debian's libmsgpack-dev (msgpack-c, which libdynrt encodes the wire protocol with), if missing
+	@{ [ -f /usr/include/msgpack.h ] || pkg-config --exists msgpack; } 2>/dev/null || { \
+	  echo "installing libmsgpack-dev for libdynrt"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  { $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq libmsgpack-dev pkg-config >/dev/null; } \
+	    || echo "warning: could not install libmsgpack-dev; the libdynrt tests will be skipped"; }
+
+deps-valgrind: ## install Debian's valgrind for the leak check of libdynrt, if missing
+	@command -v valgrind >/dev/null 2>&1 || { \
+	  echo "installing valgrind for the leak check of libdynrt"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  { $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq valgrind >/dev/null; } \
+	    || echo "warning: could not install valgrind; the leak check of libdynrt will be skipped"; }
+
+libdynrt: $(LIBDYNRT_OUT) ## build libdynrt (.a, .so) and its unit test program into LIBDYNRT_BUILD (build/libdynrt)
+
+$(LIBDYNRT_BUILD)/obj/%.o: libdynrt/src/%.c libdynrt/src/internal.h libdynrt/include/dynrt.h | deps-msgpack
+	@mkdir -p $(@D)
+	$(CC) $(DYNRT_CFLAGS) -c $< -o $@
+
+$(LIBDYNRT_BUILD)/libdynrt.a: $(LIBDYNRT_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+# Only the dynrt_* names are exported from the shared library.
+$(LIBDYNRT_BUILD)/libdynrt.so: $(LIBDYNRT_OBJ) libdynrt/src/dynrt.map
+	$(CC) -shared -Wl,-soname,libdynrt.so.1 -Wl,--version-script=libdynrt/src/dynrt.map -o $@ $(LIBDYNRT_OBJ) $(DYNRT_LIBS)
+
+$(LIBDYNRT_BUILD)/dynrt-unit: libdynrt/test/unit.c $(LIBDYNRT_BUILD)/libdynrt.a
+	$(CC) $(DYNRT_CFLAGS) $< -o $@ $(LIBDYNRT_BUILD)/libdynrt.a $(DYNRT_LIBS)
+
+libdynrt-install: $(LIBDYNRT_BUILD)/libdynrt.a $(LIBDYNRT_BUILD)/libdynrt.so ## install libdynrt's header, libraries and dynrt.pc under PREFIX (/usr/local)
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 libdynrt/include/dynrt.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 $(LIBDYNRT_BUILD)/libdynrt.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(LIBDYNRT_BUILD)/libdynrt.so $(DESTDIR)$(PREFIX)/lib/libdynrt.so.$(DYNRT_VERSION)
+	ln -sf libdynrt.so.$(DYNRT_VERSION) $(DESTDIR)$(PREFIX)/lib/libdynrt.so.1
+	ln -sf libdynrt.so.1 $(DESTDIR)$(PREFIX)/lib/libdynrt.so
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(DYNRT_VERSION)|' libdynrt/dynrt.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/dynrt.pc
+
 deps-hosts: ## install iproute2, util-linux and openssh-server (Debian) for the namespace-host tests, if missing, without starting Debian's sshd
 	@{ command -v ip && command -v nsenter && command -v unshare && command -v ssh && [ -x /usr/sbin/sshd ]; } >/dev/null 2>&1 || { \
 	  echo "installing iproute2, util-linux and openssh-server for the namespace-host tests"; \
@@ -129,4 +181,4 @@ demo: ## the main job: the synthetic benchmark grown 8 -> 32 -> 8 on a local vir
 	scripts/demo.sh
 
 clean: ## remove build output
-	rm -rf $(BIN)
+	rm -rf $(BIN) build

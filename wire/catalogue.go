@@ -33,7 +33,7 @@ func Catalogue() []KindInfo {
 		{Kind: KindRCRequest, Dir: "client/tool→master", Req: &RCRequest{}, Reply: &RC{}},
 		{Kind: KindRCQuery, Dir: "client→daemon, tool→master", Req: &RCQueryReq{}, Reply: &RCQueryReply{}},
 		{Kind: KindRCList, Dir: "tool→master", Req: &RCListReq{}, Reply: &RCList{}},
-		{Kind: KindRCCancel, Dir: "tool→master", Req: &RCCancelReq{}, Reply: &RC{}},
+		{Kind: KindRCCancel, Dir: "tool→master, client→daemon→master", Req: &RCCancelReq{}, Reply: &RC{}},
 		{Kind: KindRCAccept, Dir: "client→daemon→master", Req: &RCAcceptReq{}, Reply: &RCAcceptReply{}},
 		{Kind: KindRCConfirm, Dir: "client→daemon→master", Req: &RCConfirmReq{}, Reply: &RCAcceptReply{}},
 		{Kind: KindRCPush, Dir: "master→daemon", Req: &RC{}},

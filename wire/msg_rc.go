@@ -145,6 +145,8 @@ type RCList struct {
 type RCCancelReq struct {
 	Delta  string `msgpack:"d,omitempty"`   // delta set name
 	Reason string `msgpack:"why,omitempty"` // recorded in RC.Reason
+	Job    string `msgpack:"j,omitempty"`   // daemon→master: the caller's job (a process cancels its own job's changes only)
+	Rank   uint32 `msgpack:"r,omitempty"`   // daemon→master: the caller's rank (for the reason)
 }
 
 // RCAcceptReq is sent by the root of the bound set's communicator (ADD) or

@@ -94,7 +94,7 @@ func samples() map[string]any {
 		"RCQueryReply": &RCQueryReply{RC: &rc, Incl: true},
 		"RCListReq":    &RCListReq{Job: "dvm1.1", All: true},
 		"RCList":       &RCList{RCs: []RC{rc}},
-		"RCCancelReq":  &RCCancelReq{Delta: "mpi://rte/lu/rc/1", Reason: "operator"},
+		"RCCancelReq":  &RCCancelReq{Delta: "mpi://rte/lu/rc/1", Reason: "operator", Job: "k3x9m2ab.3", Rank: 2},
 		"RCAcceptReq": &RCAcceptReq{Delta: "mpi://rte/lu/rc/1", Job: "dvm1.1", Rank: 1, Set: ref, Block: true, TimeoutMS: 3000,
 			Bound: "mpi://app/lu", Call: 2},
 		"RCConfirmReq":  &RCConfirmReq{Delta: "mpi://rte/lu/rc/1", Job: "dvm1.1", Rank: 8, Set: ref},

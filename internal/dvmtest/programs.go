@@ -54,13 +54,9 @@ func (p *Programs) Build(t testing.TB, importPath string) string {
 
 func (p *Programs) build(importPath string) (string, error) {
 	p.mu.Lock()
-	if p.dir == "" {
-		dir, err := os.MkdirTemp("", "dynrt-progs-")
-		if err != nil {
-			p.mu.Unlock()
-			return "", err
-		}
-		p.dir = dir
+	if err := p.makeDir(); err != nil {
+		p.mu.Unlock()
+		return "", err
 	}
 	// Two import paths may end alike (cmd/x, internal/x): the second
 	// gets a suffix rather than overwriting the first.
@@ -89,6 +85,19 @@ func (p *Programs) build(importPath string) (string, error) {
 
 // goTool finds the go command: on $PATH, else under $GOROOT (go test
 // sets it even when go itself was run by its full path).
+// makeDir creates the temp dir of the programs if needed; p.mu is held.
+func (p *Programs) makeDir() error {
+	if p.dir != "" {
+		return nil
+	}
+	dir, err := os.MkdirTemp("", "dynrt-progs-")
+	if err != nil {
+		return err
+	}
+	p.dir = dir
+	return nil
+}
+
 func goTool() (string, error) {
 	goBin, err := exec.LookPath("go")
 	if err != nil && os.Getenv("GOROOT") != "" {

@@ -108,6 +108,7 @@ func (d *Daemon) rcRoutes() {
 	relay(d, wire.KindRCConfirm, func(b *wire.RCConfirmReq, c Caller) { b.Job, b.Rank = c.Job, c.Rank })
 	relay(d, wire.KindPsetOp, func(b *wire.PsetOpReq, c Caller) { b.Job, b.Rank = c.Job, c.Rank })
 	relay(d, wire.KindPsetDelete, func(b *wire.PsetDeleteReq, c Caller) { b.Job = c.Job })
+	relay(d, wire.KindRCCancel, func(b *wire.RCCancelReq, c Caller) { b.Job, b.Rank = c.Job, c.Rank })
 }
 
 // handleRCPush stores a record unless a newer update of it is here

@@ -294,6 +294,7 @@ func (m *Master) rcRoutes() {
 	wire.HandleTyped(m.daemonMux, wire.KindRCConfirm, m.handleRCConfirm)
 	wire.HandleTyped(m.daemonMux, wire.KindPsetOp, m.handlePsetOpApp)
 	wire.HandleTyped(m.daemonMux, wire.KindPsetDelete, m.handlePsetDelete)
+	wire.HandleTyped(m.daemonMux, wire.KindRCCancel, m.handleRCCancelApp)
 }
 
 // Handlers.
@@ -416,8 +417,22 @@ func (m *Master) handleRCList(ctx context.Context, _ *wire.Request, b *wire.RCLi
 }
 
 func (m *Master) handleRCCancel(ctx context.Context, req *wire.Request, b *wire.RCCancelReq) (any, error) {
+	b.Job = "" // a tool may cancel the change of any job
+	return m.rcCancel(ctx, b, "canceled by "+req.Conn.Peer().String())
+}
+
+// handleRCCancelApp cancels a change of the caller's own job (b.Job and
+// b.Rank stamped by its daemon): libdynrt's dynrt_rc_cancel.
+func (m *Master) handleRCCancelApp(ctx context.Context, _ *wire.Request, b *wire.RCCancelReq) (any, error) {
+	if b.Job == "" {
+		return nil, wire.Errorf(wire.ErrInvalid, "master: rc.cancel from a daemon without the caller's job")
+	}
+	return m.rcCancel(ctx, b, "canceled by rank "+strconv.FormatUint(uint64(b.Rank), 10))
+}
+
+func (m *Master) rcCancel(ctx context.Context, b *wire.RCCancelReq, by string) (any, error) {
 	return ask(ctx, m, func(s *state, reply func(*wire.RC, error)) {
-		run, err := s.rcFind("", b.Delta)
+		run, err := s.rcFind(b.Job, b.Delta)
 		if err != nil {
 			reply(nil, err)
 			return
@@ -428,7 +443,7 @@ func (m *Master) handleRCCancel(ctx context.Context, req *wire.Request, b *wire.
 		}
 		why := b.Reason
 		if why == "" {
-			why = "canceled by " + req.Conn.Peer().String()
+			why = by
 		}
 		if err := s.rcAbort(run, why, false); err != nil {
 			reply(nil, err)

@@ -1,0 +1,791 @@
+/* rc.c: resource changes (thesis listings 6.1, 6.5, 6.6; docs/rc.md):
+ * query, request, cancel, accept and confirm, and the request handles of
+ * the non-blocking accept and confirm. */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+const char *dynrt_rc_type_name(dynrt_rc_type t) {
+    switch (t) {
+    case DYNRT_RC_ADD:
+        return "ADD";
+    case DYNRT_RC_SUB:
+        return "SUB";
+    case DYNRT_RC_REPLACE:
+        return "REPLACE";
+    case DYNRT_RC_NULL:
+        break;
+    }
+    return "NULL";
+}
+
+const char *dynrt_rc_status_name(dynrt_rc_status s) {
+    static const char *names[] = {"NULL", "ANNOUNCED", "PENDING", "FINALIZED", "ABORTED"};
+    return (unsigned)s < 5 ? names[s] : "NULL";
+}
+
+void dynrt_rc_release(dynrt_rc *rc) {
+    if (rc == NULL) {
+        return;
+    }
+    free(rc->ranks);
+    free(rc->out);
+    free(rc->bound);
+    memset(rc, 0, sizeof *rc);
+}
+
+static int rc_of(const msgpack_object *o, int incl, dynrt_rc *rc) {
+    memset(rc, 0, sizeof *rc);
+    rc->type = rc_type_of(mp_get(o, "t"));
+    rc->status = rc_status_of(mp_get(o, "st"));
+    rc->incl = incl;
+    rc->n = (uint32_t)mp_u64(mp_get(o, "n"));
+    int e = mp_strcpy(mp_get(o, "d"), rc->delta, sizeof rc->delta);
+    if (e == DYNRT_OK) {
+        e = mp_strcpy(mp_get(o, "os"), rc->out_set, sizeof rc->out_set);
+    }
+    mp_strcpy(mp_get(o, "by"), rc->requester, sizeof rc->requester);
+    /* A reason longer than the field is cut, not an error. */
+    const msgpack_object *why = mp_get(o, "why");
+    if (why != NULL && why->type == MSGPACK_OBJECT_STR) {
+        size_t n = why->via.str.size < sizeof rc->reason - 1 ? why->via.str.size : sizeof rc->reason - 1;
+        memcpy(rc->reason, why->via.str.ptr, n);
+        rc->reason[n] = 0;
+    }
+    const msgpack_object *cause = mp_get(o, "cause");
+    rc->failure = cause != NULL && mp_streq(mp_get(cause, "k"), "failure");
+    const msgpack_object *ts = mp_get(o, "ts");
+    rc->times.requested = mp_i64(mp_get(ts, "req"));
+    rc->times.announced = mp_i64(mp_get(ts, "ann"));
+    rc->times.started = mp_i64(mp_get(ts, "sta"));
+    rc->times.accepted = mp_i64(mp_get(ts, "acc"));
+    rc->times.confirmed = mp_i64(mp_get(ts, "cnf"));
+    rc->times.finalized = mp_i64(mp_get(ts, "fin"));
+    rc->times.exited = mp_i64(mp_get(ts, "ext"));
+    rc->times.aborted = mp_i64(mp_get(ts, "abt"));
+    if (e == DYNRT_OK) {
+        e = mp_ranks(mp_get(o, "r"), &rc->ranks, &rc->nranks);
+    }
+    if (e == DYNRT_OK) {
+        e = mp_ranks(mp_get(o, "out"), &rc->out, &rc->nout);
+    }
+    const msgpack_object *bv = mp_get(o, "bv");
+    if (e == DYNRT_OK && bv != NULL && bv->type == MSGPACK_OBJECT_ARRAY && bv->via.array.size > 0) {
+        rc->bound = calloc(bv->via.array.size, sizeof *rc->bound);
+        if (rc->bound == NULL) {
+            e = DYNRT_ERR_NOMEM;
+        }
+        for (uint32_t i = 0; e == DYNRT_OK && i < bv->via.array.size; i++) {
+            e = mp_ref(&bv->via.array.ptr[i], &rc->bound[i]);
+            rc->nbound++;
+        }
+    }
+    if (e != DYNRT_OK) {
+        dynrt_rc_release(rc);
+    }
+    return e;
+}
+
+static int contains(const uint32_t *r, size_t n, uint32_t x) {
+    for (size_t i = 0; i < n; i++) {
+        if (r[i] == x) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* rc.query to the daemon, which answers from its copy of the records. */
+static int query(dynrt_session *s, const char *delta, const char *bound, dynrt_rc *rc) {
+    req r;
+    req_begin(s, &r, "rc.query", 1);
+    msgpack_pack_map(&r.pk, 1);
+    if (delta != NULL) {
+        pk_kstr(&r.pk, "d", delta);
+    } else {
+        pk_kstr(&r.pk, "b", bound != NULL ? bound : "");
+    }
+    dmsg *m;
+    int e = req_call(s, &r, &m);
+    if (e != DYNRT_OK) {
+        return e;
+    }
+    const msgpack_object *o = mp_get(m->body, "rc");
+    if (o == NULL) {
+        memset(rc, 0, sizeof *rc);
+    } else if ((e = rc_of(o, mp_bool(mp_get(m->body, "incl")), rc)) != DYNRT_OK) {
+        e = seterr(s, e, "rc.query: the record cannot be read: %s", dynrt_strerror(e));
+    }
+    dmsg_free(m);
+    return e;
+}
+
+/* Members of one exact version of a set, kept: they never change. The
+ * returned array belongs to the session. */
+static int members_of(dynrt_session *s, const dynrt_pset_ref *ref, const uint32_t **ranks, size_t *n) {
+    pthread_mutex_lock(&s->mu);
+    for (memo *m = s->members; m != NULL; m = m->next) {
+        if (m->ref.version == ref->version && strcmp(m->ref.name, ref->name) == 0) {
+            *ranks = m->ranks;
+            *n = m->n;
+            pthread_mutex_unlock(&s->mu);
+            return DYNRT_OK;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    char name[DYNRT_NAME_MAX + 16];
+    snprintf(name, sizeof name, "%s@%u", ref->name, ref->version);
+    dynrt_pset *p;
+    int e = dynrt_pset_info(s, name, &p);
+    if (e != DYNRT_OK) {
+        return e;
+    }
+    memo *m = calloc(1, sizeof *m);
+    if (m == NULL) {
+        dynrt_pset_free(p);
+        return seterr(s, DYNRT_ERR_NOMEM, "out of memory");
+    }
+    m->ref = *ref;
+    m->ranks = p->members;
+    m->n = p->size;
+    p->members = NULL;
+    dynrt_pset_free(p);
+    pthread_mutex_lock(&s->mu);
+    m->next = s->members;
+    s->members = m;
+    pthread_mutex_unlock(&s->mu);
+    *ranks = m->ranks;
+    *n = m->n;
+    return DYNRT_OK;
+}
+
+void memos_free(dynrt_session *s) {
+    for (memo *m = s->members, *n; m != NULL; m = n) {
+        n = m->next;
+        free(m->ranks);
+        free(m);
+    }
+    s->members = NULL;
+}
+
+static counter *find_counter(counter *c, const char *key) {
+    while (c != NULL && strcmp(c->key, key) != 0) {
+        c = c->next;
+    }
+    return c;
+}
+
+/* Adds d to the counter key of list *l and returns the new value. */
+static uint32_t bump(dynrt_session *s, counter **l, const char *key, int d) {
+    pthread_mutex_lock(&s->mu);
+    counter *c = find_counter(*l, key);
+    if (c == NULL && (c = calloc(1, sizeof *c)) != NULL) {
+        c->key = strdup(key);
+        if (c->key == NULL) {
+            free(c);
+            c = NULL;
+        } else {
+            c->next = *l;
+            *l = c;
+        }
+    }
+    uint32_t v = 0;
+    if (c != NULL) {
+        if (d < 0 && c->n > 0) {
+            c->n--;
+        } else if (d > 0) {
+            c->n++;
+        }
+        v = c->n;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return v;
+}
+
+void rc_note_done(dynrt_session *s, const char *delta) { bump(s, &s->done, delta, 1); }
+
+static int is_done(dynrt_session *s, const char *delta) {
+    pthread_mutex_lock(&s->mu);
+    int d = find_counter(s->done, delta) != NULL;
+    pthread_mutex_unlock(&s->mu);
+    return d;
+}
+
+int dynrt_rc_get(dynrt_session *s, const char *delta, dynrt_rc *rc) {
+    int e = check_session(s);
+    if (e != DYNRT_OK) {
+        return e;
+    }
+    if (delta == NULL || rc == NULL) {
+        return seterr(s, DYNRT_ERR_INVALID, "dynrt_rc_get: NULL argument");
+    }
+    return query(s, delta, NULL, rc);
+}
+
+int dynrt_rc_query(dynrt_session *s, const char *bound, dynrt_rc *rc) {
+    int e = check_session(s);
+    if (e != DYNRT_OK) {
+        return e;
+    }
+    if (rc == NULL) {
+        return seterr(s, DYNRT_ERR_INVALID, "dynrt_rc_query: NULL argument");
+    }
+    if ((e = query(s, NULL, bound != NULL ? bound : DYNRT_SELF, rc)) != DYNRT_OK) {
+        return e;
+    }
+    int needed = rc->status == DYNRT_RC_ANNOUNCED || rc->status == DYNRT_RC_PENDING;
+    if (needed) {
+        needed = !is_done(s, rc->delta);
+    }
+    if (needed && !rc->incl) {
+        /* Not a new or leaving process: it has a part only as a member of
+         * a bound set at the announcement. */
+        needed = 0;
+        for (size_t i = 0; i < rc->nbound && !needed; i++) {
+            const uint32_t *m;
+            size_t n;
+            if ((e = members_of(s, &rc->bound[i], &m, &n)) != DYNRT_OK) {
+                dynrt_rc_release(rc);
+                return e;
+            }
+            needed = contains(m, n, s->rank);
+        }
+    }
+    if (!needed) {
+        dynrt_rc_release(rc);
+    }
+    return DYNRT_OK;
+}
+
+int dynrt_rc_request(dynrt_session *s, dynrt_rc_type type, uint32_t n, const dynrt_rc_request_opts *o,
+                     dynrt_rc *rc) {
+    int e = check_session(s);
+    if (e != DYNRT_OK) {
+        return e;
+    }
+    if (type != DYNRT_RC_ADD && type != DYNRT_RC_SUB && type != DYNRT_RC_REPLACE) {
+        return seterr(s, DYNRT_ERR_INVALID, "dynrt_rc_request: type %d is not DYNRT_RC_ADD, _SUB or _REPLACE", type);
+    }
+    dynrt_rc_request_opts none = {0};
+    if (o == NULL) {
+        o = &none;
+    }
+    req r;
+    req_begin(s, &r, "rc.request", 1);
+    msgpack_pack_map(&r.pk, 7 + (o->nranks > 0) + (o->bound != NULL));
+    pk_kstr(&r.pk, "t", dynrt_rc_type_name(type));
+    pk_kuint(&r.pk, "n", n);
+    pk_kbool(&r.pk, "w", o->wait);
+    pk_kint(&r.pk, "tmo", 0);
+    pk_kbool(&r.pk, "q", o->queue);
+    pk_kint(&r.pk, "grace", o->grace_ms);
+    pk_kint(&r.pk, "cto", o->confirm_timeout_ms);
+    if (o->nranks > 0) {
+        pk_str(&r.pk, "r");
+        pk_ranks(&r.pk, o->ranks, o->nranks);
+    }
+    if (o->bound != NULL) {
+        pk_str(&r.pk, "b");
+        msgpack_pack_array(&r.pk, 1);
+        pk_str(&r.pk, o->bound);
+    }
+    dmsg *m;
+    if ((e = req_call(s, &r, &m)) != DYNRT_OK) {
+        return e;
+    }
+    if (rc != NULL && (e = rc_of(m->body, 0, rc)) != DYNRT_OK) {
+        e = seterr(s, e, "rc.request: the record cannot be read: %s", dynrt_strerror(e));
+    }
+    dmsg_free(m);
+    return e;
+}
+
+int dynrt_rc_cancel(dynrt_session *s, const char *delta, const char *why) {
+    int e = check_session(s);
+    if (e != DYNRT_OK) {
+        return e;
+    }
+    if (delta == NULL) {
+        return seterr(s, DYNRT_ERR_INVALID, "dynrt_rc_cancel: no delta set (NULL)");
+    }
+    req r;
+    req_begin(s, &r, "rc.cancel", 1);
+    msgpack_pack_map(&r.pk, 2);
+    pk_kstr(&r.pk, "d", delta);
+    pk_kstr(&r.pk, "why", why != NULL ? why : "");
+    return req_call(s, &r, NULL);
+}
+
+/* Phase 3. */
+
+static int accept_reply_of(const msgpack_object *o, dynrt_accept_result *res) {
+    memset(res, 0, sizeof *res);
+    res->status = rc_status_of(mp_get(o, "st"));
+    res->terminate = mp_bool(mp_get(o, "term"));
+    return mp_ref(mp_get(o, "set"), &res->set);
+}
+
+/* Whether rank leaves with the change: a process a SUB removes, or one a
+ * REPLACE replaces once it is FINALIZED. */
+static int terminates(const dynrt_rc *rc, uint32_t rank, dynrt_rc_status st) {
+    switch (rc->type) {
+    case DYNRT_RC_SUB:
+        return contains(rc->ranks, rc->nranks, rank);
+    case DYNRT_RC_REPLACE:
+        return st == DYNRT_RC_FINALIZED && contains(rc->out, rc->nout, rank);
+    default:
+        return 0;
+    }
+}
+
+/* The bound set the caller accepts for, and its members then. */
+static int bound_of(dynrt_session *s, const dynrt_rc *rc, const char *name, dynrt_pset_ref *ref,
+                    const uint32_t **members, size_t *n) {
+    if (rc->nbound == 0) {
+        return seterr(s, DYNRT_ERR_BAD_STATE, "accept %s: the change is %s: nothing to accept yet", rc->delta,
+                      dynrt_rc_status_name(rc->status));
+    }
+    int found = 0;
+    for (size_t i = 0; i < rc->nbound; i++) {
+        if (name != NULL && strcmp(rc->bound[i].name, name) != 0) {
+            continue;
+        }
+        const uint32_t *m;
+        size_t k;
+        int e = members_of(s, &rc->bound[i], &m, &k);
+        if (e != DYNRT_OK) {
+            return e;
+        }
+        if (!contains(m, k, s->rank)) {
+            if (name != NULL) {
+                return seterr(s, DYNRT_ERR_PERMISSION, "accept %s: rank %u is not a member of %s@%u", rc->delta,
+                              s->rank, rc->bound[i].name, rc->bound[i].version);
+            }
+            continue;
+        }
+        found++;
+        *ref = rc->bound[i];
+        *members = m;
+        *n = k;
+    }
+    if (found == 1) {
+        return DYNRT_OK;
+    }
+    if (name != NULL) {
+        return seterr(s, DYNRT_ERR_INVALID, "accept %s: the change is not bound to %s", rc->delta, name);
+    }
+    if (found == 0) {
+        return seterr(s, DYNRT_ERR_PERMISSION, "accept %s: rank %u is in none of the sets bound to the change",
+                      rc->delta, s->rank);
+    }
+    return seterr(s, DYNRT_ERR_INVALID, "accept %s: rank %u is in %d sets bound to the change; say which one accepts",
+                  rc->delta, s->rank, found);
+}
+
+static int lookup_send(dynrt_session *s, const char *key, int64_t tmo, pending **p) {
+    req r;
+    req_begin(s, &r, "pub.lookup", 1);
+    msgpack_pack_map(&r.pk, 3);
+    pk_str(&r.pk, "k");
+    msgpack_pack_array(&r.pk, 1);
+    pk_str(&r.pk, key);
+    pk_kbool(&r.pk, "w", 1);
+    pk_kint(&r.pk, "tmo", tmo);
+    return req_send(s, &r, p);
+}
+
+/* The value of a waited lookup: the one value, as a message to read. */
+static int lookup_value(dynrt_session *s, pending *p, const char *key, dmsg **m, const char **v, size_t *n) {
+    int e = req_wait(s, p, "pub.lookup", m);
+    if (e != DYNRT_OK) {
+        return e;
+    }
+    const msgpack_object *d = mp_get((*m)->body, "d");
+    const msgpack_object *val = d != NULL && d->type == MSGPACK_OBJECT_ARRAY && d->via.array.size == 1
+                                    ? mp_get(&d->via.array.ptr[0], "v")
+                                    : NULL;
+    if (val == NULL || (val->type != MSGPACK_OBJECT_BIN && val->type != MSGPACK_OBJECT_STR)) {
+        dmsg_free(*m);
+        return seterr(s, DYNRT_ERR_MALFORMED, "lookup of %s: no value in the answer", key);
+    }
+    *v = val->type == MSGPACK_OBJECT_BIN ? val->via.bin.ptr : val->via.str.ptr;
+    *n = val->type == MSGPACK_OBJECT_BIN ? val->via.bin.size : val->via.str.size;
+    return DYNRT_OK;
+}
+
+/* The fence over the members of a set or the new processes of a change. */
+static int fence_over(dynrt_session *s, const uint32_t *m, size_t n, const char *id, int64_t tmo) {
+    return dynrt_fence(s, m, n, id, 0, tmo);
+}
+
+/* The root's answer to the call-th accept of a bound set, as the master
+ * publishes it for the other members: 'R' and the msgpack reply, or 'E'
+ * and the msgpack error. */
+static int decision(dynrt_session *s, pending *p, const char *key, dynrt_accept_result *res) {
+    dmsg *m;
+    const char *v;
+    size_t n;
+    int e = lookup_value(s, p, key, &m, &v, &n);
+    if (e != DYNRT_OK) {
+        return e;
+    }
+    msgpack_unpacked up;
+    msgpack_unpacked_init(&up);
+    size_t off = 0;
+    if (n < 1 || (v[0] != 'R' && v[0] != 'E') ||
+        msgpack_unpack_next(&up, v + 1, n - 1, &off) != MSGPACK_UNPACK_SUCCESS) {
+        e = seterr(s, DYNRT_ERR_MALFORMED, "accept: the root's answer under %s cannot be read", key);
+    } else if (v[0] == 'R') {
+        e = accept_reply_of(&up.data, res);
+    } else {
+        e = wire_error(s, &up.data, "accept (answer of the root)");
+    }
+    msgpack_unpacked_destroy(&up);
+    dmsg_free(m);
+    return e;
+}
+
+int dynrt_accept(dynrt_session *s, const char *delta, const char *new_set, const dynrt_accept_opts *o,
+                 dynrt_accept_result *res) {
+    int e = check_session(s);
+    if (e != DYNRT_OK) {
+        return e;
+    }
+    if (delta == NULL || res == NULL) {
+        return seterr(s, DYNRT_ERR_INVALID, "dynrt_accept: NULL argument");
+    }
+    dynrt_accept_opts none = {0};
+    if (o == NULL) {
+        o = &none;
+    }
+    memset(res, 0, sizeof *res);
+    dynrt_rc rc;
+    if ((e = query(s, delta, NULL, &rc)) != DYNRT_OK) {
+        return e;
+    }
+    if (rc.status == DYNRT_RC_ABORTED) {
+        e = seterr(s, DYNRT_ERR_ABORTED, "accept: resource change %s was aborted: %s", rc.delta, rc.reason);
+        dynrt_rc_release(&rc);
+        return e;
+    }
+    dynrt_pset_ref ref;
+    const uint32_t *members = NULL;
+    size_t nm = 0;
+    if ((e = bound_of(s, &rc, o->bound, &ref, &members, &nm)) != DYNRT_OK) {
+        dynrt_rc_release(&rc);
+        return e;
+    }
+    uint32_t root = members[0];
+    if (o->has_root) {
+        if (!contains(members, nm, o->root)) {
+            e = seterr(s, DYNRT_ERR_INVALID, "accept %s: root %u is not a member of %s@%u", rc.delta, o->root, ref.name,
+                       ref.version);
+            dynrt_rc_release(&rc);
+            return e;
+        }
+        root = o->root;
+    }
+    size_t kl = strlen(rc.delta) + strlen(ref.name) + 32;
+    char *key = malloc(kl), *fid = malloc(kl);
+    if (key == NULL || fid == NULL) {
+        free(key);
+        free(fid);
+        dynrt_rc_release(&rc);
+        return seterr(s, DYNRT_ERR_NOMEM, "accept: out of memory");
+    }
+    snprintf(key, kl, "%s|%s", rc.delta, ref.name);
+    uint32_t call = bump(s, &s->calls, key, 1);
+    int64_t tmo = o->timeout_ms > 0 ? o->timeout_ms : 0;
+    pending *dp = NULL;
+    char dkey[2 * DYNRT_NAME_MAX + 32];
+    snprintf(dkey, sizeof dkey, "%s:accept:%s:%u", rc.delta, ref.name, call);
+    if (s->rank != root) {
+        /* Asked for before the fence so that it is in place when the root
+         * answers. */
+        e = lookup_send(s, dkey, tmo, &dp);
+    }
+    if (e == DYNRT_OK && call == 1) {
+        /* Everyone has built the new set before the root speaks for them. */
+        snprintf(fid, kl, "%s:accept:%s", rc.delta, ref.name);
+        e = fence_over(s, members, nm, fid, tmo);
+    }
+    if (e != DYNRT_OK) {
+        if (dp != NULL) {
+            req_abandon(s, dp);
+        }
+        bump(s, &s->calls, key, -1);
+    } else if (s->rank == root) {
+        req r;
+        req_begin(s, &r, "rc.accept", 1);
+        msgpack_pack_map(&r.pk, 5 + (new_set != NULL));
+        pk_kstr(&r.pk, "d", rc.delta);
+        pk_kstr(&r.pk, "b", ref.name);
+        pk_kuint(&r.pk, "n", call);
+        pk_kbool(&r.pk, "blk", o->blocking);
+        pk_kint(&r.pk, "tmo", o->blocking ? tmo : 0);
+        if (new_set != NULL) {
+            pk_str(&r.pk, "set");
+            msgpack_pack_map(&r.pk, 1);
+            pk_kstr(&r.pk, "n", new_set);
+        }
+        dmsg *m;
+        if ((e = req_call(s, &r, &m)) == DYNRT_OK) {
+            e = accept_reply_of(m->body, res);
+            dmsg_free(m);
+        }
+    } else {
+        e = decision(s, dp, dkey, res);
+    }
+    if (e == DYNRT_OK) {
+        res->terminate = terminates(&rc, s->rank, res->status);
+        if (res->status == DYNRT_RC_FINALIZED || res->terminate || rc.type == DYNRT_RC_SUB) {
+            rc_note_done(s, rc.delta);
+        }
+    }
+    free(key);
+    free(fid);
+    dynrt_rc_release(&rc);
+    return e;
+}
+
+/* "<set>@<version>", or "ABORTED: <why>", published for the new processes. */
+static int set_value(dynrt_session *s, const char *delta, const char *v, size_t n, dynrt_pset_ref *set) {
+    char *text = malloc(n + 1);
+    if (text == NULL) {
+        return seterr(s, DYNRT_ERR_NOMEM, "confirm: out of memory");
+    }
+    memcpy(text, v, n);
+    text[n] = 0;
+    int e;
+    if (strncmp(text, "ABORTED: ", 9) == 0) {
+        e = seterr(s, DYNRT_ERR_ABORTED, "confirm: resource change %s was aborted: %s", delta, text + 9);
+    } else if (dynrt_pset_ref_parse(text, set) != DYNRT_OK || strchr(text, '@') == NULL) {
+        e = seterr(s, DYNRT_ERR_MALFORMED, "confirm: resource change %s: bad set %s", delta, text);
+    } else {
+        e = DYNRT_OK;
+    }
+    free(text);
+    return e;
+}
+
+static int wait_set(dynrt_session *s, const char *delta, const char *key, int64_t tmo, dynrt_pset_ref *set) {
+    pending *p;
+    int e = lookup_send(s, key, tmo, &p);
+    if (e != DYNRT_OK) {
+        return e;
+    }
+    dmsg *m;
+    const char *v;
+    size_t n;
+    if ((e = lookup_value(s, p, key, &m, &v, &n)) != DYNRT_OK) {
+        return e;
+    }
+    e = set_value(s, delta, v, n, set);
+    dmsg_free(m);
+    return e;
+}
+
+int dynrt_confirm(dynrt_session *s, const char *delta, int64_t timeout_ms, dynrt_pset_ref *set) {
+    int e = check_session(s);
+    if (e != DYNRT_OK) {
+        return e;
+    }
+    if (delta == NULL || set == NULL) {
+        return seterr(s, DYNRT_ERR_INVALID, "dynrt_confirm: NULL argument");
+    }
+    dynrt_rc rc;
+    if ((e = query(s, delta, NULL, &rc)) != DYNRT_OK) {
+        return e;
+    }
+    if (rc.type != DYNRT_RC_ADD && rc.type != DYNRT_RC_REPLACE) {
+        e = seterr(s, DYNRT_ERR_INVALID, "confirm: %s is a %s; only the new processes of an ADD or a REPLACE confirm",
+                   rc.delta, dynrt_rc_type_name(rc.type));
+    } else if (!contains(rc.ranks, rc.nranks, s->rank)) {
+        e = seterr(s, DYNRT_ERR_PERMISSION, "confirm: rank %u is not a new process of %s", s->rank, rc.delta);
+    } else if (rc.status == DYNRT_RC_ABORTED) {
+        e = seterr(s, DYNRT_ERR_ABORTED, "confirm: resource change %s was aborted: %s", rc.delta, rc.reason);
+    }
+    int64_t tmo = timeout_ms > 0 ? timeout_ms : 0;
+    char key[DYNRT_NAME_MAX + 16];
+    dynrt_pset_ref acc;
+    if (e == DYNRT_OK) {
+        snprintf(key, sizeof key, "%s:accept", rc.delta);
+        e = wait_set(s, rc.delta, key, tmo, &acc);
+    }
+    if (e == DYNRT_OK) {
+        snprintf(key, sizeof key, "%s:confirm", rc.delta);
+        e = fence_over(s, rc.ranks, rc.nranks, key, tmo);
+    }
+    if (e == DYNRT_OK && s->rank == rc.ranks[0]) {
+        req r;
+        req_begin(s, &r, "rc.confirm", 1);
+        msgpack_pack_map(&r.pk, 2);
+        pk_kstr(&r.pk, "d", rc.delta);
+        pk_str(&r.pk, "set");
+        msgpack_pack_map(&r.pk, 2);
+        pk_kstr(&r.pk, "n", acc.name);
+        pk_kuint(&r.pk, "ver", acc.version);
+        dmsg *m;
+        if ((e = req_call(s, &r, &m)) == DYNRT_OK) {
+            e = mp_ref(mp_get(m->body, "set"), set);
+            dmsg_free(m);
+        }
+    } else if (e == DYNRT_OK) {
+        e = wait_set(s, rc.delta, key, tmo, set);
+    }
+    if (e == DYNRT_OK) {
+        rc_note_done(s, rc.delta);
+    }
+    dynrt_rc_release(&rc);
+    return e;
+}
+
+/* Non-blocking accept and confirm: the call runs on a thread of its own
+ * (each blocks only on its own replies, so other calls go on meanwhile). */
+struct dynrt_request {
+    dynrt_session *s;
+    pthread_t thread;
+    atomic_int done;
+    int confirm;
+    char *delta, *new_set, *bound;
+    dynrt_accept_opts opts;
+    int64_t timeout_ms;
+    int rc;
+    char msg[512];
+    dynrt_accept_result res;
+};
+
+static void request_free(dynrt_request *r) {
+    free(r->delta);
+    free(r->new_set);
+    free(r->bound);
+    free(r);
+}
+
+static void *request_main(void *arg) {
+    dynrt_request *r = arg;
+    if (r->confirm) {
+        r->rc = dynrt_confirm(r->s, r->delta, r->timeout_ms, &r->res.set);
+        if (r->rc == DYNRT_OK) {
+            r->res.status = DYNRT_RC_FINALIZED;
+        }
+    } else {
+        r->rc = dynrt_accept(r->s, r->delta, r->new_set, &r->opts, &r->res);
+    }
+    if (r->rc != DYNRT_OK) {
+        snprintf(r->msg, sizeof r->msg, "%s", dynrt_errmsg());
+    }
+    atomic_store(&r->done, 1);
+    return NULL;
+}
+
+static char *dup_or_null(const char *v, int *fail) {
+    if (v == NULL) {
+        return NULL;
+    }
+    char *d = strdup(v);
+    if (d == NULL) {
+        *fail = 1;
+    }
+    return d;
+}
+
+static int request_start(dynrt_session *s, dynrt_request *r, dynrt_request **out) {
+    r->s = s;
+    if (pthread_create(&r->thread, NULL, request_main, r) != 0) {
+        int e = errno;
+        request_free(r);
+        return seterr(s, DYNRT_ERR_SYSTEM, "start a request thread: %s", strerror(e));
+    }
+    *out = r;
+    return DYNRT_OK;
+}
+
+int dynrt_iaccept(dynrt_session *s, const char *delta, const char *new_set, const dynrt_accept_opts *o,
+                  dynrt_request **req) {
+    int e = check_session(s);
+    if (e != DYNRT_OK) {
+        return e;
+    }
+    if (delta == NULL || req == NULL) {
+        return seterr(s, DYNRT_ERR_INVALID, "dynrt_iaccept: NULL argument");
+    }
+    dynrt_request *r = calloc(1, sizeof *r);
+    if (r == NULL) {
+        return seterr(s, DYNRT_ERR_NOMEM, "dynrt_iaccept: out of memory");
+    }
+    int fail = 0;
+    r->delta = dup_or_null(delta, &fail);
+    r->new_set = dup_or_null(new_set, &fail);
+    if (o != NULL) {
+        r->opts = *o;
+        r->bound = dup_or_null(o->bound, &fail);
+        r->opts.bound = r->bound;
+    }
+    if (fail) {
+        request_free(r);
+        return seterr(s, DYNRT_ERR_NOMEM, "dynrt_iaccept: out of memory");
+    }
+    return request_start(s, r, req);
+}
+
+int dynrt_iconfirm(dynrt_session *s, const char *delta, int64_t timeout_ms, dynrt_request **req) {
+    int e = check_session(s);
+    if (e != DYNRT_OK) {
+        return e;
+    }
+    if (delta == NULL || req == NULL) {
+        return seterr(s, DYNRT_ERR_INVALID, "dynrt_iconfirm: NULL argument");
+    }
+    dynrt_request *r = calloc(1, sizeof *r);
+    int fail = r == NULL;
+    if (r != NULL) {
+        r->confirm = 1;
+        r->timeout_ms = timeout_ms;
+        r->delta = dup_or_null(delta, &fail);
+    }
+    if (fail) {
+        if (r != NULL) {
+            request_free(r);
+        }
+        return seterr(s, DYNRT_ERR_NOMEM, "dynrt_iconfirm: out of memory");
+    }
+    return request_start(s, r, req);
+}
+
+static int request_end(dynrt_request **req, dynrt_accept_result *res) {
+    dynrt_request *r = *req;
+    pthread_join(r->thread, NULL);
+    int e = r->rc;
+    if (res != NULL) {
+        *res = r->res;
+    }
+    if (e != DYNRT_OK) {
+        seterr(r->s, e, "%s", r->msg);
+    }
+    request_free(r);
+    *req = NULL;
+    return e;
+}
+
+int dynrt_test(dynrt_request **req, int *done, dynrt_accept_result *res) {
+    if (req == NULL || *req == NULL || done == NULL) {
+        return seterr(NULL, DYNRT_ERR_INVALID, "dynrt_test: no request (NULL)");
+    }
+    *done = atomic_load(&(*req)->done);
+    if (!*done) {
+        return DYNRT_OK;
+    }
+    return request_end(req, res);
+}
+
+int dynrt_wait(dynrt_request **req, dynrt_accept_result *res) {
+    if (req == NULL || *req == NULL) {
+        return seterr(NULL, DYNRT_ERR_INVALID, "dynrt_wait: no request (NULL)");
+    }
+    return request_end(req, res);
+}
