@@ -86,7 +86,7 @@ type RC struct {
 	OutSet      string      `msgpack:"os,omitempty"`    // REPLACE: the set of those, mpi://rte/<app>/rc/<n>/out
 	Placement   []Placement `msgpack:"pl,omitempty"`    // where the delta's processes run
 	NewSet      *PsetRef    `msgpack:"set,omitempty"`   // set published by the accept
-	Accepts     uint32      `msgpack:"accn,omitempty"`  // accepts received (SUB needs one per bound-set member)
+	Accepts     uint32      `msgpack:"accn,omitempty"`  // bound sets that accepted (a SUB needs one accept per bound set)
 	Reason      string      `msgpack:"why,omitempty"`   // abort reason
 	Times       RCTimes     `msgpack:"ts,omitempty"`    // step timestamps
 	Seq         uint64      `msgpack:"seq,omitempty"`   // update counter of this record (a daemon keeps the highest)
@@ -149,31 +149,39 @@ type RCCancelReq struct {
 	Rank   uint32 `msgpack:"r,omitempty"`   // daemon→master: the caller's rank (for the reason)
 }
 
-// RCAcceptReq is sent by the root of the bound set's communicator (ADD) or
-// by each bound-set member (SUB) once it has built the new set.
+// RCAcceptReq is phase 3's accept (docs/wire.md, "Phase 3"). Member
+// form: every member of the bound set, at the version of the
+// announcement, sends one to its daemon; the daemon fences them, forwards
+// the root's request to the master and gives every member the root's
+// answer. With Alone the root alone sends it (the members synchronised
+// themselves) and passes the answer on itself.
 type RCAcceptReq struct {
-	Delta     string  `msgpack:"d,omitempty"`   // delta set name
-	Job       string  `msgpack:"j,omitempty"`   // caller's job
-	Rank      uint32  `msgpack:"r,omitempty"`   // caller's rank
-	Set       PsetRef `msgpack:"set,omitempty"` // the new set to continue with
-	Block     bool    `msgpack:"blk,omitempty"` // wait until FINALIZED (or ABORTED)
-	TimeoutMS int64   `msgpack:"tmo,omitempty"` // with Block: give up after this many ms
-	Bound     string  `msgpack:"b,omitempty"`   // bound set accepting (needed when the change has several)
-	Call      uint32  `msgpack:"n,omitempty"`   // 1 for the first accept of this set, then one more per repeated (polling) call
+	Delta     string  `msgpack:"d,omitempty"`     // delta set name
+	Job       string  `msgpack:"j,omitempty"`     // caller's job (stamped by the daemon)
+	Rank      uint32  `msgpack:"r,omitempty"`     // caller's rank (stamped by the daemon)
+	Set       PsetRef `msgpack:"set,omitempty"`   // root only: the new set to continue with (ADD, REPLACE; optional for SUB)
+	Block     bool    `msgpack:"blk,omitempty"`   // wait until FINALIZED (or ABORTED)
+	TimeoutMS int64   `msgpack:"tmo,omitempty"`   // bounds the fence, the wait for the root's answer and, with Block, the wait for FINALIZED (0 = none)
+	Bound     string  `msgpack:"b,omitempty"`     // bound set accepting (needed when the caller is in several)
+	Call      uint32  `msgpack:"n,omitempty"`     // 0 = the daemon counts (1 for the first accept of this set, then one more per repeated call)
+	Root      *uint32 `msgpack:"root,omitempty"`  // member speaking for the set; nil = the lowest rank of the set's version
+	Alone     bool    `msgpack:"alone,omitempty"` // root-only form: no fence, nobody waits for the answer
 }
 
-// RCConfirmReq is sent by one new process once the new processes have
-// looked up the accept and fenced.
+// RCConfirmReq is sent by every new process of an ADD or REPLACE; its
+// daemon waits for the accept, fences the new processes and forwards the
+// lowest one's request to the master.
 type RCConfirmReq struct {
-	Delta string  `msgpack:"d,omitempty"`   // delta set name
-	Job   string  `msgpack:"j,omitempty"`   // caller's job
-	Rank  uint32  `msgpack:"r,omitempty"`   // caller's rank
-	Set   PsetRef `msgpack:"set,omitempty"` // the set named by the accept
+	Delta     string  `msgpack:"d,omitempty"`   // delta set name
+	Job       string  `msgpack:"j,omitempty"`   // caller's job (stamped by the daemon)
+	Rank      uint32  `msgpack:"r,omitempty"`   // caller's rank (stamped by the daemon)
+	Set       PsetRef `msgpack:"set,omitempty"` // daemon→master: the set named by the accept (clients leave it out)
+	TimeoutMS int64   `msgpack:"tmo,omitempty"` // bounds the wait for the accept and the fence (0 = none)
 }
 
 // RCAcceptReply reports where a change stands after an accept or confirm.
 type RCAcceptReply struct {
 	Status    string  `msgpack:"st,omitempty"`   // PENDING until confirmed, then FINALIZED
-	Terminate bool    `msgpack:"term,omitempty"` // SUB: the caller is in the delta and must exit
+	Terminate bool    `msgpack:"term,omitempty"` // for the caller: SUB: it is in the delta; REPLACE: FINALIZED and it is in RC.Out. It must finalize and exit
 	Set       PsetRef `msgpack:"set,omitempty"`  // set named by the accept (ADD)
 }

@@ -96,8 +96,8 @@ func samples() map[string]any {
 		"RCList":       &RCList{RCs: []RC{rc}},
 		"RCCancelReq":  &RCCancelReq{Delta: "mpi://rte/lu/rc/1", Reason: "operator", Job: "k3x9m2ab.3", Rank: 2},
 		"RCAcceptReq": &RCAcceptReq{Delta: "mpi://rte/lu/rc/1", Job: "dvm1.1", Rank: 1, Set: ref, Block: true, TimeoutMS: 3000,
-			Bound: "mpi://app/lu", Call: 2},
-		"RCConfirmReq":  &RCConfirmReq{Delta: "mpi://rte/lu/rc/1", Job: "dvm1.1", Rank: 8, Set: ref},
+			Bound: "mpi://app/lu", Call: 2, Root: u32(1), Alone: true},
+		"RCConfirmReq":  &RCConfirmReq{Delta: "mpi://rte/lu/rc/1", Job: "dvm1.1", Rank: 8, Set: ref, TimeoutMS: 2500},
 		"RCAcceptReply": &RCAcceptReply{Status: RCFinalized, Terminate: true, Set: ref},
 
 		"KVPutReq":     &KVPutReq{Job: "dvm1.1", Rank: 1, Key: "ep", Value: []byte("tcp://h0:4000")},

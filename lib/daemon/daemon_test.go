@@ -75,7 +75,7 @@ func TestCacheRetention(t *testing.T) {
 	}
 	d.cacheJob(nil, &wire.PsetPush{Job: "j", Keep: 4, Defined: []wire.PsetInfo{{Name: delta}}})
 	jc := d.jobs["j"]
-	jc.rcs = &rcCache{byDelta: map[string]*wire.RC{}}
+	jc.rcs = newRCCache()
 	rec := &wire.RC{Delta: delta, Job: "j"}
 	jc.rcs.byDelta[delta], jc.rcs.order = rec, []*wire.RC{rec}
 	h := jc.sets[app]

@@ -84,6 +84,16 @@ func (s *sessionState) handleFence(ctx context.Context, req *wire.Request, b *wi
 	if err != nil {
 		return nil, err
 	}
+	if err := s.fence(ctx, c, b); err != nil {
+		return nil, err
+	}
+	return &wire.FenceReply{}, nil
+}
+
+// fence enters c into the fence b and returns once it completed: the
+// handler of kv.fence, and the daemon's own fences of phase 3 (rc.go),
+// which enter on behalf of a local process.
+func (s *sessionState) fence(ctx context.Context, c Caller, b *wire.FenceReq) error {
 	e := &fenceEntry{rank: c.Rank, collect: b.Collect, done: make(chan struct{})}
 	if b.TimeoutMS > 0 {
 		e.deadline = time.Now().Add(msDuration(b.TimeoutMS))
@@ -123,21 +133,18 @@ func (s *sessionState) handleFence(ctx context.Context, req *wire.Request, b *wi
 		case <-timer:
 			timer = nil
 			if s.takeBack(e) {
-				return nil, wire.Errorf(wire.ErrTimeout, "daemon %s: %s of %s: timed out", s.d.node, fenceWhat(b.ID), procKey{c.Job, c.Rank})
+				return wire.Errorf(wire.ErrTimeout, "daemon %s: %s of %s: timed out", s.d.node, fenceWhat(b.ID), procKey{c.Job, c.Rank})
 			}
 			// Sent: the master answers by the deadline.
 		case <-ctx.Done():
-			return nil, ctxErr(ctx, "daemon %s: %s of %s", s.d.node, fenceWhat(b.ID), procKey{c.Job, c.Rank})
+			return ctxErr(ctx, "daemon %s: %s of %s", s.d.node, fenceWhat(b.ID), procKey{c.Job, c.Rank})
 		}
 	}
 }
 
-func (e *fenceEntry) result() (any, error) {
+func (e *fenceEntry) result() error {
 	<-e.done
-	if e.err != nil {
-		return nil, e.err
-	}
-	return &wire.FenceReply{}, nil
+	return e.err
 }
 
 func fenceWhat(id string) string {

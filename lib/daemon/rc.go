@@ -16,7 +16,8 @@ import (
 // with the caller's identity stamped in.
 
 // Keys of phase 3 in the job range of the data server (published by the
-// master, looked up by lib/session):
+// master, looked up by the daemons for their processes, rc_accept.go;
+// internal: clients send rc.accept and rc.confirm and never see them):
 //
 //	<delta>:accept           "<set>@<version>": the root of the bound set
 //	                         accepted an ADD (status PENDING)
@@ -81,6 +82,15 @@ func DecodeRCDecision(v []byte) (*wire.RCAcceptReply, error) {
 type rcCache struct {
 	order   []*wire.RC
 	byDelta map[string]*wire.RC
+	wake    chan struct{} // closed and replaced on every update (phase 3 waits watch for aborts)
+	// Phase 3 accepts of the local processes (rc_accept.go): calls
+	// counted so far, and the ones under way.
+	calls map[acceptKey]uint32
+	busy  map[acceptKey]bool
+}
+
+func newRCCache() *rcCache {
+	return &rcCache{byDelta: make(map[string]*wire.RC), wake: make(chan struct{})}
 }
 
 // forget drops the record of delta (the master forgot the change).
@@ -93,6 +103,11 @@ func (c *rcCache) forget(delta string) {
 	if i := slices.Index(c.order, rec); i >= 0 {
 		c.order = slices.Delete(c.order, i, i+1)
 	}
+	for k := range c.calls {
+		if k.delta == delta {
+			delete(c.calls, k)
+		}
+	}
 }
 
 // rcRoutes registers the resource change requests: called once from
@@ -104,8 +119,8 @@ func (d *Daemon) rcRoutes() {
 	relay(d, wire.KindRCRequest, func(b *wire.RCRequest, c Caller) {
 		b.Job, b.Requester, b.RequesterID = c.Job, wire.ByApp, "rank "+strconv.FormatUint(uint64(c.Rank), 10)
 	})
-	relay(d, wire.KindRCAccept, func(b *wire.RCAcceptReq, c Caller) { b.Job, b.Rank = c.Job, c.Rank })
-	relay(d, wire.KindRCConfirm, func(b *wire.RCConfirmReq, c Caller) { b.Job, b.Rank = c.Job, c.Rank })
+	wire.HandleTyped(d.clients, wire.KindRCAccept, d.handleRCAccept)
+	wire.HandleTyped(d.clients, wire.KindRCConfirm, d.handleRCConfirm)
 	relay(d, wire.KindPsetOp, func(b *wire.PsetOpReq, c Caller) { b.Job, b.Rank = c.Job, c.Rank })
 	relay(d, wire.KindPsetDelete, func(b *wire.PsetDeleteReq, c Caller) { b.Job = c.Job })
 	relay(d, wire.KindRCCancel, func(b *wire.RCCancelReq, c Caller) { b.Job, b.Rank = c.Job, c.Rank })
@@ -124,8 +139,12 @@ func (d *Daemon) handleRCPush(_ context.Context, _ *wire.Request, b *wire.RC) (a
 		return nil, wire.Errorf(wire.ErrNotFound, "daemon %s: resource change for unknown job %s", d.node, b.Job)
 	}
 	if jc.rcs == nil {
-		jc.rcs = &rcCache{byDelta: make(map[string]*wire.RC)}
+		jc.rcs = newRCCache()
 	}
+	defer func() { // wake the phase 3 waits of this job
+		close(jc.rcs.wake)
+		jc.rcs.wake = make(chan struct{})
+	}()
 	rec := *b
 	if old := jc.rcs.byDelta[b.Delta]; old != nil {
 		if old.Seq <= b.Seq {

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 
+	"github.com/dynrt/dynrt/lib/daemon"
 	"github.com/dynrt/dynrt/wire"
 )
 
@@ -34,7 +35,7 @@ func (s *Session) AcceptAsRoot(ctx context.Context, delta, newSet string, o Acce
 	if o.Root != nil && *o.Root != me {
 		return AcceptResult{}, wire.Errorf(wire.ErrInvalid, "session: AcceptAsRoot called by rank %d for root %d", me, *o.Root)
 	}
-	req := &wire.RCAcceptReq{Delta: rec.Delta, Bound: ref.Name, Call: s.rc.next(rec.Delta + "|" + ref.Name), Block: o.Blocking}
+	req := &wire.RCAcceptReq{Delta: rec.Delta, Bound: ref.Name, Call: s.rc.next(rec.Delta + "|" + ref.Name), Block: o.Blocking, Root: &me, Alone: true}
 	if newSet != "" {
 		req.Set = wire.PsetRef{Name: newSet}
 	}
@@ -47,7 +48,7 @@ func (s *Session) AcceptAsRoot(ctx context.Context, delta, newSet string, o Acce
 	}
 	return AcceptResult{
 		Status: rep.Status, NewSet: rep.Set,
-		Terminate: terminates(&rec, me, rep.Status),
+		Terminate: daemon.Terminates(&rec, me, rep.Status),
 	}, nil
 }
 
@@ -66,6 +67,6 @@ func (s *Session) AcceptedByRoot(ctx context.Context, delta string, res AcceptRe
 		return AcceptResult{}, err
 	}
 	s.rc.next(rec.Delta + "|" + ref.Name)
-	res.Terminate = terminates(&rec, s.info.Rank, res.Status)
+	res.Terminate = daemon.Terminates(&rec, s.info.Rank, res.Status)
 	return res, nil
 }

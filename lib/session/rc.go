@@ -39,9 +39,10 @@ import (
 // the processes it removes to Terminate: they call Finalize and exit.
 
 // rcSession is the per-session state of the resource changes: the accept
-// calls so far, and what never changes once known — a change's delta and
+// calls so far of the root-only form (accept_root.go; the daemon counts
+// those of Accept), and what never changes once known — a change's delta and
 // bound sets after its announcement, the members of a set version — so
-// that Accept and Confirm need no local queries on their fast path.
+// that AcceptAsRoot needs no local queries on its fast path.
 type rcSession struct {
 	mu      sync.Mutex
 	calls   map[string]uint32                // accept calls so far, by delta and bound set
@@ -114,16 +115,6 @@ func (r *rcSession) next(key string) uint32 {
 	}
 	r.calls[key]++
 	return r.calls[key]
-}
-
-// undo takes back a call whose collective part failed before it reached
-// the runtime, so that a retry is the same call again.
-func (r *rcSession) undo(key string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.calls[key] > 0 {
-		r.calls[key]--
-	}
 }
 
 // RC is the answer of QueryRC: the change, or Type and Status NULL when
@@ -338,165 +329,34 @@ type AcceptResult struct {
 
 // Accept applies the change delta for the bound set (listing 6.5). Every
 // member of the bound set (as it was when the change was announced) calls
-// it with the same arguments; the root names in newSet the set it built
-// in phase 2 (an ADD needs one; for a SUB it is optional). The first call
-// fences the members, then the root records the accept with the runtime
-// (status PENDING; for a SUB, FINALIZED once every bound set accepted) and
-// every member gets the root's answer. Later calls (an ADD still PENDING)
-// ask again and agree on the answer the same way. An aborted change
-// returns an error matching wire.ErrAborted.
+// it with the same options; the root alone names in newSet the set it
+// built in phase 2 (an ADD needs one; for a SUB it is optional), the
+// others pass "". It is one rc.accept request (docs/wire.md, "Phase 3"):
+// the daemon fences the members on the first call, the root's accept goes
+// to the runtime (status PENDING; for a SUB, FINALIZED once every bound
+// set accepted) and every member gets the root's answer. Later calls (an
+// ADD still PENDING) ask again and agree on the answer the same way. An
+// aborted change returns an error matching wire.ErrAborted.
 func (s *Session) Accept(ctx context.Context, delta, newSet string, o AcceptOptions) (AcceptResult, error) {
-	rec, err := s.record(ctx, delta)
-	if err != nil {
+	req := &wire.RCAcceptReq{Delta: delta, Bound: o.Bound, Root: o.Root, Block: o.Blocking, TimeoutMS: timeoutMS(ctx, o.Timeout)}
+	if newSet != "" {
+		req.Set = wire.PsetRef{Name: newSet}
+	}
+	var rep wire.RCAcceptReply
+	if err := s.call(ctx, wire.KindRCAccept, req, &rep); err != nil {
 		return AcceptResult{}, err
 	}
-	if rec.Status == wire.RCAborted {
-		return AcceptResult{}, wire.Errorf(wire.ErrAborted, "session: resource change %s was aborted: %s", rec.Delta, rec.Reason)
-	}
-	ref, members, err := s.boundOf(ctx, &rec, o.Bound)
-	if err != nil {
-		return AcceptResult{}, err
-	}
-	me := s.info.Rank
-	root := uint32(0)
-	if o.Root != nil {
-		root = *o.Root
-		if !members.Contains(root) {
-			return AcceptResult{}, wire.Errorf(wire.ErrInvalid, "session: root %d is not a member of %s@%d", root, ref.Name, ref.Version)
-		}
-	} else {
-		root = members[0].Lo
-	}
-	key := rec.Delta + "|" + ref.Name
-	call := s.rc.next(key)
-	tmo := timeoutMS(ctx, o.Timeout)
-	// A member other than the root waits for the root's answer. The wait
-	// is asked for before the fence, so that it is already in place when
-	// the root answers: the member saves a round trip after the fence,
-	// which on a change of many processes is what they all queue for.
-	var decision <-chan lookupResult
-	if me != root {
-		lctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		ch := make(chan lookupResult, 1)
-		go func() {
-			v, err := s.lookupOne(lctx, daemon.RCDecisionKey(rec.Delta, ref.Name, call), tmo)
-			ch <- lookupResult{v, err}
-		}()
-		decision = ch
-	}
-	if call == 1 {
-		// Everyone has built the new set before the root speaks for them.
-		err := s.FenceWith(ctx, FenceOptions{
-			ID: rec.Delta + ":accept:" + ref.Name, Procs: []wire.ProcRanges{{Ranks: members}},
-		})
-		if err != nil {
-			s.rc.undo(key)
-			return AcceptResult{}, err
-		}
-	}
-	var rep *wire.RCAcceptReply
-	if me == root {
-		req := &wire.RCAcceptReq{Delta: rec.Delta, Bound: ref.Name, Call: call, Block: o.Blocking}
-		if newSet != "" {
-			req.Set = wire.PsetRef{Name: newSet}
-		}
-		if o.Blocking {
-			req.TimeoutMS = tmo
-		}
-		rep = new(wire.RCAcceptReply)
-		if err := s.call(ctx, wire.KindRCAccept, req, rep); err != nil {
-			return AcceptResult{}, err
-		}
-	} else {
-		d := <-decision
-		if d.err != nil {
-			return AcceptResult{}, d.err
-		}
-		var err error
-		if rep, err = daemon.DecodeRCDecision(d.v); err != nil {
-			return AcceptResult{}, fmt.Errorf("session: accept of %s by the root (rank %d): %w", rec.Delta, root, err)
-		}
-	}
-	return AcceptResult{
-		Status: rep.Status, NewSet: rep.Set,
-		Terminate: terminates(&rec, me, rep.Status),
-	}, nil
-}
-
-// terminates says whether rank leaves with the change: a process a SUB
-// removes, or one a REPLACE replaces once it is FINALIZED (before that it
-// may still be aborted, and the process stays).
-func terminates(rec *wire.RC, rank uint32, status string) bool {
-	switch rec.Type {
-	case wire.RCSub:
-		return rec.Ranks.Contains(rank)
-	case wire.RCReplace:
-		return status == wire.RCFinalized && rec.Out.Contains(rank)
-	}
-	return false
+	return AcceptResult{Status: rep.Status, NewSet: rep.Set, Terminate: rep.Terminate}, nil
 }
 
 // boundOf resolves the bound set a member accepts for and its members at
 // the announcement.
 func (s *Session) boundOf(ctx context.Context, rec *wire.RC, name string) (wire.PsetRef, wire.RankRanges, error) {
-	if len(rec.BoundRefs) == 0 {
-		return wire.PsetRef{}, nil, wire.Errorf(wire.ErrState, "session: resource change %s is %s: nothing to accept yet", rec.Delta, rec.Status)
-	}
-	members := func(ref wire.PsetRef) (wire.RankRanges, error) { return s.Members(ctx, ref) }
-	if name != "" {
-		n, err := pset.Parse(name)
-		if err != nil {
-			return wire.PsetRef{}, nil, err
-		}
-		for _, ref := range rec.BoundRefs {
-			if ref.Name == n.String() {
-				m, err := members(ref)
-				if err == nil && !m.Contains(s.info.Rank) {
-					err = wire.Errorf(wire.ErrPermission, "session: rank %d is not a member of %s@%d", s.info.Rank, ref.Name, ref.Version)
-				}
-				return ref, m, err
-			}
-		}
-		return wire.PsetRef{}, nil, wire.Errorf(wire.ErrInvalid, "session: resource change %s is not bound to %s", rec.Delta, n)
-	}
-	var found []wire.PsetRef
-	var fm wire.RankRanges
-	for _, ref := range rec.BoundRefs {
-		m, err := members(ref)
-		if err != nil {
-			return wire.PsetRef{}, nil, err
-		}
-		if m.Contains(s.info.Rank) {
-			found = append(found, ref)
-			fm = m
-		}
-	}
-	switch len(found) {
-	case 1:
-		return found[0], fm, nil
-	case 0:
-		return wire.PsetRef{}, nil, wire.Errorf(wire.ErrPermission, "session: rank %d is in none of the sets bound to %s", s.info.Rank, rec.Delta)
-	}
-	return wire.PsetRef{}, nil, wire.Errorf(wire.ErrInvalid, "session: rank %d is in %d sets bound to %s; say which one accepts", s.info.Rank, len(found), rec.Delta)
-}
-
-type lookupResult struct {
-	v   []byte
-	err error
-}
-
-// lookupOne waits for one key of the job range.
-func (s *Session) lookupOne(ctx context.Context, key string, tmo int64) ([]byte, error) {
-	var rep wire.LookupReply
-	err := s.call(ctx, wire.KindLookup, &wire.LookupReq{Keys: []string{key}, Wait: true, TimeoutMS: tmo}, &rep)
+	ref, m, err := daemon.BoundOf(rec, s.info.Rank, name, func(ref wire.PsetRef) (wire.RankRanges, error) { return s.Members(ctx, ref) })
 	if err != nil {
-		return nil, err
+		return ref, m, fmt.Errorf("session: %w", err)
 	}
-	if len(rep.Data) != 1 {
-		return nil, wire.Errorf(wire.ErrMalformed, "session: lookup of %q returned %d values", key, len(rep.Data))
-	}
-	return rep.Data[0].Value, nil
+	return ref, m, nil
 }
 
 // ConfirmOptions complete a Confirm.
@@ -507,59 +367,16 @@ type ConfirmOptions struct {
 	Timeout time.Duration
 }
 
-// Confirm is called by every process an ADD or a REPLACE started (listing 6.6): it
-// waits until the running processes have accepted, fences the new
+// Confirm is called by every process an ADD or a REPLACE started (listing
+// 6.6). It is one rc.confirm request (docs/wire.md, "Phase 3"): the
+// daemon waits until the running processes have accepted, fences the new
 // processes, lets the lowest of them confirm (status FINALIZED), and
-// returns the set to continue with. If the change is aborted it returns
+// answers the set to continue with. If the change is aborted it returns
 // an error matching wire.ErrAborted.
 func (s *Session) Confirm(ctx context.Context, delta string, o ConfirmOptions) (wire.PsetRef, error) {
-	rec, err := s.record(ctx, delta)
-	if err != nil {
+	var rep wire.RCAcceptReply
+	if err := s.call(ctx, wire.KindRCConfirm, &wire.RCConfirmReq{Delta: delta, TimeoutMS: timeoutMS(ctx, o.Timeout)}, &rep); err != nil {
 		return wire.PsetRef{}, err
 	}
-	me := s.info.Rank
-	switch {
-	case rec.Type != wire.RCAdd && rec.Type != wire.RCReplace:
-		return wire.PsetRef{}, wire.Errorf(wire.ErrInvalid, "session: %s is a %s; only the new processes of an ADD or a REPLACE confirm", rec.Delta, rec.Type)
-	case !rec.Ranks.Contains(me):
-		return wire.PsetRef{}, wire.Errorf(wire.ErrPermission, "session: rank %d is not a new process of %s", me, rec.Delta)
-	case rec.Status == wire.RCAborted:
-		return wire.PsetRef{}, wire.Errorf(wire.ErrAborted, "session: resource change %s was aborted: %s", rec.Delta, rec.Reason)
-	}
-	tmo := timeoutMS(ctx, o.Timeout)
-	v, err := s.lookupOne(ctx, daemon.RCAcceptKey(rec.Delta), tmo)
-	if err != nil {
-		return wire.PsetRef{}, err
-	}
-	set, err := parseSetValue(rec.Delta, v)
-	if err != nil {
-		return wire.PsetRef{}, err
-	}
-	if err := s.FenceWith(ctx, FenceOptions{ID: rec.Delta + ":confirm", Procs: []wire.ProcRanges{{Ranks: rec.Ranks}}}); err != nil {
-		return wire.PsetRef{}, err
-	}
-	if me == rec.Ranks[0].Lo {
-		var rep wire.RCAcceptReply
-		if err := s.call(ctx, wire.KindRCConfirm, &wire.RCConfirmReq{Delta: rec.Delta, Set: set}, &rep); err != nil {
-			return wire.PsetRef{}, err
-		}
-		return rep.Set, nil
-	}
-	if v, err = s.lookupOne(ctx, daemon.RCConfirmKey(rec.Delta), tmo); err != nil {
-		return wire.PsetRef{}, err
-	}
-	return parseSetValue(rec.Delta, v)
-}
-
-// parseSetValue reads "<set>@<version>" or an abort from a phase 3 key.
-func parseSetValue(delta string, v []byte) (wire.PsetRef, error) {
-	sv := string(v)
-	if why, ok := strings.CutPrefix(sv, daemon.RCAbortedValue); ok {
-		return wire.PsetRef{}, wire.Errorf(wire.ErrAborted, "session: resource change %s was aborted: %s", delta, why)
-	}
-	n, ver, err := pset.ParseRef(sv)
-	if err != nil || ver < 0 {
-		return wire.PsetRef{}, wire.Errorf(wire.ErrMalformed, "session: resource change %s: bad set %q", delta, sv)
-	}
-	return wire.PsetRef{Name: n.String(), Version: uint32(ver)}, nil
+	return rep.Set, nil
 }
