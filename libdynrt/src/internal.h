@@ -103,7 +103,6 @@ struct dynrt_session {
     kvnode *staged;
     char **psets;
     int npsets;
-    counter *calls;  /* accept calls so far by delta|bound */
     counter *done;   /* changes the caller completed its part of */
     struct memo *members; /* members of exact set versions (they never change) */
 

@@ -329,126 +329,12 @@ static int accept_reply_of(const msgpack_object *o, dynrt_accept_result *res) {
     return mp_ref(mp_get(o, "set"), &res->set);
 }
 
-/* Whether rank leaves with the change: a process a SUB removes, or one a
- * REPLACE replaces once it is FINALIZED. */
-static int terminates(const dynrt_rc *rc, uint32_t rank, dynrt_rc_status st) {
-    switch (rc->type) {
-    case DYNRT_RC_SUB:
-        return contains(rc->ranks, rc->nranks, rank);
-    case DYNRT_RC_REPLACE:
-        return st == DYNRT_RC_FINALIZED && contains(rc->out, rc->nout, rank);
-    default:
-        return 0;
-    }
-}
-
-/* The bound set the caller accepts for, and its members then. */
-static int bound_of(dynrt_session *s, const dynrt_rc *rc, const char *name, dynrt_pset_ref *ref,
-                    const uint32_t **members, size_t *n) {
-    if (rc->nbound == 0) {
-        return seterr(s, DYNRT_ERR_BAD_STATE, "accept %s: the change is %s: nothing to accept yet", rc->delta,
-                      dynrt_rc_status_name(rc->status));
-    }
-    int found = 0;
-    for (size_t i = 0; i < rc->nbound; i++) {
-        if (name != NULL && strcmp(rc->bound[i].name, name) != 0) {
-            continue;
-        }
-        const uint32_t *m;
-        size_t k;
-        int e = members_of(s, &rc->bound[i], &m, &k);
-        if (e != DYNRT_OK) {
-            return e;
-        }
-        if (!contains(m, k, s->rank)) {
-            if (name != NULL) {
-                return seterr(s, DYNRT_ERR_PERMISSION, "accept %s: rank %u is not a member of %s@%u", rc->delta,
-                              s->rank, rc->bound[i].name, rc->bound[i].version);
-            }
-            continue;
-        }
-        found++;
-        *ref = rc->bound[i];
-        *members = m;
-        *n = k;
-    }
-    if (found == 1) {
-        return DYNRT_OK;
-    }
-    if (name != NULL) {
-        return seterr(s, DYNRT_ERR_INVALID, "accept %s: the change is not bound to %s", rc->delta, name);
-    }
-    if (found == 0) {
-        return seterr(s, DYNRT_ERR_PERMISSION, "accept %s: rank %u is in none of the sets bound to the change",
-                      rc->delta, s->rank);
-    }
-    return seterr(s, DYNRT_ERR_INVALID, "accept %s: rank %u is in %d sets bound to the change; say which one accepts",
-                  rc->delta, s->rank, found);
-}
-
-static int lookup_send(dynrt_session *s, const char *key, int64_t tmo, pending **p) {
-    req r;
-    req_begin(s, &r, "pub.lookup", 1);
-    msgpack_pack_map(&r.pk, 3);
-    pk_str(&r.pk, "k");
-    msgpack_pack_array(&r.pk, 1);
-    pk_str(&r.pk, key);
-    pk_kbool(&r.pk, "w", 1);
-    pk_kint(&r.pk, "tmo", tmo);
-    return req_send(s, &r, p);
-}
-
-/* The value of a waited lookup: the one value, as a message to read. */
-static int lookup_value(dynrt_session *s, pending *p, const char *key, dmsg **m, const char **v, size_t *n) {
-    int e = req_wait(s, p, "pub.lookup", m);
-    if (e != DYNRT_OK) {
-        return e;
-    }
-    const msgpack_object *d = mp_get((*m)->body, "d");
-    const msgpack_object *val = d != NULL && d->type == MSGPACK_OBJECT_ARRAY && d->via.array.size == 1
-                                    ? mp_get(&d->via.array.ptr[0], "v")
-                                    : NULL;
-    if (val == NULL || (val->type != MSGPACK_OBJECT_BIN && val->type != MSGPACK_OBJECT_STR)) {
-        dmsg_free(*m);
-        return seterr(s, DYNRT_ERR_MALFORMED, "lookup of %s: no value in the answer", key);
-    }
-    *v = val->type == MSGPACK_OBJECT_BIN ? val->via.bin.ptr : val->via.str.ptr;
-    *n = val->type == MSGPACK_OBJECT_BIN ? val->via.bin.size : val->via.str.size;
-    return DYNRT_OK;
-}
-
-/* The fence over the members of a set or the new processes of a change. */
-static int fence_over(dynrt_session *s, const uint32_t *m, size_t n, const char *id, int64_t tmo) {
-    return dynrt_fence(s, m, n, id, 0, tmo);
-}
-
-/* The root's answer to the call-th accept of a bound set, as the master
- * publishes it for the other members: 'R' and the msgpack reply, or 'E'
- * and the msgpack error. */
-static int decision(dynrt_session *s, pending *p, const char *key, dynrt_accept_result *res) {
-    dmsg *m;
-    const char *v;
-    size_t n;
-    int e = lookup_value(s, p, key, &m, &v, &n);
-    if (e != DYNRT_OK) {
-        return e;
-    }
-    msgpack_unpacked up;
-    msgpack_unpacked_init(&up);
-    size_t off = 0;
-    if (n < 1 || (v[0] != 'R' && v[0] != 'E') ||
-        msgpack_unpack_next(&up, v + 1, n - 1, &off) != MSGPACK_UNPACK_SUCCESS) {
-        e = seterr(s, DYNRT_ERR_MALFORMED, "accept: the root's answer under %s cannot be read", key);
-    } else if (v[0] == 'R') {
-        e = accept_reply_of(&up.data, res);
-    } else {
-        e = wire_error(s, &up.data, "accept (answer of the root)");
-    }
-    msgpack_unpacked_destroy(&up);
-    dmsg_free(m);
-    return e;
-}
-
+/* Phase 3 in the member form (docs/wire.md, "Phase 3"): one rc.accept per
+ * call and one rc.confirm; the daemon fences the members (or the new
+ * processes), forwards the root's (the lowest new process's) request and
+ * answers every caller with the decision, terminate set for it. The
+ * record is queried first: its canonical delta and type say when the
+ * change no longer needs the caller (rc_note_done). */
 int dynrt_accept(dynrt_session *s, const char *delta, const char *new_set, const dynrt_accept_opts *o,
                  dynrt_accept_result *res) {
     int e = check_session(s);
@@ -467,125 +353,32 @@ int dynrt_accept(dynrt_session *s, const char *delta, const char *new_set, const
     if ((e = query(s, delta, NULL, &rc)) != DYNRT_OK) {
         return e;
     }
-    if (rc.status == DYNRT_RC_ABORTED) {
-        e = seterr(s, DYNRT_ERR_ABORTED, "accept: resource change %s was aborted: %s", rc.delta, rc.reason);
-        dynrt_rc_release(&rc);
-        return e;
+    req r;
+    req_begin(s, &r, "rc.accept", 1);
+    msgpack_pack_map(&r.pk, 3 + (o->bound != NULL) + (o->has_root != 0) + (new_set != NULL));
+    pk_kstr(&r.pk, "d", rc.delta[0] != 0 ? rc.delta : delta);
+    pk_kbool(&r.pk, "blk", o->blocking);
+    pk_kint(&r.pk, "tmo", o->timeout_ms > 0 ? o->timeout_ms : 0);
+    if (o->bound != NULL) {
+        pk_kstr(&r.pk, "b", o->bound);
     }
-    dynrt_pset_ref ref;
-    const uint32_t *members = NULL;
-    size_t nm = 0;
-    if ((e = bound_of(s, &rc, o->bound, &ref, &members, &nm)) != DYNRT_OK) {
-        dynrt_rc_release(&rc);
-        return e;
-    }
-    uint32_t root = members[0];
     if (o->has_root) {
-        if (!contains(members, nm, o->root)) {
-            e = seterr(s, DYNRT_ERR_INVALID, "accept %s: root %u is not a member of %s@%u", rc.delta, o->root, ref.name,
-                       ref.version);
-            dynrt_rc_release(&rc);
-            return e;
-        }
-        root = o->root;
+        pk_kuint(&r.pk, "root", o->root);
     }
-    size_t kl = strlen(rc.delta) + strlen(ref.name) + 32;
-    char *key = malloc(kl), *fid = malloc(kl);
-    if (key == NULL || fid == NULL) {
-        free(key);
-        free(fid);
-        dynrt_rc_release(&rc);
-        return seterr(s, DYNRT_ERR_NOMEM, "accept: out of memory");
-    }
-    snprintf(key, kl, "%s|%s", rc.delta, ref.name);
-    uint32_t call = bump(s, &s->calls, key, 1);
-    int64_t tmo = o->timeout_ms > 0 ? o->timeout_ms : 0;
-    pending *dp = NULL;
-    char dkey[2 * DYNRT_NAME_MAX + 32];
-    snprintf(dkey, sizeof dkey, "%s:accept:%s:%u", rc.delta, ref.name, call);
-    if (s->rank != root) {
-        /* Asked for before the fence so that it is in place when the root
-         * answers. */
-        e = lookup_send(s, dkey, tmo, &dp);
-    }
-    if (e == DYNRT_OK && call == 1) {
-        /* Everyone has built the new set before the root speaks for them. */
-        snprintf(fid, kl, "%s:accept:%s", rc.delta, ref.name);
-        e = fence_over(s, members, nm, fid, tmo);
-    }
-    if (e != DYNRT_OK) {
-        if (dp != NULL) {
-            req_abandon(s, dp);
-        }
-        bump(s, &s->calls, key, -1);
-    } else if (s->rank == root) {
-        req r;
-        req_begin(s, &r, "rc.accept", 1);
-        msgpack_pack_map(&r.pk, 5 + (new_set != NULL));
-        pk_kstr(&r.pk, "d", rc.delta);
-        pk_kstr(&r.pk, "b", ref.name);
-        pk_kuint(&r.pk, "n", call);
-        pk_kbool(&r.pk, "blk", o->blocking);
-        pk_kint(&r.pk, "tmo", o->blocking ? tmo : 0);
-        if (new_set != NULL) {
-            pk_str(&r.pk, "set");
-            msgpack_pack_map(&r.pk, 1);
-            pk_kstr(&r.pk, "n", new_set);
-        }
-        dmsg *m;
-        if ((e = req_call(s, &r, &m)) == DYNRT_OK) {
-            e = accept_reply_of(m->body, res);
-            dmsg_free(m);
-        }
-    } else {
-        e = decision(s, dp, dkey, res);
-    }
-    if (e == DYNRT_OK) {
-        res->terminate = terminates(&rc, s->rank, res->status);
-        if (res->status == DYNRT_RC_FINALIZED || res->terminate || rc.type == DYNRT_RC_SUB) {
-            rc_note_done(s, rc.delta);
-        }
-    }
-    free(key);
-    free(fid);
-    dynrt_rc_release(&rc);
-    return e;
-}
-
-/* "<set>@<version>", or "ABORTED: <why>", published for the new processes. */
-static int set_value(dynrt_session *s, const char *delta, const char *v, size_t n, dynrt_pset_ref *set) {
-    char *text = malloc(n + 1);
-    if (text == NULL) {
-        return seterr(s, DYNRT_ERR_NOMEM, "confirm: out of memory");
-    }
-    memcpy(text, v, n);
-    text[n] = 0;
-    int e;
-    if (strncmp(text, "ABORTED: ", 9) == 0) {
-        e = seterr(s, DYNRT_ERR_ABORTED, "confirm: resource change %s was aborted: %s", delta, text + 9);
-    } else if (dynrt_pset_ref_parse(text, set) != DYNRT_OK || strchr(text, '@') == NULL) {
-        e = seterr(s, DYNRT_ERR_MALFORMED, "confirm: resource change %s: bad set %s", delta, text);
-    } else {
-        e = DYNRT_OK;
-    }
-    free(text);
-    return e;
-}
-
-static int wait_set(dynrt_session *s, const char *delta, const char *key, int64_t tmo, dynrt_pset_ref *set) {
-    pending *p;
-    int e = lookup_send(s, key, tmo, &p);
-    if (e != DYNRT_OK) {
-        return e;
+    if (new_set != NULL) {
+        pk_str(&r.pk, "set");
+        msgpack_pack_map(&r.pk, 1);
+        pk_kstr(&r.pk, "n", new_set);
     }
     dmsg *m;
-    const char *v;
-    size_t n;
-    if ((e = lookup_value(s, p, key, &m, &v, &n)) != DYNRT_OK) {
-        return e;
+    if ((e = req_call(s, &r, &m)) == DYNRT_OK) {
+        e = accept_reply_of(m->body, res);
+        dmsg_free(m);
     }
-    e = set_value(s, delta, v, n, set);
-    dmsg_free(m);
+    if (e == DYNRT_OK && (res->status == DYNRT_RC_FINALIZED || res->terminate || rc.type == DYNRT_RC_SUB)) {
+        rc_note_done(s, rc.delta);
+    }
+    dynrt_rc_release(&rc);
     return e;
 }
 
@@ -597,50 +390,22 @@ int dynrt_confirm(dynrt_session *s, const char *delta, int64_t timeout_ms, dynrt
     if (delta == NULL || set == NULL) {
         return seterr(s, DYNRT_ERR_INVALID, "dynrt_confirm: NULL argument");
     }
-    dynrt_rc rc;
-    if ((e = query(s, delta, NULL, &rc)) != DYNRT_OK) {
+    req r;
+    req_begin(s, &r, "rc.confirm", 1);
+    msgpack_pack_map(&r.pk, 2);
+    pk_kstr(&r.pk, "d", delta);
+    pk_kint(&r.pk, "tmo", timeout_ms > 0 ? timeout_ms : 0);
+    dmsg *m;
+    if ((e = req_call(s, &r, &m)) != DYNRT_OK) {
         return e;
     }
-    if (rc.type != DYNRT_RC_ADD && rc.type != DYNRT_RC_REPLACE) {
-        e = seterr(s, DYNRT_ERR_INVALID, "confirm: %s is a %s; only the new processes of an ADD or a REPLACE confirm",
-                   rc.delta, dynrt_rc_type_name(rc.type));
-    } else if (!contains(rc.ranks, rc.nranks, s->rank)) {
-        e = seterr(s, DYNRT_ERR_PERMISSION, "confirm: rank %u is not a new process of %s", s->rank, rc.delta);
-    } else if (rc.status == DYNRT_RC_ABORTED) {
-        e = seterr(s, DYNRT_ERR_ABORTED, "confirm: resource change %s was aborted: %s", rc.delta, rc.reason);
-    }
-    int64_t tmo = timeout_ms > 0 ? timeout_ms : 0;
-    char key[DYNRT_NAME_MAX + 16];
-    dynrt_pset_ref acc;
-    if (e == DYNRT_OK) {
-        snprintf(key, sizeof key, "%s:accept", rc.delta);
-        e = wait_set(s, rc.delta, key, tmo, &acc);
-    }
-    if (e == DYNRT_OK) {
-        snprintf(key, sizeof key, "%s:confirm", rc.delta);
-        e = fence_over(s, rc.ranks, rc.nranks, key, tmo);
-    }
-    if (e == DYNRT_OK && s->rank == rc.ranks[0]) {
-        req r;
-        req_begin(s, &r, "rc.confirm", 1);
-        msgpack_pack_map(&r.pk, 2);
-        pk_kstr(&r.pk, "d", rc.delta);
-        pk_str(&r.pk, "set");
-        msgpack_pack_map(&r.pk, 2);
-        pk_kstr(&r.pk, "n", acc.name);
-        pk_kuint(&r.pk, "ver", acc.version);
-        dmsg *m;
-        if ((e = req_call(s, &r, &m)) == DYNRT_OK) {
-            e = mp_ref(mp_get(m->body, "set"), set);
-            dmsg_free(m);
-        }
-    } else if (e == DYNRT_OK) {
-        e = wait_set(s, rc.delta, key, tmo, set);
-    }
-    if (e == DYNRT_OK) {
+    e = mp_ref(mp_get(m->body, "set"), set);
+    dmsg_free(m);
+    dynrt_rc rc;
+    if (e == DYNRT_OK && query(s, delta, NULL, &rc) == DYNRT_OK) {
         rc_note_done(s, rc.delta);
+        dynrt_rc_release(&rc);
     }
-    dynrt_rc_release(&rc);
     return e;
 }
 

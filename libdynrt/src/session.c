@@ -236,7 +236,6 @@ int dynrt_finalize(dynrt_session *s) {
         free(s->psets[i]);
     }
     free(s->psets);
-    counters_free(s->calls);
     counters_free(s->done);
     memos_free(s);
     pthread_mutex_destroy(&s->mu);
