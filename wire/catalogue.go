@@ -1,12 +1,23 @@
 package wire
 
+import (
+	"slices"
+	"strings"
+)
+
 // KindInfo describes one message kind of the catalogue.
 type KindInfo struct {
-	Kind  string // envelope kind
-	Dir   string // who sends it to whom
-	Event bool   // pushed with id 0; there is no reply
-	Req   any    // pointer to a zero value of the request (or event) body; nil = no body
-	Reply any    // pointer to a zero value of the reply body; nil = empty reply
+	Kind string // envelope kind
+	// Dir says who sends it to whom: routes separated by ", ", each a
+	// chain of roles joined by "→" (a→b→c: a sends it to b, which relays
+	// it to c), where "a/b" stands for either role; a remark in
+	// parentheses is not part of the route. "either way" means any side of
+	// any connection. Sends reads it; the master's and the daemon's tests
+	// check it against the kinds they serve.
+	Dir   string
+	Event bool // pushed with id 0; there is no reply
+	Req   any  // pointer to a zero value of the request (or event) body; nil = no body
+	Reply any  // pointer to a zero value of the reply body; nil = empty reply
 }
 
 // Catalogue lists every message kind with its body types, in the order of
@@ -23,15 +34,15 @@ func Catalogue() []KindInfo {
 		{Kind: KindGroupConstruct, Dir: "client→daemon→master", Req: &GroupReq{}, Reply: &GroupReply{}},
 		{Kind: KindGroupDestruct, Dir: "client→daemon→master", Req: &GroupReq{}},
 
-		{Kind: KindPsetOp, Dir: "client/tool→master", Req: &PsetOpReq{}, Reply: &PsetOpReply{}},
+		{Kind: KindPsetOp, Dir: "client→daemon→master, tool→master", Req: &PsetOpReq{}, Reply: &PsetOpReply{}},
 		{Kind: KindPsetGet, Dir: "client→daemon, tool→master", Req: &PsetGetReq{}, Reply: &PsetInfo{}},
 		{Kind: KindPsetList, Dir: "client→daemon, tool→master", Req: &PsetListReq{}, Reply: &PsetList{}},
 		{Kind: KindPsetQuery, Dir: "client→daemon, tool→master", Req: &PsetQueryReq{}, Reply: &PsetList{}},
-		{Kind: KindPsetDelete, Dir: "client/tool→master", Req: &PsetDeleteReq{}},
+		{Kind: KindPsetDelete, Dir: "client→daemon→master, tool→master", Req: &PsetDeleteReq{}},
 		{Kind: KindPsetPush, Dir: "master→daemon", Req: &PsetPush{}},
 
-		{Kind: KindRCRequest, Dir: "client/tool→master", Req: &RCRequest{}, Reply: &RC{}},
-		{Kind: KindRCQuery, Dir: "client→daemon, tool→master", Req: &RCQueryReq{}, Reply: &RCQueryReply{}},
+		{Kind: KindRCRequest, Dir: "client→daemon→master, tool→master", Req: &RCRequest{}, Reply: &RC{}},
+		{Kind: KindRCQuery, Dir: "client→daemon, tool/daemon→master", Req: &RCQueryReq{}, Reply: &RCQueryReply{}},
 		{Kind: KindRCList, Dir: "tool→master", Req: &RCListReq{}, Reply: &RCList{}},
 		{Kind: KindRCCancel, Dir: "tool→master, client→daemon→master", Req: &RCCancelReq{}, Reply: &RC{}},
 		{Kind: KindRCAccept, Dir: "client→daemon→master", Req: &RCAcceptReq{}, Reply: &RCAcceptReply{}},
@@ -88,4 +99,24 @@ func LookupKind(kind string) (KindInfo, bool) {
 		}
 	}
 	return KindInfo{}, false
+}
+
+// Sends reports whether Dir lets role from send the kind to role to, on
+// one hop of a route (see Dir).
+func (k KindInfo) Sends(from, to string) bool {
+	for _, route := range strings.Split(k.Dir, ", ") {
+		if route == "either way" {
+			return true
+		}
+		if i := strings.Index(route, " ("); i >= 0 {
+			route = route[:i]
+		}
+		hops := strings.Split(route, "→")
+		for i := 0; i+1 < len(hops); i++ {
+			if slices.Contains(strings.Split(hops[i], "/"), from) && slices.Contains(strings.Split(hops[i+1], "/"), to) {
+				return true
+			}
+		}
+	}
+	return false
 }

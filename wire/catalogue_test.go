@@ -335,3 +335,27 @@ func TestNilFieldsDecodeAsZero(t *testing.T) {
 		}
 	}
 }
+
+func TestKindSends(t *testing.T) {
+	tests := []struct {
+		dir      string
+		from, to string
+		want     bool
+	}{
+		{"client→daemon", RoleClient, RoleDaemon, true},
+		{"client→daemon", RoleDaemon, RoleClient, false},
+		{"client→daemon→master", RoleDaemon, RoleMaster, true},
+		{"client→daemon→master", RoleClient, RoleMaster, false}, // relayed, not sent directly
+		{"client→daemon→master, tool→master", RoleTool, RoleMaster, true},
+		{"client/tool→master", RoleClient, RoleMaster, true},
+		{"daemon→master/daemon", RoleDaemon, RoleDaemon, true},
+		{"master→subscriber (daemon relays to clients)", RoleMaster, "subscriber", true},
+		{"master→subscriber (daemon relays to clients)", RoleDaemon, RoleClient, false},
+		{"either way", RoleTool, RoleMaster, true},
+	}
+	for _, tc := range tests {
+		if got := (KindInfo{Dir: tc.dir}).Sends(tc.from, tc.to); got != tc.want {
+			t.Errorf("%q: Sends(%s, %s) = %v, want %v", tc.dir, tc.from, tc.to, got, tc.want)
+		}
+	}
+}

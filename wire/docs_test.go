@@ -84,7 +84,9 @@ func generateDocs(t *testing.T) string {
 
 	w("\n## Message kinds\n\n")
 	w("Request bodies and reply bodies name the types described below; \"—\" means no body.\n")
-	w("Events are sent with id 0 and get no reply.\n\n")
+	w("Events are sent with id 0 and get no reply. In the direction column, a→b→c means that a sends the\n")
+	w("request to b, which relays it to c (a client's requests for the master go through its daemon: the\n")
+	w("master does not admit clients); a/b stands for either role.\n\n")
 	w("| kind | direction | body | reply |\n|---|---|---|---|\n")
 	for _, k := range Catalogue() {
 		reply := "—"

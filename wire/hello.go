@@ -57,7 +57,7 @@ type Hello struct {
 	Min   uint32 `msgpack:"min"`             // lowest protocol version the dialer speaks
 	Max   uint32 `msgpack:"max"`             // highest protocol version the dialer speaks
 	Role  string `msgpack:"role"`            // client, daemon, tool or master
-	Name  string `msgpack:"name,omitempty"`  // free-form name (node name, tool name, job/rank)
+	Name  string `msgpack:"name,omitempty"`  // client: "<job>/<rank>", checked against the caller's pid; others: free-form (node name, tool name)
 	Token string `msgpack:"token,omitempty"` // DVM secret; required over TCP
 	PID   int    `msgpack:"pid,omitempty"`   // dialer's process id
 }

@@ -1,6 +1,7 @@
 package master
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -124,18 +125,65 @@ func (m *Master) handlePsetList(ctx context.Context, _ *wire.Request, b *wire.Ps
 			reply(nil, err)
 			return
 		}
+		sets, err := latestSets(j, b.Members, func(in pset.Info) bool { return strings.HasPrefix(in.Name, b.Prefix) })
+		reply(&wire.PsetList{Sets: sets}, err)
+	})
+}
+
+// latestSets describes the latest version of every set of j that keep
+// accepts, by name.
+func latestSets(j *job, members bool, keep func(pset.Info) bool) ([]wire.PsetInfo, error) {
+	var out []wire.PsetInfo
+	for _, in := range j.reg.List() {
+		if !keep(in) {
+			continue
+		}
+		p, err := refInfo(j.reg, j.ns, in.Name+"@"+uitoa(uint32(in.Version)), members)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *p)
+	}
+	return out, nil
+}
+
+// handlePsetQuery answers pset.query for tools as a daemon answers it for
+// its processes (lib/daemon's handlePsetQuery), without mpi://SELF and
+// mpi://SHARED, which name a caller's own processes: the exact versions
+// asked for, then the latest version of every set holding Rank.
+func (m *Master) handlePsetQuery(ctx context.Context, _ *wire.Request, b *wire.PsetQueryReq) (any, error) {
+	return ask(ctx, m, func(s *state, reply func(*wire.PsetList, error)) {
+		j, err := s.psetJob(b.Job)
+		if err != nil {
+			reply(nil, err)
+			return
+		}
 		out := &wire.PsetList{}
-		for _, in := range j.reg.List() {
-			if !strings.HasPrefix(in.Name, b.Prefix) {
-				continue
-			}
-			p, err := refInfo(j.reg, j.ns, in.Name+"@"+uitoa(uint32(in.Version)), b.Members)
+		for _, ref := range b.Refs {
+			p, err := refInfo(j.reg, j.ns, ref.Name+"@"+uitoa(ref.Version), b.Members)
 			if err != nil {
-				reply(nil, err)
+				reply(nil, fmt.Errorf("pset.query: %w", err))
 				return
 			}
 			out.Sets = append(out.Sets, *p)
 		}
+		if b.Rank != nil {
+			holding, err := latestSets(j, b.Members, func(in pset.Info) bool {
+				bm, err := j.reg.Bitmap(in.Name + "@" + uitoa(uint32(in.Version)))
+				return err == nil && bm.Contains(*b.Rank)
+			})
+			if err != nil {
+				reply(nil, err)
+				return
+			}
+			out.Sets = append(out.Sets, holding...)
+		}
+		slices.SortStableFunc(out.Sets, func(a, b wire.PsetInfo) int {
+			if c := strings.Compare(a.Name, b.Name); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.Version, b.Version)
+		})
 		reply(out, nil)
 	})
 }

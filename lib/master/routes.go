@@ -32,6 +32,7 @@ func (m *Master) routes() {
 	wire.HandleTyped(m.toolMux, wire.KindEventUnsub, m.handleEventUnsub)
 	wire.HandleTyped(m.toolMux, wire.KindPsetGet, m.handlePsetGet)
 	wire.HandleTyped(m.toolMux, wire.KindPsetList, m.handlePsetList)
+	wire.HandleTyped(m.toolMux, wire.KindPsetQuery, m.handlePsetQuery)
 	wire.HandleTyped(m.toolMux, wire.KindPing, handlePing)
 	m.sessionRoutes()
 	m.rcRoutes()
