@@ -17,7 +17,8 @@ const (
 	EvProcState   = "proc.state"   // Job, Ranks, Node, State, Code, Signal
 	EvPsetDef     = "pset.def"     // Job, Pset: a set was defined or got a new version
 	EvPsetDel     = "pset.del"     // Job, Pset (name only): a set was deleted
-	EvRCState     = "rc.state"     // Job, RC: a resource change moved to a new status
+	EvRCState     = "rc.state"     // Job, RC, State: a resource change moved to a new status; one event per status
+	EvRCUpdate    = "rc.update"    // Job, RC, State: the record of a change was updated in the same status (a step reached, an accept counted, a process ended, Done set); subscribe to "rc." for every update
 	EvNodeUp      = "node.up"      // Node, Msg: a daemon registered, or a suspect node answers heartbeats again
 	EvNodeSuspect = "node.suspect" // Node, Msg: a daemon missed a heartbeat
 	EvNodeDown    = "node.down"    // Node, Msg: a daemon was lost (connection closed or heartbeats missed)

@@ -108,6 +108,7 @@ type rcRun struct {
 	held      map[uint32][]string        // the malleable sets that held each of the change's ranks before it (phase 2 may take them out)
 
 	seq       uint64 // record updates pushed
+	shown     string // status of the last rc.state event (rcEvent)
 	placed    time.Time
 	launched  time.Time
 	exited    time.Time
@@ -1409,7 +1410,7 @@ func (s *state) rcSettle(run *rcRun) {
 	}
 	if j.done {
 		rec := run.record()
-		s.publish(wire.Event{Kind: wire.EvRCState, Job: j.ns, RC: &rec, State: rec.Status, Msg: "settled"})
+		s.publish(run.event(&rec, "settled"))
 		finish(&rec)
 	} else {
 		s.rcUpdate(run, finish)
@@ -1695,16 +1696,27 @@ func (run *rcRun) ended() []wire.ProcInfo {
 	return out
 }
 
+// event is the event that publishes rec, the record's next update: an
+// rc.state when its status differs from the last one published (one per
+// status), else an rc.update. It runs on the loop in update order.
+func (run *rcRun) event(rec *wire.RC, msg string) wire.Event {
+	kind := wire.EvRCUpdate
+	if rec.Status != run.shown {
+		kind, run.shown = wire.EvRCState, rec.Status
+	}
+	return wire.Event{Kind: kind, Job: run.jr.j.ns, RC: rec, State: rec.Status, Msg: msg}
+}
+
 // rcUpdate pushes the current record to every daemon and, once all have
-// it, publishes the rc.state event and calls then (if set) with the
-// record. Pushes to one daemon are ordered, so events come out in update
-// order.
+// it, publishes its event (rc.state for a new status, else rc.update) and
+// calls then (if set) with the record. Pushes to one daemon are ordered,
+// so events come out in update order.
 func (s *state) rcUpdate(run *rcRun, then func(*wire.RC)) {
 	run.seq++
 	rec := run.record()
 	j := run.jr.j
 	s.pushAll(j, wire.KindRCPush, &rec, func() {
-		s.publish(wire.Event{Kind: wire.EvRCState, Job: j.ns, RC: &rec, State: rec.Status})
+		s.publish(run.event(&rec, ""))
 		if then != nil {
 			then(&rec)
 		}

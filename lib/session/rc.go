@@ -168,7 +168,9 @@ func (s *Session) SubscribeRC(ctx context.Context, fn func(wire.RC)) (uint64, er
 		return 0, wire.Errorf(wire.ErrInvalid, "session: subscribe without a callback")
 	}
 	job := s.info.Job
-	return s.Subscribe(ctx, []string{wire.EvRCState}, func(ev wire.Event) {
+	// "rc." takes rc.update as well as rc.state: every update, not only
+	// the new statuses.
+	return s.Subscribe(ctx, []string{"rc."}, func(ev wire.Event) {
 		if ev.Job == job && ev.RC != nil {
 			s.rc.saw(*ev.RC)
 			fn(*ev.RC)

@@ -26,15 +26,24 @@ func TestRCGrowShrink(t *testing.T) {
 	app := job.App
 	appSet := pset.AppName(app)
 
+	// rc.state comes once per status (it used to repeat a status for every
+	// update of the record); rc.update carries the other updates, in the
+	// status of the last rc.state.
 	var mu sync.Mutex
 	statuses := map[string][]string{}
+	updates := map[string]int{}
 	ctx := context.Background()
-	if _, err := d.c.Subscribe(ctx, wire.EventSubReq{Kinds: []string{wire.EvRCState}, Job: job.Job}, func(ev wire.Event) {
+	if _, err := d.c.Subscribe(ctx, wire.EventSubReq{Kinds: []string{"rc."}, Job: job.Job}, func(ev wire.Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		s := statuses[ev.RC.Delta]
-		if len(s) == 0 || s[len(s)-1] != ev.RC.Status {
+		switch {
+		case ev.Kind == wire.EvRCState:
 			statuses[ev.RC.Delta] = append(s, ev.RC.Status)
+		case ev.Kind == wire.EvRCUpdate && (len(s) == 0 || s[len(s)-1] != ev.RC.Status):
+			t.Errorf("rc.update of %s in status %s after the rc.state events %v", ev.RC.Delta, ev.RC.Status, s)
+		default:
+			updates[ev.RC.Delta]++
 		}
 	}); err != nil {
 		t.Fatal(err)
@@ -155,7 +164,10 @@ func TestRCGrowShrink(t *testing.T) {
 			want = []string{wire.RCAnnounced, wire.RCFinalized} // one bound set: accepted and finalized at once
 		}
 		if !slices.Equal(statuses[delta], want) {
-			t.Errorf("events of %s: %v, want %v", delta, statuses[delta], want)
+			t.Errorf("rc.state events of %s: %v, want %v", delta, statuses[delta], want)
+		}
+		if updates[delta] == 0 {
+			t.Errorf("no rc.update event of %s (its steps and Done come as updates)", delta)
 		}
 	}
 	rcs, err := d.c.RCs(ctx, job.Job)

@@ -110,7 +110,8 @@ func (c *Client) WaitRCFunc(ctx context.Context, delta string, done func(wire.RC
 	// between the two.
 	updates := make(chan wire.RC, 64)
 	overflow := make(chan struct{}, 1)
-	id, err := c.Subscribe(ctx, wire.EventSubReq{Kinds: []string{wire.EvRCState}}, func(ev wire.Event) {
+	// "rc.": rc.state and rc.update, every update of the record.
+	id, err := c.Subscribe(ctx, wire.EventSubReq{Kinds: []string{"rc."}}, func(ev wire.Event) {
 		if ev.RC == nil || ev.RC.Delta != delta {
 			return
 		}

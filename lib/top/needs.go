@@ -34,7 +34,7 @@ func NeedsOf(evs []wire.Event) Need {
 		case wire.EvJobState:
 			add(&n.Jobs, ev.Job)
 			n.Slots = true
-		case wire.EvProcState, wire.EvRCState:
+		case wire.EvProcState, wire.EvRCState, wire.EvRCUpdate:
 			// events say which node runs a rank, not which slot
 			n.Slots = true
 		case wire.EvPsetDef:

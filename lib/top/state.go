@@ -290,7 +290,7 @@ func (s *State) ApplyEvent(ev wire.Event) {
 		j := s.job(ev.Job)
 		j.Psets = slices.DeleteFunc(j.Psets, func(x wire.PsetInfo) bool { return x.Name == ev.Pset.Name })
 		j.treeOK = false
-	case wire.EvRCState:
+	case wire.EvRCState, wire.EvRCUpdate:
 		if ev.RC != nil {
 			s.ApplyRC(*ev.RC)
 		}

@@ -499,7 +499,7 @@ func (m *Model) eventText(ev wire.Event) string {
 		if ev.Pset != nil {
 			what = ev.Pset.Name + " deleted"
 		}
-	case wire.EvRCState:
+	case wire.EvRCState, wire.EvRCUpdate:
 		if ev.RC != nil {
 			what = fmt.Sprintf("%s %s %d %s", shortDelta(ev.RC.Delta), ev.RC.Type, ev.RC.N, ev.RC.Status)
 			// The master publishes every step of a change, several in one
