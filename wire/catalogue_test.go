@@ -359,3 +359,46 @@ func TestKindSends(t *testing.T) {
 		}
 	}
 }
+
+// An optional field (a pointer) tells "not given" from zero, as the docs
+// say: absent and nil decode as nil (tested above), the zero value as a
+// pointer to zero, so that a receiver can apply the field's documented
+// default only when the field was not given (pset.get's ver: latest; 0 is
+// version 0).
+func TestOptionalFieldsZeroIsAValue(t *testing.T) {
+	n := 0
+	for name, v := range samples() {
+		typ := reflect.TypeOf(v).Elem()
+		for i := 0; i < typ.NumField(); i++ {
+			f := typ.Field(i)
+			if f.Type.Kind() != reflect.Pointer {
+				continue
+			}
+			key, _, _ := strings.Cut(f.Tag.Get("msgpack"), ",")
+			var zero any
+			switch f.Type.Elem().Kind() {
+			case reflect.Struct:
+				zero = map[string]any{}
+			default:
+				zero = reflect.Zero(f.Type.Elem()).Interface()
+			}
+			b, err := Marshal(map[string]any{key: zero})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := reflect.New(typ)
+			if err := Unmarshal(b, got.Interface()); err != nil {
+				t.Errorf("%s.%s = %v: %v", name, f.Name, zero, err)
+				continue
+			}
+			p := got.Elem().Field(i)
+			if p.IsNil() || !p.Elem().IsZero() {
+				t.Errorf("%s.%s: the zero value %v decoded as %v, want a pointer to zero", name, f.Name, zero, p)
+			}
+			n++
+		}
+	}
+	if n < 10 {
+		t.Fatalf("only %d optional fields checked", n)
+	}
+}

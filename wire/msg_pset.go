@@ -64,7 +64,7 @@ type PsetOpReq struct {
 	P1     string            `msgpack:"p1,omitempty"`  // first operand
 	P2     string            `msgpack:"p2,omitempty"`  // second operand (unused for null)
 	Target string            `msgpack:"t,omitempty"`   // result name (P1 again: a new version of P1); empty = a generated name
-	Active *bool             `msgpack:"act,omitempty"` // set mpi_ps_active of the result; absent = unchanged
+	Active *bool             `msgpack:"act,omitempty"` // set mpi_ps_active of the result; absent or nil = unchanged
 	Hints  map[string]string `msgpack:"h,omitempty"`   // hints to set on the result ("" value deletes)
 	Rank   uint32            `msgpack:"r,omitempty"`   // requesting rank (for the record)
 	Mode   string            `msgpack:"sm,omitempty"`  // split: one of the Split* values
@@ -90,7 +90,7 @@ type PsetOpReply struct {
 type PsetGetReq struct {
 	Job     string  `msgpack:"j,omitempty"`   // job namespace
 	Name    string  `msgpack:"n,omitempty"`   // set name
-	Version *uint32 `msgpack:"ver,omitempty"` // exact version; absent = latest
+	Version *uint32 `msgpack:"ver,omitempty"` // exact version (0 is version 0); absent or nil = the latest
 	Members bool    `msgpack:"m,omitempty"`   // include the member list
 }
 
@@ -107,7 +107,7 @@ type PsetListReq struct {
 type PsetQueryReq struct {
 	Job     string    `msgpack:"j,omitempty"`    // job namespace
 	Refs    []PsetRef `msgpack:"refs,omitempty"` // name@version pairs wanted
-	Rank    *uint32   `msgpack:"r,omitempty"`    // when set: the latest sets that contain this rank
+	Rank    *uint32   `msgpack:"r,omitempty"`    // also the latest sets that contain this rank; absent or nil = no such sets
 	Members bool      `msgpack:"m,omitempty"`    // include member lists
 }
 

@@ -119,7 +119,7 @@ type RCRequest struct {
 type RCQueryReq struct {
 	Job   string  `msgpack:"j,omitempty"` // job namespace
 	Delta string  `msgpack:"d,omitempty"` // delta set name; empty = current
-	Rank  *uint32 `msgpack:"r,omitempty"` // caller's rank, to compute Incl
+	Rank  *uint32 `msgpack:"r,omitempty"` // tool: the rank to compute Incl for, absent or nil = none (Incl false); a client's daemon uses the caller's rank for its own job
 	Bound string  `msgpack:"b,omitempty"` // only a change bound to this set; mpi://SELF: one that concerns the caller; empty = mpi://app/<app>
 }
 

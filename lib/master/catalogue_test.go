@@ -95,5 +95,18 @@ func TestPsetQueryFromTool(t *testing.T) {
 	if _, err := query(wire.PsetQueryReq{Refs: []wire.PsetRef{{Name: hi, Version: 5}}}); !errors.Is(err, wire.ErrNotFound) || !strings.Contains(err.Error(), hi) {
 		t.Errorf("unknown version: %v, want not_found naming %s", err, hi)
 	}
+	// An optional field: absent means the documented default (the latest
+	// version), zero is a value (version 0).
+	zero := uint32(0)
+	for _, tc := range []struct {
+		ver  *uint32
+		want string
+	}{{nil, "1=0-3"}, {&zero, "0=0-1"}} {
+		var p wire.PsetInfo
+		err := d.c.Conn().Call(ctx, wire.KindPsetGet, &wire.PsetGetReq{Job: job.Job, Name: lo, Version: tc.ver, Members: true}, &p)
+		if got := fmt.Sprintf("%d=%s", p.Version, p.Members); err != nil || got != tc.want {
+			t.Errorf("pset.get %s ver %v: %s, %v; want %s", lo, tc.ver, got, err, tc.want)
+		}
+	}
 	d.kill(job.Job)
 }
