@@ -46,7 +46,7 @@ type pipeJob struct {
 func startPipeJob(t *testing.T, n int) *pipeJob {
 	t.Helper()
 	pipe := progs.Build(t, "github.com/dynrt/dynrt/internal/rawclient/rawpipe")
-	d := dvmtest.Start(t, dvmtest.Options{Nodes: 2, Slots: 4})
+	d := dvmtest.Start(t, dvmtest.Options{Nodes: 2, Slots: 5})
 	c := d.Attach(t)
 	// A short path: unix socket paths are limited to about 100 bytes.
 	dir, err := os.MkdirTemp("", "p3")
@@ -272,8 +272,8 @@ func TestPhase3RawFrames(t *testing.T) {
 	j := startPipeJob(t, 3) // ranks 0, 1, 2
 	app := "mpi://app/" + j.app
 
-	// ADD 1: rank 3.
-	rec := j.request(wire.RCRequest{Type: wire.RCAdd, N: 1}, 1, 0, 1, 2, 3)
+	// ADD 2: ranks 3 and 4.
+	rec := j.request(wire.RCRequest{Type: wire.RCAdd, N: 2}, 2, 0, 1, 2, 3, 4)
 	delta := rawclient.Str(rec, "d")
 	t.Run("errors before the accept", func(t *testing.T) {
 		_, err := j.rank(0).Call("rc.accept", M{"d": delta, "root": 7}, call)
@@ -305,58 +305,77 @@ func TestPhase3RawFrames(t *testing.T) {
 		// Not confirmed yet: call 2 is PENDING for everyone too.
 		reps, errs = j.acceptAll(map[uint32]M{0: {"d": delta}, 1: {"d": delta}, 2: {"d": delta}})
 		wantReplies(t, "call 2", reps, errs, "PENDING", set)
-		rep, err := j.rank(3).Call("rc.confirm", M{"d": delta, "tmo": 10000}, call)
-		if err != nil || rawclient.Str(rep, "st") != "FINALIZED" || setString(rawclient.Map(rep, "set")) != setString(set) {
-			t.Fatalf("confirm: %v %v, want FINALIZED %s", rep, err, setString(set))
+		confirms := map[uint32]chan error{}
+		for _, r := range []uint32{3, 4} {
+			confirms[r] = make(chan error, 1)
+			go func() {
+				rep, err := j.rank(r).Call("rc.confirm", M{"d": delta, "tmo": 10000}, call)
+				if err == nil && (rawclient.Str(rep, "st") != "FINALIZED" || setString(rawclient.Map(rep, "set")) != setString(set)) {
+					err = fmt.Errorf("got %v, want FINALIZED %s", rep, setString(set))
+				}
+				confirms[r] <- err
+			}()
+		}
+		for r, ch := range confirms {
+			if err := <-ch; err != nil {
+				t.Fatalf("confirm of rank %d: %v", r, err)
+			}
 		}
 		reps, errs = j.acceptAll(map[uint32]M{0: {"d": delta}, 1: {"d": delta}, 2: {"d": delta}})
 		wantReplies(t, "call 3", reps, errs, "FINALIZED", set)
+		// A repeated confirm gets the answer again (it used to enter the
+		// confirm fence a second time and wait there for rank 3).
+		j.queryUntil(4, delta, func(st string) bool { return st == "FINALIZED" })
+		rep, err := j.rank(4).Call("rc.confirm", M{"d": delta, "tmo": 2000}, call)
+		if err != nil || rawclient.Str(rep, "st") != "FINALIZED" || setString(rawclient.Map(rep, "set")) != setString(set) {
+			t.Fatalf("repeated confirm: %v %v, want FINALIZED %s", rep, err, setString(set))
+		}
 	})
 
 	// SUB of rank 2.
-	rec = j.request(wire.RCRequest{Type: wire.RCSub, Ranks: wire.Span(2, 2)}, 0, 0, 1, 2, 3)
+	rec = j.request(wire.RCRequest{Type: wire.RCSub, Ranks: wire.Span(2, 2)}, 0, 0, 1, 2, 3, 4)
 	delta = rawclient.Str(rec, "d")
 	t.Run("SUB member form", func(t *testing.T) {
 		_, err := j.rank(2).Call("rc.confirm", M{"d": delta}, call)
 		wantCode(t, "confirm of a SUB", err, "invalid", "SUB")
 		set = j.psetOp(0, "difference", app, delta)
-		reps, errs := j.acceptAll(map[uint32]M{0: {"d": delta, "set": set}, 1: {"d": delta}, 2: {"d": delta}, 3: {"d": delta}})
+		reps, errs := j.acceptAll(map[uint32]M{0: {"d": delta, "set": set}, 1: {"d": delta}, 2: {"d": delta}, 3: {"d": delta}, 4: {"d": delta}})
 		wantReplies(t, "accept", reps, errs, "FINALIZED", set, 2)
 		j.leave(2)
 	})
 
-	// REPLACE of rank 1 by rank 4.
-	rec = j.request(wire.RCRequest{Type: wire.RCReplace, Ranks: wire.Span(1, 1)}, 1, 0, 1, 3, 4)
+	// REPLACE of rank 1 by rank 5.
+	rec = j.request(wire.RCRequest{Type: wire.RCReplace, Ranks: wire.Span(1, 1)}, 1, 0, 1, 3, 4, 5)
 	delta = rawclient.Str(rec, "d")
 	t.Run("REPLACE member form", func(t *testing.T) {
 		j.psetOp(0, "union", app, delta)
 		set = j.psetOp(0, "difference", app, rawclient.Str(rec, "os"))
-		reps, errs := j.acceptAll(map[uint32]M{0: {"d": delta, "set": set}, 1: {"d": delta}, 3: {"d": delta}})
+		reps, errs := j.acceptAll(map[uint32]M{0: {"d": delta, "set": set}, 1: {"d": delta}, 3: {"d": delta}, 4: {"d": delta}})
 		wantReplies(t, "call 1", reps, errs, "PENDING", set) // no term before FINALIZED
-		if _, err := j.rank(4).Call("rc.confirm", M{"d": delta}, call); err != nil {
+		if _, err := j.rank(5).Call("rc.confirm", M{"d": delta}, call); err != nil {
 			t.Fatal(err)
 		}
-		reps, errs = j.acceptAll(map[uint32]M{0: {"d": delta}, 1: {"d": delta}, 3: {"d": delta}})
+		reps, errs = j.acceptAll(map[uint32]M{0: {"d": delta}, 1: {"d": delta}, 3: {"d": delta}, 4: {"d": delta}})
 		wantReplies(t, "call 2", reps, errs, "FINALIZED", set, 1)
 		j.leave(1)
 	})
 
-	// ADD 1 (rank 5), accepted by the root alone.
-	rec = j.request(wire.RCRequest{Type: wire.RCAdd, N: 1}, 1, 0, 3, 4, 5)
+	// ADD 1 (rank 6), accepted by the root alone.
+	rec = j.request(wire.RCRequest{Type: wire.RCAdd, N: 1}, 1, 0, 3, 4, 5, 6)
 	delta = rawclient.Str(rec, "d")
 	t.Run("alone form", func(t *testing.T) {
 		set = j.psetOp(0, "union", app, delta)
 		reps, errs := j.acceptAll(map[uint32]M{0: {"d": delta, "set": set, "alone": true}})
 		wantReplies(t, "call 1", reps, errs, "PENDING", set)
-		if _, err := j.rank(5).Call("rc.confirm", M{"d": delta}, call); err != nil {
+		if _, err := j.rank(6).Call("rc.confirm", M{"d": delta}, call); err != nil {
 			t.Fatal(err)
 		}
 		reps, errs = j.acceptAll(map[uint32]M{0: {"d": delta, "alone": true}})
 		wantReplies(t, "call 2", reps, errs, "FINALIZED", set)
 	})
 
-	// ADD 1 (rank 6), canceled while members wait.
-	rec = j.request(wire.RCRequest{Type: wire.RCAdd, N: 1}, 1, 0, 3, 4, 5)
+	// ADD 1 (rank 7), canceled while members wait.
+	rec = j.request(wire.RCRequest{Type: wire.RCAdd, N: 1}, 1, 0, 3, 4, 5, 6)
 	delta = rawclient.Str(rec, "d")
 	t.Run("timeout, busy, abort", func(t *testing.T) {
 		// The others never come: the fence times out, and the call does
@@ -405,13 +424,13 @@ func TestPhase3RawFrames(t *testing.T) {
 		wantCode(t, "accept after the abort", err, "aborted", "the test cancels it")
 	})
 
-	// ADD 1 (rank 7), canceled while a member waits for the root's answer
+	// ADD 1 (rank 8), canceled while a member waits for the root's answer
 	// to its call 2.
-	rec = j.request(wire.RCRequest{Type: wire.RCAdd, N: 1}, 1, 0, 3, 4, 5)
+	rec = j.request(wire.RCRequest{Type: wire.RCAdd, N: 1}, 1, 0, 3, 4, 5, 6)
 	delta = rawclient.Str(rec, "d")
 	t.Run("abort while waiting for the root", func(t *testing.T) {
 		set = j.psetOp(0, "union", app, delta)
-		reps, errs := j.acceptAll(map[uint32]M{0: {"d": delta, "set": set}, 3: {"d": delta}, 4: {"d": delta}, 5: {"d": delta}})
+		reps, errs := j.acceptAll(map[uint32]M{0: {"d": delta, "set": set}, 3: {"d": delta}, 4: {"d": delta}, 5: {"d": delta}, 6: {"d": delta}})
 		wantReplies(t, "call 1", reps, errs, "PENDING", set)
 		waiting := make(chan error, 1)
 		go func() {

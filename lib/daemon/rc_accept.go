@@ -315,6 +315,11 @@ func (d *Daemon) handleRCConfirm(ctx context.Context, req *wire.Request, b *wire
 		return nil, wire.Errorf(wire.ErrInvalid, "daemon %s: %s is a %s; only the new processes of an ADD or a REPLACE confirm", d.node, rec.Delta, rec.Type)
 	case !rec.Ranks.Contains(c.Rank):
 		return nil, wire.Errorf(wire.ErrPermission, "daemon %s: rank %d is not a new process of %s (new: %s)", d.node, c.Rank, rec.Delta, rec.Ranks)
+	case rec.Status == wire.RCFinalized && rec.NewSet != nil:
+		// Confirmed: every new process entered the confirm fence before
+		// the lowest confirmed, so this is a repeated confirm, and a
+		// fence again would wait for the others in vain.
+		return &wire.RCAcceptReply{Status: wire.RCFinalized, Set: *rec.NewSet}, nil
 	}
 	set, err := d.rcWaitSet(ctx, c, rec.Delta, RCAcceptKey(rec.Delta), "the accept")
 	if err != nil {
