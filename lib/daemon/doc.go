@@ -21,7 +21,10 @@
 //     (session.init, pset.get/list/query incl. mpi://SELF and mpi://SHARED)
 //     are answered from the cache without asking the master, and so are
 //     the queries of resource changes (rc.query, from the records the
-//     master pushes with rc.push; rc.go).
+//     master pushes with rc.push; rc.go). Phase 3 of a change (rc.accept,
+//     rc.confirm) is one request per process: the daemon fences, waits
+//     for the root's answer and forwards on the process's behalf
+//     (rc_accept.go; docs/wire.md, "Phase 3").
 //
 // Processes are forked directly (lib/proc: no shell, own process group,
 // Pdeathsig) and are terminated before Run returns, whether the master
