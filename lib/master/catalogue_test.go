@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -109,4 +111,44 @@ func TestPsetQueryFromTool(t *testing.T) {
 		}
 	}
 	d.kill(job.Job)
+}
+
+// A fence with no participant list is over every live process of the
+// caller's job, as wire.md defines it: a process of the job that has ended
+// before the fence began is not waited for, while a list naming it is
+// refused (aborted). Real processes through their daemon.
+func TestFenceEmptyListIsLiveJob(t *testing.T) {
+	d := startDVM(t, 1, 3)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := filepath.Join(t.TempDir(), "gate")
+	job, err := d.launch(wire.JobLaunchReq{Name: "fe", N: 3, Env: []string{envRole + "=app"},
+		Argv: sh(`[ "$DYNRT_RANK" = 2 ] && exit 0; while [ ! -e ` + gate + ` ]; do sleep 0.05; done; exec ` + exe + ` fence`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for ended := false; !ended; {
+		for _, p := range d.procs(job.Job) {
+			ended = ended || (p.Rank == 2 && p.State == wire.ProcStateExited)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("rank 2 did not exit")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	end := d.wait(job.Job)
+	got := map[uint32][]string{}
+	for _, l := range d.output(job.Job) {
+		got[l.Rank] = append(got[l.Rank], string(l.Line))
+	}
+	want := []string{"empty: ok", "0-2: " + string(wire.CodeAborted)}
+	if end.State != wire.JobStateDone || !slices.Equal(got[0], want) || !slices.Equal(got[1], want) || len(got[2]) != 0 {
+		t.Fatalf("job %s (%s), output %v; want %v from ranks 0 and 1", end.State, end.Msg, got, want)
+	}
 }

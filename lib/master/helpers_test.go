@@ -124,6 +124,8 @@ type sessionReport struct {
 //	session      print a sessionReport as one JSON line
 //	abort N      ask the runtime to abort the job with status N (rank 0 only; others sleep)
 //	pset NAME    print the set NAME as its daemon knows it (wire.PsetInfo, or {"err":...}) as JSON
+//	fence        enter a fence with no participant list, then one over ranks 0-2; print "<list>: ok" or
+//	             "<list>: <error code>" for each
 func appMain(args []string) int {
 	if len(args) == 0 {
 		return 2
@@ -187,6 +189,18 @@ func appMain(args []string) int {
 		}
 		b, _ := json.Marshal(p)
 		fmt.Println(string(b))
+		return 0
+	case "fence":
+		for _, f := range []struct {
+			name  string
+			procs []wire.ProcRanges
+		}{{"empty", nil}, {"0-2", []wire.ProcRanges{{Ranks: wire.Span(0, 2)}}}} {
+			res := "ok"
+			if err := c.Call(ctx, wire.KindFence, &wire.FenceReq{ID: "f-" + f.name, Procs: f.procs}, nil); err != nil {
+				res = string(wire.CodeOf(err))
+			}
+			fmt.Println(f.name + ": " + res)
+		}
 		return 0
 	case "abort":
 		if rank != 0 {
