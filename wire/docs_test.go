@@ -44,6 +44,12 @@ var docFiles = []struct{ file, title string }{
 
 func TestDocsUpToDate(t *testing.T) {
 	gen := generateDocs(t)
+	// Every key and value has a meaning: a comment on its line or above it.
+	for _, l := range strings.Split(gen, "\n") {
+		if strings.HasSuffix(l, "|  |") {
+			t.Errorf("undocumented in docs/wire.md (add a comment in the source): %s", l)
+		}
+	}
 	raw, err := os.ReadFile(docsPath)
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +153,7 @@ func writeConsts(w func(string, ...any), gd *ast.GenDecl) {
 				val, _ = strconv.Unquote(lit.Value)
 				val = strconv.Quote(val)
 			}
-			rows = append(rows, row{n.Name, val, comment(vs.Comment)})
+			rows = append(rows, row{n.Name, val, fieldDoc(n.Name, vs.Comment, vs.Doc)})
 		}
 	}
 	if len(rows) == 0 {
@@ -174,7 +180,7 @@ func writeType(w func(string, ...any), gd *ast.GenDecl, ts *ast.TypeSpec) {
 		if key == "" || key == "-" {
 			continue
 		}
-		rows = append(rows, [3]string{key, wireType(f.Type), comment(f.Comment)})
+		rows = append(rows, [3]string{key, wireType(f.Type), fieldDoc(f.Names[0].Name, f.Comment, f.Doc)})
 	}
 	if len(rows) == 0 {
 		return
@@ -221,6 +227,19 @@ func wireType(e ast.Expr) string {
 		}
 	}
 	return fmt.Sprintf("%T", e)
+}
+
+// fieldDoc is the meaning of a field or value: its line comment, else the
+// comment above it in one line, without a leading "Name is" or "Name:".
+func fieldDoc(name string, line, above *ast.CommentGroup) string {
+	if line != nil {
+		return comment(line)
+	}
+	s := strings.ReplaceAll(comment(above), "\n", " ")
+	for _, p := range []string{name + " is ", name + ": "} {
+		s = strings.TrimPrefix(s, p)
+	}
+	return s
 }
 
 func comment(g *ast.CommentGroup) string {

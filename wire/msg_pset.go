@@ -99,7 +99,7 @@ type PsetListReq struct {
 	Job     string `msgpack:"j,omitempty"`   // job namespace
 	Prefix  string `msgpack:"pfx,omitempty"` // only names starting with this
 	Members bool   `msgpack:"m,omitempty"`   // include member lists
-	Deleted bool   `msgpack:"del,omitempty"` // include deleted sets
+	Deleted bool   `msgpack:"del,omitempty"` // include deleted sets (a daemon's answer; the master keeps none, see PsetDeleteReq)
 }
 
 // PsetQueryReq asks for several exact versions at once, or for the sets
@@ -116,7 +116,10 @@ type PsetList struct {
 	Sets []PsetInfo `msgpack:"s,omitempty"` // sets, sorted by name then version
 }
 
-// PsetDeleteReq deletes a set (its history stays queryable by version).
+// PsetDeleteReq deletes a set. The daemons keep the versions they hold:
+// a client still gets them from pset.get with an explicit version,
+// pset.query by version and pset.list with del. The master forgets the
+// set: a tool gets not_found for it, at any version.
 type PsetDeleteReq struct {
 	Job  string `msgpack:"j,omitempty"` // job namespace
 	Name string `msgpack:"n,omitempty"` // set name
