@@ -35,7 +35,7 @@ DYNRT_CFLAGS := -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -fPIC -pthre
 DYNRT_LIBS = $$(pkg-config --libs msgpack 2>/dev/null || echo -lmsgpackc) -pthread
 LIBDYNRT_SRC := $(wildcard libdynrt/src/*.c)
 LIBDYNRT_OBJ := $(patsubst libdynrt/src/%.c,$(LIBDYNRT_BUILD)/obj/%.o,$(LIBDYNRT_SRC))
-LIBDYNRT_OUT := $(LIBDYNRT_BUILD)/libdynrt.a $(LIBDYNRT_BUILD)/libdynrt.so $(LIBDYNRT_BUILD)/dynrt-unit $(LIBDYNRT_BUILD)/c-synthetic
+LIBDYNRT_OUT := $(LIBDYNRT_BUILD)/libdynrt.a $(LIBDYNRT_BUILD)/libdynrt.so $(LIBDYNRT_BUILD)/dynrt-unit $(LIBDYNRT_BUILD)/dynrt-malleable $(LIBDYNRT_BUILD)/c-synthetic
 
 .PHONY: help build install test deps-tmux deps-msgpack deps-valgrind libdynrt libdynrt-install deps-hosts deps-slurm deps-mpi deps-mpich-src mpich-suite bench bench-failure bench-hosts fuzz chaos verify demo demo-failure clean
 
@@ -78,7 +78,7 @@ deps-valgrind: ## install Debian's valgrind for the leak check of libdynrt, if m
 	  { $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq valgrind >/dev/null; } \
 	    || echo "warning: could not install valgrind; the leak check of libdynrt will be skipped"; }
 
-libdynrt: $(LIBDYNRT_OUT) ## build libdynrt (.a, .so), its unit test program and examples/c-synthetic into LIBDYNRT_BUILD (build/libdynrt)
+libdynrt: $(LIBDYNRT_OUT) ## build libdynrt (.a, .so), its test programs and examples/c-synthetic into LIBDYNRT_BUILD (build/libdynrt)
 
 $(LIBDYNRT_BUILD)/obj/%.o: libdynrt/src/%.c libdynrt/src/internal.h libdynrt/include/dynrt.h | deps-msgpack
 	@mkdir -p $(@D)
@@ -91,7 +91,7 @@ $(LIBDYNRT_BUILD)/libdynrt.a: $(LIBDYNRT_OBJ)
 $(LIBDYNRT_BUILD)/libdynrt.so: $(LIBDYNRT_OBJ) libdynrt/src/dynrt.map
 	$(CC) -shared -Wl,-soname,libdynrt.so.1 -Wl,--version-script=libdynrt/src/dynrt.map -o $@ $(LIBDYNRT_OBJ) $(DYNRT_LIBS)
 
-$(LIBDYNRT_BUILD)/dynrt-unit: libdynrt/test/unit.c $(LIBDYNRT_BUILD)/libdynrt.a
+$(LIBDYNRT_BUILD)/dynrt-%: libdynrt/test/%.c $(LIBDYNRT_BUILD)/libdynrt.a
 	$(CC) $(DYNRT_CFLAGS) $< -o $@ $(LIBDYNRT_BUILD)/libdynrt.a $(DYNRT_LIBS)
 
 # No fused multiply-add: the work's floating point must count exactly as

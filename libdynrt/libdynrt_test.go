@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/dynrt/dynrt/internal/dvmtest"
+	"github.com/dynrt/dynrt/lib/tool"
 	"github.com/dynrt/dynrt/wire"
 )
 
@@ -37,6 +38,34 @@ func linesByRank(t *testing.T, raw []wire.OutputLine) map[uint32][]string {
 	return out
 }
 
+// jobDVM is a DVM of nodes x slots with a tool connection and the output
+// of its jobs.
+type jobDVM struct {
+	d   *dvmtest.DVM
+	c   *tool.Client
+	out *dvmtest.Output
+}
+
+func startDVM(t *testing.T, nodes, slots int) *jobDVM {
+	d := dvmtest.Start(t, dvmtest.Options{Nodes: nodes, Slots: slots})
+	c := d.Attach(t)
+	return &jobDVM{d: d, c: c, out: dvmtest.CollectOutput(c)}
+}
+
+// launch starts argv as a job of n processes with extra environment env.
+func (j *jobDVM) launch(t *testing.T, n int, argv []string, env ...string) wire.JobLaunchReply {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rep, err := j.c.Launch(ctx, wire.JobLaunchReq{
+		Argv: argv, N: uint32(n), Env: append(slices.Clone(j.d.Env), env...), Output: wire.OutputFlags{Forward: true},
+	})
+	if err != nil {
+		t.Fatalf("launch %v: %v", argv, err)
+	}
+	return rep
+}
+
 // okSteps lists the steps a rank reported with "ok <step>".
 func okSteps(lines []string) []string {
 	var steps []string
@@ -56,17 +85,9 @@ func okSteps(lines []string) []string {
 // end with status 0 and nothing on stderr.
 func TestUnit(t *testing.T) {
 	dir := progs.BuildC(t)
-	d := dvmtest.Start(t, dvmtest.Options{Nodes: 2, Slots: 2})
-	c := d.Attach(t)
-	out := dvmtest.CollectOutput(c)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	rep, err := c.Launch(ctx, wire.JobLaunchReq{
-		Argv: []string{filepath.Join(dir, "dynrt-unit")}, N: 3, Env: d.Env, Output: wire.OutputFlags{Forward: true},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	j := startDVM(t, 2, 2)
+	c, out := j.c, j.out
+	rep := j.launch(t, 3, []string{filepath.Join(dir, "dynrt-unit")})
 	end := dvmtest.WaitJob(t, c, rep.Job, 90*time.Second)
 	byRank := linesByRank(t, out.Lines(rep.Job))
 	if end.State != wire.JobStateDone || end.Code != 0 {
@@ -168,5 +189,125 @@ int main(void) {
 				t.Fatalf("%s: %v: %s", exe, err, b)
 			}
 		})
+	}
+}
+
+// TestValgrind runs TestUnit's program under valgrind's memcheck, the new
+// process of its ADD included: every process must end with no memory error
+// and no leak of any kind (every heap block freed), which valgrind turns
+// into a non-zero exit (--error-exitcode) that fails the job.
+func TestValgrind(t *testing.T) {
+	vg, err := exec.LookPath("valgrind")
+	if err != nil {
+		t.Skip("needs valgrind: apt-get install valgrind (make deps-valgrind)")
+	}
+	dir := progs.BuildC(t)
+	logs := t.TempDir()
+	j := startDVM(t, 2, 2)
+	c, out := j.c, j.out
+	rep := j.launch(t, 3, []string{vg, "--leak-check=full", "--show-leak-kinds=all", "--errors-for-leak-kinds=all",
+		"--error-exitcode=99", "--log-file=" + filepath.Join(logs, "vg.%p"), filepath.Join(dir, "dynrt-unit")})
+	end := dvmtest.WaitJob(t, c, rep.Job, 180*time.Second)
+	// A log that does not say both is a process with an error or a leak
+	// (or one killed before valgrind's summary).
+	clean := []string{"ERROR SUMMARY: 0 errors from 0 contexts", "All heap blocks were freed -- no leaks are possible"}
+	var reports strings.Builder
+	files, _ := filepath.Glob(filepath.Join(logs, "vg.*"))
+	checked := 0
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		ok := true
+		for _, s := range clean {
+			ok = ok && strings.Contains(string(b), s)
+		}
+		if ok {
+			checked++
+		} else {
+			fmt.Fprintf(&reports, "%s:\n%s\n", f, b)
+		}
+	}
+	if end.State != wire.JobStateDone || end.Code != 0 || reports.Len() > 0 {
+		t.Fatalf("job ended %s with code %d (%s); valgrind:\n%s\noutput: %v", end.State, end.Code, end.Msg, reports.String(), linesByRank(t, out.Lines(rep.Job)))
+	}
+	// 3 processes and the one the ADD started; the canceled ADD's process
+	// may not have started.
+	if checked < 4 {
+		t.Errorf("%d clean valgrind reports, want one from each of the 4 processes", checked)
+	}
+	if got := okSteps(linesByRank(t, out.Lines(rep.Job))[3]); !slices.Equal(got, []string{"confirm", "grown", "leave"}) {
+		t.Errorf("the new process under valgrind reported %v", got)
+	}
+}
+
+// mline is one `WORD {json}` line of the malleable programs.
+type mline = dvmtest.Line
+
+// TestMixed runs one job whose even ranks are libdynrt/test/malleable.c
+// (C, libdynrt) and whose odd ranks are internal/malleable (Go,
+// lib/session), new ranks included: a shell picks the program by
+// $DYNRT_RANK and execs it. The job goes through an ADD of 2 (one new C
+// and one new Go process confirm), a SUB of ranks 2 and 3 (one of each
+// leaves) and a REPLACE of rank 1 (Go) by rank 6 (C); every member of
+// both kinds accepts each change together with the other kind, whoever is
+// the root, and the job ends with status 0.
+func TestMixed(t *testing.T) {
+	dir := progs.BuildC(t)
+	goProg := progs.Build(t, "github.com/dynrt/dynrt/internal/malleable")
+	j := startDVM(t, 2, 4)
+	c, out := j.c, j.out
+	pick := `if [ $((DYNRT_RANK % 2)) -eq 0 ]; then exec "$0" "$@"; else exec "$GOPROG" "$@"; fi`
+	rep := j.launch(t, 4, []string{"/bin/sh", "-c", pick, filepath.Join(dir, "dynrt-malleable"), "-last", "3", "-quiet"},
+		"GOPROG="+goProg)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, req := range []wire.RCRequest{
+		{Type: wire.RCAdd, N: 2},
+		{Type: wire.RCSub, Ranks: wire.RangesOf([]uint32{2, 3})},
+		{Type: wire.RCReplace, Ranks: wire.RangesOf([]uint32{1})},
+	} {
+		req.Job, req.Wait, req.Requester, req.RequesterID, req.Queue = rep.Job, true, wire.ByTool, "test", true
+		rec, err := c.RequestRC(ctx, req)
+		if err != nil || rec.Status != wire.RCFinalized {
+			t.Fatalf("%s: %s %v; output: %v", req.Type, rec.Status, err, dvmtest.ParseLines(t, out.Lines(rep.Job)))
+		}
+	}
+	end := dvmtest.WaitJob(t, c, rep.Job, 60*time.Second)
+	lines := dvmtest.ParseLines(t, out.Lines(rep.Job))
+	if end.State != wire.JobStateDone || end.Code != 0 {
+		t.Fatalf("job ended %s with code %d (%s); output: %v", end.State, end.Code, end.Msg, lines)
+	}
+	ranks := func(word, delta string) []uint32 {
+		var rs []uint32
+		for _, l := range lines {
+			if l.Word == word && (delta == "" || l.Str("delta") == delta) {
+				if l.Rank%2 == 0 != (l.Str("impl") == "c") {
+					t.Errorf("rank %d printed %s from the wrong program: %v", l.Rank, word, l.Attrs)
+				}
+				if word == "STATE" && l.Str("status") != wire.RCFinalized {
+					t.Errorf("rank %d: %s ended %s", l.Rank, delta, l.Str("status"))
+				}
+				rs = append(rs, l.Rank)
+			}
+		}
+		slices.Sort(rs)
+		return rs
+	}
+	rc := func(n int) string { return fmt.Sprintf("mpi://rte/%s/rc/%d", rep.App, n) }
+	for _, tc := range []struct {
+		word, delta string
+		want        []uint32
+	}{
+		{"CONFIRMED", rc(1), []uint32{4, 5}},
+		{"STATE", rc(1), []uint32{0, 1, 2, 3, 4, 5}},
+		{"LEFT", rc(2), []uint32{2, 3}},
+		{"STATE", rc(2), []uint32{0, 1, 4, 5}},
+		{"CONFIRMED", rc(3), []uint32{6}},
+		{"LEFT", rc(3), []uint32{1}},
+		{"STATE", rc(3), []uint32{0, 4, 5, 6}},
+		{"DONE", "", []uint32{0, 4, 5, 6}},
+	} {
+		if got := ranks(tc.word, tc.delta); !slices.Equal(got, tc.want) {
+			t.Errorf("%s %s from ranks %v, want %v", tc.word, tc.delta, got, tc.want)
+		}
 	}
 }
