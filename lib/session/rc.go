@@ -33,8 +33,8 @@ import (
 // names the set to continue with. The others, at a point of their choice
 // (or when SubscribeRC reports an ANNOUNCED change), run one PsetOp on the
 // root — UNION for an ADD, DIFFERENCE for a SUB, with the delta set as
-// second operand — and all members of the bound set call Accept with its
-// result. An ADD's accept returns PENDING until the new processes have
+// second operand — and all members of the bound set call Accept, the root
+// with its result. An ADD's accept returns PENDING until the new processes have
 // confirmed: call it again later (or pass Blocking). A SUB's accept tells
 // the processes it removes to Terminate: they call Finalize and exit.
 
