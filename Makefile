@@ -37,7 +37,7 @@ LIBDYNRT_SRC := $(wildcard libdynrt/src/*.c)
 LIBDYNRT_OBJ := $(patsubst libdynrt/src/%.c,$(LIBDYNRT_BUILD)/obj/%.o,$(LIBDYNRT_SRC))
 LIBDYNRT_OUT := $(LIBDYNRT_BUILD)/libdynrt.a $(LIBDYNRT_BUILD)/libdynrt.so $(LIBDYNRT_BUILD)/dynrt-unit $(LIBDYNRT_BUILD)/dynrt-malleable $(LIBDYNRT_BUILD)/c-synthetic
 
-.PHONY: help build install test deps-tmux deps-msgpack deps-valgrind libdynrt libdynrt-install deps-hosts deps-slurm deps-mpi deps-mpich-src mpich-suite bench bench-failure bench-hosts fuzz chaos verify demo demo-failure clean
+.PHONY: help build install test deps-tmux deps-msgpack deps-valgrind deps-pymsgpack libdynrt libdynrt-install deps-hosts deps-slurm deps-mpi deps-mpich-src mpich-suite bench bench-failure bench-hosts fuzz chaos verify demo demo-failure clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -49,7 +49,7 @@ build: ## build the four binaries into bin/
 install: ## install the binaries into $GOBIN (or $GOPATH/bin)
 	$(GO) install -tags '$(BUILDTAGS)' -ldflags '$(LDFLAGS)' $(addprefix ./cmd/,$(CMDS))
 
-test: deps-tmux deps-hosts deps-slurm deps-mpi deps-mpich-src deps-msgpack deps-valgrind ## run every test with the race detector, then each fuzz target for FUZZTIME_TEST (200000 inputs)
+test: deps-tmux deps-hosts deps-slurm deps-mpi deps-mpich-src deps-msgpack deps-valgrind deps-pymsgpack ## run every test with the race detector, then each fuzz target for FUZZTIME_TEST (200000 inputs)
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME_TEST)
 
@@ -77,6 +77,13 @@ deps-valgrind: ## install Debian's valgrind for the leak check of libdynrt, if m
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  { $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq valgrind >/dev/null; } \
 	    || echo "warning: could not install valgrind; the leak check of libdynrt will be skipped"; }
+
+deps-pymsgpack: ## install Debian's python3-msgpack for the Python client example (examples/py-malleable), if missing
+	@{ /usr/bin/python3 -c 'import msgpack' || python3 -c 'import msgpack'; } >/dev/null 2>&1 || { \
+	  echo "installing python3-msgpack for examples/py-malleable"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  { $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq python3 python3-msgpack >/dev/null; } \
+	    || echo "warning: could not install python3-msgpack; the Python client test will be skipped"; }
 
 libdynrt: $(LIBDYNRT_OUT) ## build libdynrt (.a, .so), its test programs and examples/c-synthetic into LIBDYNRT_BUILD (build/libdynrt)
 
