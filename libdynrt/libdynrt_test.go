@@ -311,3 +311,23 @@ func TestMixed(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchMode: the C twin's -bench mode that scripts/bench-libdynrt.sh
+// compares with the Go program's prints one BENCH line per run from rank
+// 0, with the calls it made and ordered times.
+func TestBenchMode(t *testing.T) {
+	dir := progs.BuildC(t)
+	j := startDVM(t, 1, 3)
+	for _, op := range []string{"query", "psetop", "lookup"} {
+		rep := j.launch(t, 3, []string{filepath.Join(dir, "dynrt-malleable"), "-bench", op, "-n", "30"})
+		end := dvmtest.WaitJob(t, j.c, rep.Job, 60*time.Second)
+		lines := dvmtest.ParseLines(t, j.out.Lines(rep.Job))
+		if end.State != wire.JobStateDone || len(lines) != 1 || lines[0].Word != "BENCH" {
+			t.Fatalf("%s: job ended %s (%s); lines %v", op, end.State, end.Msg, lines)
+		}
+		l := lines[0]
+		if l.Rank != 0 || l.Str("op") != op || l.Num("n") != 30 || l.Num("median") <= 0 || l.Num("p90") < l.Num("median") {
+			t.Errorf("%s: BENCH line %v", op, l.Attrs)
+		}
+	}
+}

@@ -11,11 +11,15 @@
  *   ERROR     {rank, err}                   a check failed (exit 1)
  *
  * Flags as internal/malleable's: -last N, -blocking, -quiet (accepted; the
- * lines are always the short ones). It waits for rc.* events, never polls. */
+ * lines are always the short ones), and -bench query|lookup|psetop -n N:
+ * rank 0 times N calls (after 20 to warm up) and prints BENCH {op, n, mean,
+ * median, p90} in ns, as the Go program does, for scripts/bench-libdynrt.sh.
+ * It waits for rc.* events, never polls. */
 #include <dynrt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static dynrt_session *S;
 static uint32_t me;
@@ -121,11 +125,77 @@ static int adapt(dynrt_rc *rc, dynrt_pset_ref *main) {
     return 0;
 }
 
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* One call of the benchmarked kind, the same calls as the Go program's. */
+static int bench_call(const char *op, int i, const char *app, const char *target) {
+    if (strcmp(op, "query") == 0) {
+        dynrt_rc rc;
+        int e = dynrt_rc_query(S, NULL, &rc);
+        dynrt_rc_release(&rc);
+        return e;
+    }
+    if (strcmp(op, "lookup") == 0) {
+        void *v;
+        int e = dynrt_lookup(S, "bench-key", DYNRT_RANGE_JOB, 0, 0, &v, NULL);
+        if (e == DYNRT_OK) {
+            free(v);
+        }
+        return e;
+    }
+    if (i % 2 == 0) {
+        return dynrt_pset_op(S, DYNRT_UNION, app, app, target, NULL);
+    }
+    return dynrt_pset_op(S, DYNRT_DIFFERENCE, app, DYNRT_SELF, target, NULL);
+}
+
+static void bench(const char *op, int n) {
+    if (strcmp(op, "query") != 0 && strcmp(op, "lookup") != 0 && strcmp(op, "psetop") != 0) {
+        fprintf(stderr, "malleable: unknown benchmark %s (query, lookup or psetop)\n", op);
+        exit(2);
+    }
+    if (me == 0) {
+        char app[DYNRT_NAME_MAX], target[DYNRT_NAME_MAX + 8];
+        CALL(dynrt_app_set(S, app, sizeof app));
+        snprintf(target, sizeof target, "%s/bench", app);
+        if (strcmp(op, "lookup") == 0) {
+            CALL(dynrt_publish(S, "bench-key", "v", 1, DYNRT_RANGE_JOB));
+        }
+        for (int i = 0; i < 20; i++) {
+            CALL(bench_call(op, i, app, target));
+        }
+        int64_t *t = calloc((size_t)n, sizeof *t), total = 0;
+        for (int i = 0; i < n; i++) {
+            struct timespec a, b;
+            clock_gettime(CLOCK_MONOTONIC, &a);
+            CALL(bench_call(op, i, app, target));
+            clock_gettime(CLOCK_MONOTONIC, &b);
+            t[i] = (int64_t)(b.tv_sec - a.tv_sec) * 1000000000 + (b.tv_nsec - a.tv_nsec);
+            total += t[i];
+        }
+        qsort(t, (size_t)n, sizeof *t, cmp_i64);
+        printf("BENCH {\"impl\":\"c\",\"op\":\"%s\",\"n\":%d,\"mean\":%lld,\"median\":%lld,\"p90\":%lld}\n", op, n,
+               (long long)(total / n), (long long)t[n / 2], (long long)t[n * 9 / 10]);
+        free(t);
+    }
+    CALL(dynrt_fence(S, NULL, 0, NULL, 0, 0));
+    CALL(dynrt_finalize(S));
+    exit(0);
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    int last = 0;
+    int last = 0, calls = 1000;
+    const char *benchop = NULL;
     for (int i = 1; i < argc; i++) {
-        if ((strcmp(argv[i], "-last") == 0 || strcmp(argv[i], "--last") == 0) && i + 1 < argc) {
+        if (strcmp(argv[i], "-bench") == 0 && i + 1 < argc) {
+            benchop = argv[++i];
+        } else if (strcmp(argv[i], "-n") == 0 && i + 1 < argc) {
+            calls = atoi(argv[++i]);
+        } else if ((strcmp(argv[i], "-last") == 0 || strcmp(argv[i], "--last") == 0) && i + 1 < argc) {
             last = atoi(argv[++i]);
         } else if (strcmp(argv[i], "-blocking") == 0) {
             setenv("MALLEABLE_BLOCKING", "1", 1);
@@ -136,6 +206,9 @@ int main(int argc, char **argv) {
     }
     CALL(dynrt_init(&S));
     me = dynrt_rank(S);
+    if (benchop != NULL) {
+        bench(benchop, calls > 0 ? calls : 1);
+    }
     const char *kinds[] = {"rc."};
     CALL(dynrt_subscribe(S, kinds, 1, NULL, NULL, NULL));
     dynrt_pset_ref main = {0};
