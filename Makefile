@@ -87,16 +87,21 @@ deps-pymsgpack: ## install Debian's python3-msgpack for the Python client exampl
 
 libdynrt: $(LIBDYNRT_OUT) ## build libdynrt (.a, .so), its test programs and examples/c-synthetic into LIBDYNRT_BUILD (build/libdynrt)
 
+# The library's own helpers are hidden (-fvisibility=hidden; dynrt.h makes
+# its declarations visible): the shared library exports the dynrt_* calls
+# only, and the static one is a single object whose helpers are made local,
+# so no name of the library can clash with a name of the program.
 $(LIBDYNRT_BUILD)/obj/%.o: libdynrt/src/%.c libdynrt/src/internal.h libdynrt/include/dynrt.h | deps-msgpack
 	@mkdir -p $(@D)
-	$(CC) $(DYNRT_CFLAGS) -c $< -o $@
+	$(CC) $(DYNRT_CFLAGS) -DDYNRT_BUILD -fvisibility=hidden -c $< -o $@
 
 $(LIBDYNRT_BUILD)/libdynrt.a: $(LIBDYNRT_OBJ)
-	rm -f $@ && ar rcs $@ $^
+	$(LD) -r -o $(LIBDYNRT_BUILD)/obj/dynrt-all.o $^
+	objcopy --localize-hidden $(LIBDYNRT_BUILD)/obj/dynrt-all.o
+	rm -f $@ && ar rcs $@ $(LIBDYNRT_BUILD)/obj/dynrt-all.o
 
-# Only the dynrt_* names are exported from the shared library.
-$(LIBDYNRT_BUILD)/libdynrt.so: $(LIBDYNRT_OBJ) libdynrt/src/dynrt.map
-	$(CC) -shared -Wl,-soname,libdynrt.so.1 -Wl,--version-script=libdynrt/src/dynrt.map -o $@ $(LIBDYNRT_OBJ) $(DYNRT_LIBS)
+$(LIBDYNRT_BUILD)/libdynrt.so: $(LIBDYNRT_OBJ)
+	$(CC) -shared -Wl,-soname,libdynrt.so.1 -o $@ $(LIBDYNRT_OBJ) $(DYNRT_LIBS)
 
 $(LIBDYNRT_BUILD)/dynrt-%: libdynrt/test/%.c $(LIBDYNRT_BUILD)/libdynrt.a
 	$(CC) $(DYNRT_CFLAGS) $< -o $@ $(LIBDYNRT_BUILD)/libdynrt.a $(DYNRT_LIBS)

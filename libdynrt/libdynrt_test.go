@@ -119,9 +119,10 @@ func TestNoRuntime(t *testing.T) {
 }
 
 // TestInstall installs libdynrt under a prefix (make libdynrt-install) and
-// builds a C and a C++ program against it with pkg-config, one on the
-// shared library and one static; both run (and, outside dynrun, report
-// DYNRT_ERR_NO_RUNTIME).
+// builds C and C++ programs against it with pkg-config, on the shared and
+// on the static library; they run (and, outside dynrun, report
+// DYNRT_ERR_NO_RUNTIME), and their own functions named like the library's
+// helpers neither clash with nor replace them.
 func TestInstall(t *testing.T) {
 	build := progs.BuildC(t)
 	if _, err := exec.LookPath("pkg-config"); err != nil {
@@ -138,13 +139,23 @@ func TestInstall(t *testing.T) {
 			t.Errorf("not installed: %v", err)
 		}
 	}
+	// The program defines names the library uses for its own helpers: they
+	// must neither clash (static) nor be called by the library (shared).
 	const prog = `#include <dynrt.h>
 #include <stdio.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+int seterr(int x) { return x + 1; }
+int mp_get(int x) { return x * 2; }
+#ifdef __cplusplus
+}
+#endif
 int main(void) {
     dynrt_session *s = 0;
     int rc = dynrt_init(&s);
     printf("%s %s\n", dynrt_code_name(rc), dynrt_errmsg());
-    return rc == DYNRT_ERR_NO_RUNTIME ? 0 : 1;
+    return rc == DYNRT_ERR_NO_RUNTIME && seterr(1) == 2 && mp_get(2) == 4 ? 0 : 1;
 }
 `
 	src := t.TempDir()
@@ -153,6 +164,7 @@ int main(void) {
 		static                    bool
 	}{
 		{"c-shared", "cc", "p.c", "-std=c11", false},
+		{"c-static", "cc", "s.c", "-std=c11", true},
 		{"c++-static", "c++", "p.cc", "-std=c++17", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -63,6 +63,13 @@ func (p *Programs) buildC() (string, error) {
 	out := filepath.Join(p.dir, "c")
 	p.mu.Unlock()
 	cmd := exec.Command("make", "--no-print-directory", "-C", RepoRoot(), "libdynrt", "LIBDYNRT_BUILD="+out)
+	// Not the flags of a `make test` this runs under (its jobserver's
+	// descriptors are not ours).
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); k != "MAKEFLAGS" && k != "MFLAGS" && k != "MAKELEVEL" {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("make libdynrt: %v\n%s", err, strings.TrimSpace(string(b)))
 	}

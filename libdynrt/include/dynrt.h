@@ -26,6 +26,12 @@
 extern "C" {
 #endif
 
+/* The library is built with hidden symbols; only what this header declares
+ * is visible outside it (in the shared and in the static library). */
+#ifdef DYNRT_BUILD
+#pragma GCC visibility push(default)
+#endif
+
 #define DYNRT_VERSION "1.0.0"
 
 /* Longest set name (including the NUL) the fixed-size name fields hold. */
@@ -365,6 +371,10 @@ int dynrt_event_poll(dynrt_session *s, int timeout_ms, dynrt_event **ev);
 /* Raises an application event ("app") with the caller as its source. */
 int dynrt_notify(dynrt_session *s, const char *msg, const char *const *keys, const char *const *values,
                  size_t n);
+
+#ifdef DYNRT_BUILD
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }
