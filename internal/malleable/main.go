@@ -3,7 +3,7 @@
 // (phase 2: one set operation by the root; phase 3: accept, or confirm for
 // the processes an ADD started) and reports what it sees. The tests of the
 // resource changes launch it on a DVM and read its output; it never polls:
-// it waits for the runtime's rc.state events.
+// it waits for the runtime's rc.state and rc.update events.
 //
 // Every line it prints is a word and a JSON object:
 //
