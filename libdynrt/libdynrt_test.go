@@ -251,9 +251,6 @@ func TestValgrind(t *testing.T) {
 	}
 }
 
-// mline is one `WORD {json}` line of the malleable programs.
-type mline = dvmtest.Line
-
 // TestMixed runs one job whose even ranks are libdynrt/test/malleable.c
 // (C, libdynrt) and whose odd ranks are internal/malleable (Go,
 // lib/session), new ranks included: a shell picks the program by
