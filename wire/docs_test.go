@@ -72,6 +72,49 @@ func TestDocsUpToDate(t *testing.T) {
 	t.Errorf("%s is out of date with the source; run go test ./wire -run Docs -update", docsPath)
 }
 
+// TestDocsKeepEveryParagraph: every paragraph of a message type's doc
+// comment reaches wire.md. Only the first did once, so rules written in a
+// later paragraph (FenceReq's participants and instances, PsetOpReq's
+// split) were in the Go source but missing from the page a client in
+// another language is written from.
+func TestDocsKeepEveryParagraph(t *testing.T) {
+	gen := generateDocs(t)
+	fset := token.NewFileSet()
+	checked := 0
+	for _, df := range docFiles {
+		f, err := parser.ParseFile(fset, df.file, nil, parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			gd, ok := d.(*ast.GenDecl)
+			if !ok || gd.Tok != token.TYPE {
+				continue
+			}
+			for _, s := range gd.Specs {
+				ts := s.(*ast.TypeSpec)
+				doc := gd.Doc
+				if ts.Doc != nil {
+					doc = ts.Doc
+				}
+				if !strings.Contains(gen, "\n### "+ts.Name.Name+"\n") || doc == nil {
+					continue // not a documented message type
+				}
+				for _, p := range strings.Split(strings.TrimSpace(doc.Text()), "\n\n") {
+					p = strings.ReplaceAll(strings.TrimSpace(p), "\n", " ")
+					checked++
+					if !strings.Contains(gen, p) {
+						t.Errorf("%s: a paragraph of %s's comment is missing from docs/wire.md: %q", df.file, ts.Name.Name, p)
+					}
+				}
+			}
+		}
+	}
+	if checked < 50 {
+		t.Fatalf("checked only %d paragraphs: the walk over the message types is broken", checked)
+	}
+}
+
 func generateDocs(t *testing.T) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
@@ -189,7 +232,7 @@ func writeType(w func(string, ...any), gd *ast.GenDecl, ts *ast.TypeSpec) {
 	if ts.Doc != nil {
 		doc = ts.Doc
 	}
-	w("\n### %s\n\n%s\n\n| key | type | meaning |\n|---|---|---|\n", ts.Name.Name, oneParagraph(doc))
+	w("\n### %s\n\n%s\n\n| key | type | meaning |\n|---|---|---|\n", ts.Name.Name, paragraphs(doc))
 	for _, r := range rows {
 		w("| `%s` | %s | %s |\n", r[0], r[1], r[2])
 	}
@@ -247,6 +290,21 @@ func comment(g *ast.CommentGroup) string {
 		return ""
 	}
 	return strings.ReplaceAll(strings.TrimSpace(g.Text()), "|", "\\|")
+}
+
+// paragraphs is a doc comment as Markdown: every paragraph in one line,
+// paragraphs separated by an empty line. All of them go to wire.md: a
+// rule written in a later paragraph (who takes part in a fence, ...) is
+// part of the protocol as much as the first sentence.
+func paragraphs(g *ast.CommentGroup) string {
+	if g == nil {
+		return ""
+	}
+	paras := strings.Split(strings.TrimSpace(g.Text()), "\n\n")
+	for i, p := range paras {
+		paras[i] = strings.ReplaceAll(strings.TrimSpace(p), "\n", " ")
+	}
+	return strings.Join(paras, "\n\n")
 }
 
 func oneParagraph(g *ast.CommentGroup) string {

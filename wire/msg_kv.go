@@ -31,8 +31,13 @@ type KVCommitReq struct {
 // KVGetReq reads a value committed by (Job, Rank). With Refresh the
 // daemon fetches a remote owner's data again instead of answering from its
 // cache (PMIx's PMIX_GET_REFRESH_CACHE).
+//
+// A get after a fence sees what the fence's participants committed before
+// they entered it: the fence drops the daemon's cached copies of their
+// data. Put, commit, fence, get is therefore an exchange among the
+// participants.
 type KVGetReq struct {
-	Job       string `msgpack:"j,omitempty"`   // owner's job
+	Job       string `msgpack:"j,omitempty"`   // owner's job; empty = the caller's
 	Rank      uint32 `msgpack:"r,omitempty"`   // owner's rank
 	Key       string `msgpack:"k,omitempty"`   // key
 	Wait      bool   `msgpack:"w,omitempty"`   // wait for the key to be committed instead of ErrNotFound

@@ -116,6 +116,13 @@ type RCRequest struct {
 
 // RCQueryReq asks for the change a process should act on: by delta name,
 // else the job's change in flight (or the latest one).
+//
+// The latest one may be settled already (FINALIZED or ABORTED) and comes
+// back from every later query until the next change: a member acts on a
+// change that is ANNOUNCED or PENDING and whose accept it has not
+// completed (a PENDING SUB may still wait for the caller's bound set; a
+// PENDING ADD for the members' next call), so it remembers the deltas it
+// has taken part in.
 type RCQueryReq struct {
 	Job   string  `msgpack:"j,omitempty"` // job namespace
 	Delta string  `msgpack:"d,omitempty"` // delta set name; empty = current
@@ -183,5 +190,5 @@ type RCConfirmReq struct {
 type RCAcceptReply struct {
 	Status    string  `msgpack:"st,omitempty"`   // PENDING until confirmed, then FINALIZED
 	Terminate bool    `msgpack:"term,omitempty"` // for the caller: SUB: it is in the delta; REPLACE: FINALIZED and it is in RC.Out. It must finalize and exit
-	Set       PsetRef `msgpack:"set,omitempty"`  // set named by the accept (ADD)
+	Set       PsetRef `msgpack:"set,omitempty"`  // the set to continue with: the one the root of the caller's bound set named in its accept (ADD, REPLACE; a SUB's only if its root named one); for rc.confirm, the ADD's or REPLACE's new set
 }

@@ -87,17 +87,8 @@ class Client:
                 if f.get("err"):
                     print(f"notice from daemon: {f['err']}", file=sys.stderr)
                 continue  # events: we did not subscribe, nothing to do
-            if fid % 2 == 0:
-                self._serve(f)  # "Writing a client" 4: the daemon's own requests (even ids)
-            # an odd id that is not ours is a late reply: dropped ("Request ids")
-
-    def _serve(self, f):
-        rep = {"v": PROTO, "id": f["id"], "kind": f.get("kind", "")}
-        if f.get("kind") == "ping":
-            rep["body"] = f.get("body") or {}
-        else:
-            rep["err"] = {"code": "unknown_kind", "msg": f"client does not serve {f.get('kind')}"}
-        self._send(rep)
+            # Any other id: a late reply, dropped ("Request ids"); a daemon sends a client no
+            # requests ("Writing a client", step 4).
 
     def hello(self, name):
         # "Handshake": first frame, id 1, v = our highest version; name is <job>/<rank>.
