@@ -204,50 +204,62 @@ int main(void) {
 	}
 }
 
-// TestValgrind runs TestUnit's program under valgrind's memcheck, the new
-// process of its ADD included: every process must end with no memory error
-// and no leak of any kind (every heap block freed), which valgrind turns
-// into a non-zero exit (--error-exitcode) that fails the job.
+// TestValgrind runs C programs with each process, new ones included,
+// under valgrind's memcheck: TestUnit's program (every call, a grow and a
+// shrink) and examples/c-synthetic growing 2 → 3 and shrinking 3 → 2 by
+// itself. Every process must end with no memory error and no leak of any
+// kind (every heap block freed); valgrind also turns either into a
+// non-zero exit (--error-exitcode) that fails the job.
 func TestValgrind(t *testing.T) {
 	vg, err := exec.LookPath("valgrind")
 	if err != nil {
 		t.Skip("needs valgrind: apt-get install valgrind (make deps-valgrind)")
 	}
 	dir := progs.BuildC(t)
-	logs := t.TempDir()
 	j := startDVM(t, 2, 2)
-	c, out := j.c, j.out
-	rep := j.launch(t, 3, []string{vg, "--leak-check=full", "--show-leak-kinds=all", "--errors-for-leak-kinds=all",
-		"--error-exitcode=99", "--log-file=" + filepath.Join(logs, "vg.%p"), filepath.Join(dir, "dynrt-unit")})
-	end := dvmtest.WaitJob(t, c, rep.Job, 180*time.Second)
-	// A log that does not say both is a process with an error or a leak
-	// (or one killed before valgrind's summary).
-	clean := []string{"ERROR SUMMARY: 0 errors from 0 contexts", "All heap blocks were freed -- no leaks are possible"}
-	var reports strings.Builder
-	files, _ := filepath.Glob(filepath.Join(logs, "vg.*"))
-	checked := 0
-	for _, f := range files {
-		b, _ := os.ReadFile(f)
-		ok := true
-		for _, s := range clean {
-			ok = ok && strings.Contains(string(b), s)
-		}
-		if ok {
-			checked++
-		} else {
-			fmt.Fprintf(&reports, "%s:\n%s\n", f, b)
-		}
-	}
-	if end.State != wire.JobStateDone || end.Code != 0 || reports.Len() > 0 {
-		t.Fatalf("job ended %s with code %d (%s); valgrind:\n%s\noutput: %v", end.State, end.Code, end.Msg, reports.String(), linesByRank(t, out.Lines(rep.Job)))
-	}
-	// 3 processes and the one the ADD started; the canceled ADD's process
-	// may not have started.
-	if checked < 4 {
-		t.Errorf("%d clean valgrind reports, want one from each of the 4 processes", checked)
-	}
-	if got := okSteps(linesByRank(t, out.Lines(rep.Job))[3]); !slices.Equal(got, []string{"confirm", "grown", "leave"}) {
-		t.Errorf("the new process under valgrind reported %v", got)
+	synth := []string{filepath.Join(dir, "c-synthetic"), "-i", "6", "-f", "2", "--delta", "1", "--problem-size", "20000"}
+	for _, tc := range []struct {
+		name  string
+		n     int
+		argv  []string
+		procs int // processes that must report (some may end before valgrind's summary: see below)
+	}{
+		// 3 processes and the one the ADD started; the canceled ADD's
+		// process may not have started.
+		{"unit", 3, []string{filepath.Join(dir, "dynrt-unit")}, 4},
+		{"c-synthetic-grow", 2, append(slices.Clone(synth), "--limit", "3"), 3},
+		{"c-synthetic-shrink", 3, append(slices.Clone(synth), "--limit", "2"), 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			logs := t.TempDir()
+			rep := j.launch(t, tc.n, append([]string{vg, "--leak-check=full", "--show-leak-kinds=all",
+				"--errors-for-leak-kinds=all", "--error-exitcode=99", "--log-file=" + filepath.Join(logs, "vg.%p")}, tc.argv...))
+			end := dvmtest.WaitJob(t, j.c, rep.Job, 180*time.Second)
+			// A log that does not say both is a process with an error or a
+			// leak (or one killed before valgrind's summary).
+			clean := []string{"ERROR SUMMARY: 0 errors from 0 contexts", "All heap blocks were freed -- no leaks are possible"}
+			var reports strings.Builder
+			files, _ := filepath.Glob(filepath.Join(logs, "vg.*"))
+			checked := 0
+			for _, f := range files {
+				b, _ := os.ReadFile(f)
+				ok := true
+				for _, s := range clean {
+					ok = ok && strings.Contains(string(b), s)
+				}
+				if ok {
+					checked++
+				} else {
+					fmt.Fprintf(&reports, "%s:\n%s\n", f, b)
+				}
+			}
+			if end.State != wire.JobStateDone || end.Code != 0 || reports.Len() > 0 {
+				t.Fatalf("job ended %s with code %d (%s); valgrind:\n%s\noutput: %v", end.State, end.Code, end.Msg, reports.String(), linesByRank(t, j.out.Lines(rep.Job)))
+			}
+			if checked < tc.procs {
+				t.Errorf("%d clean valgrind reports, want one from each of the %d processes", checked, tc.procs)
+			}
+		})
 	}
 }
 

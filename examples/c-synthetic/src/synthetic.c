@@ -268,7 +268,8 @@ static dynrt_rc_status accept_step(double *phase3, double *comm) {
     }
     *phase3 = ms_since(&t);
     if (res.terminate) {
-        dynrt_finalize(A.s);
+        free(A.set.m);
+        CALL(dynrt_finalize(A.s));
         exit(0);
     }
     /* A SUB is complete for this set once accepted (other sets may still
