@@ -20,6 +20,7 @@ Usage: malleable.py [--stop-file PATH] [--max-iters N] [--sleep SECONDS]
 """
 
 import argparse
+import json
 import os
 import socket
 import struct
@@ -145,7 +146,7 @@ class App:
             if self.rank in self.members(b["n"], b.get("ver", 0)):
                 bound = b
         if bound is None:
-            return cur, False  # in no bound set: no part in phase 3
+            return cur, "none"  # in no bound set: no part in phase 3
         mem = self.members(bound["n"], bound.get("ver", 0))
         req = {"d": delta, "b": bound["n"], "blk": True, "tmo": 60000}
         if self.rank == min(mem):
@@ -167,19 +168,16 @@ class App:
             rep = self.c.call("rc.accept", req)
         except WireError as e:
             if e.code == "aborted":
-                self.log(f"aborted rank {self.rank} delta {delta}")
-                return cur, False
+                return cur, "ABORTED"
             raise
         # "The terminate rule": term tells this caller to leave.
         if rep.get("term"):
-            self.log(f"left rank {self.rank} delta {delta}")
-            return cur, True
+            return cur, "left"
         s = rep.get("set") or {}
         if s.get("n"):
-            return (s["n"], s.get("ver", 0)), False
+            return (s["n"], s.get("ver", 0)), rep["st"]
         # SUB accepted without a set: continue with the latest version of our set.
-        info = self.c.call("pset.get", {"j": self.job, "n": cur[0], "m": True})
-        return (cur[0], info.get("ver", 0)), False
+        return (cur[0], self.members_ver(cur[0])), rep["st"]
 
     # -- the root's decision --------------------------------------------------------
 
@@ -193,6 +191,46 @@ class App:
         if (a.stop_file and os.path.exists(a.stop_file)) or (a.max_iters and it >= a.max_iters):
             return "stop"
         return "go"
+
+    # -- --follow: only the changes, alongside other programs ------------------------
+
+    def say(self, word, **kv):
+        print(word, json.dumps({"rank": self.rank, **kv}), flush=True)
+
+    def follow(self, last):
+        """Take part in every change until change number `last` has ended, with no work of
+        our own: the mode for a job whose other ranks run another program (the phase 3
+        messages are the same whatever the members are written in)."""
+        delta = self.info.get("delta")
+        cur = (self.app_set, 0)
+        if delta:
+            cur = self.confirm(delta)
+            self.say("CONFIRMED", delta=delta, set=cur[0], version=cur[1])
+            self.say("STATE", delta=delta, status="FINALIZED", set=cur[0], version=cur[1])
+        last_delta = f"mpi://rte/{self.info['app']}/rc/{last}"
+        while True:
+            rc = self.c.call("rc.query", {"b": cur[0]}).get("rc")
+            if rc and rc["d"] not in self.done and rc.get("st") in ("ANNOUNCED", "PENDING"):
+                new, how = self.apply_change(rc["d"], cur)
+                if how == "left":
+                    self.say("LEFT", delta=rc["d"])
+                    break
+                cur = new
+                if how != "none":
+                    self.say("STATE", delta=rc["d"], status=how, set=cur[0], version=cur[1])
+                continue
+            try:
+                end = self.c.call("rc.query", {"d": last_delta}).get("rc") or {}
+            except WireError as e:
+                if e.code != "not_found":  # change `last` not requested yet
+                    raise
+                end = {}
+            if end.get("st") in ("FINALIZED", "ABORTED"):
+                self.say("DONE", set=cur[0], version=cur[1], last=end["st"])
+                break
+            time.sleep(0.02)
+        self.c.call("session.fin", {"j": self.job, "r": self.rank})
+        self.c.sock.close()
 
     # -- the loop ---------------------------------------------------------------------
 
@@ -230,8 +268,10 @@ class App:
                 self.log(f"done rank {self.rank} iters {it}")
                 break
             if word.startswith("rc "):
-                new, leave = self.apply_change(word[3:], cur)
-                if leave:
+                new, how = self.apply_change(word[3:], cur)
+                if how in ("left", "ABORTED"):
+                    self.log(f"{how} rank {self.rank} delta {word[3:]}")
+                if how == "left":
                     break
                 if new != cur:
                     cur, k = new, 0
@@ -249,7 +289,16 @@ def main():
     p.add_argument("--stop-file", help="stop (at an iteration all members agree on) once this file exists")
     p.add_argument("--max-iters", type=int, default=0, help="stop after this many iterations (0 = no limit)")
     p.add_argument("--sleep", type=float, default=0.05, help="seconds between iterations")
-    App(p.parse_args()).run()
+    p.add_argument("--follow", type=int, default=0, metavar="N",
+                   help="no work: take part in every change until change number N has ended")
+    p.add_argument("--odd", nargs=argparse.REMAINDER, metavar="PROG ARGS",
+                   help="odd ranks run PROG ARGS instead (a job of two programs); must come last")
+    a = p.parse_args()
+    if a.odd and int(os.environ.get("DYNRT_RANK", "0")) % 2 == 1:
+        # Same pid, so the daemon's hello check still holds ("Handshake", Name).
+        os.execv(a.odd[0], a.odd)
+    app = App(a)
+    app.follow(a.follow) if a.follow else app.run()
 
 
 if __name__ == "__main__":

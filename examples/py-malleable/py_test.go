@@ -5,7 +5,6 @@ package pymalleable_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,7 +20,9 @@ import (
 	"github.com/dynrt/dynrt/wire"
 )
 
-func TestMain(m *testing.M) { dvmtest.Main(m, nil) }
+var progs = &dvmtest.Programs{Race: dvmtest.Race}
+
+func TestMain(m *testing.M) { dvmtest.Main(m, progs) }
 
 // python returns a python3 that can import msgpack (the one on $PATH, else
 // Debian's /usr/bin/python3, where python3-msgpack goes), or skips t.
@@ -84,15 +85,7 @@ func parse(t *testing.T, raw []wire.OutputLine) (iters []iterLine, other map[uin
 func request(ctx context.Context, t *testing.T, c *tool.Client, req wire.RCRequest) wire.RC {
 	t.Helper()
 	req.Wait = true
-	rc, err := c.RequestRC(ctx, req)
-	// A change cannot be requested while the job's first processes start.
-	for errors.Is(err, wire.ErrState) && strings.Contains(err.Error(), "still being launched") && ctx.Err() == nil {
-		time.Sleep(20 * time.Millisecond)
-		rc, err = c.RequestRC(ctx, req)
-	}
-	if err != nil {
-		t.Fatalf("request %s: %v", req.Type, err)
-	}
+	rc := dvmtest.RequestRC(ctx, t, c, req)
 	if rc.Status != wire.RCFinalized {
 		t.Fatalf("%s %s ended %s: %s", req.Type, rc.Delta, rc.Status, rc.Reason)
 	}
@@ -118,19 +111,9 @@ func TestPythonGrowShrink(t *testing.T) {
 	out := dvmtest.CollectOutput(c)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	rep, err := c.Launch(ctx, wire.JobLaunchReq{
+	job := dvmtest.Launch(ctx, t, c, wire.JobLaunchReq{
 		Argv: []string{py, script, "--stop-file", stop, "--sleep", "0.02"},
 		N:    2, Env: d.Env, Name: "py", Output: wire.OutputFlags{Forward: true},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	job := rep.Job
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		_ = c.KillJob(ctx, job, 0, 0)
-		_, _ = c.WaitJob(ctx, job)
 	})
 	// seen waits until every rank of want has printed an iter line with
 	// the given set size.
@@ -194,6 +177,27 @@ func TestPythonGrowShrink(t *testing.T) {
 	if len(perRank[2]) == 0 || len(perRank[3]) == 0 || perRank[2][0] <= perRank[0][0] {
 		t.Errorf("the ranks added by %s did not join the iterations: %v", add.Delta, perRank)
 	}
+}
+
+// TestPythonWithGo runs one job whose even ranks are the Python program
+// (--follow: only the changes) and whose odd ranks are internal/malleable
+// (lib/session), through an ADD, a SUB, a REPLACE and another ADD, as
+// TestMixedImplementations does for the raw Go client. A Python rank is the
+// root of the first three (its set operations and accept speak for the Go
+// members, the REPLACE replaces it), the Go rank 1 the root of the last;
+// the confirm fences mix Python and Go new processes. Every process must
+// see every change it takes part in FINALIZED with the same set version,
+// the removed and replaced ones leave, and the job ends well.
+func TestPythonWithGo(t *testing.T) {
+	py := python(t)
+	script, err := filepath.Abs("malleable.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dvmtest.MixedJob(t, progs, "pygo", func(mall string) []string {
+		// Both accept blocking: the members of a set send the same fields.
+		return []string{py, script, "--follow", "4", "--odd", mall, "-blocking", "-last", "4", "-timeout", "60s"}
+	})
 }
 
 func dump(raw []wire.OutputLine) string {
