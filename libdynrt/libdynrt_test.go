@@ -263,6 +263,36 @@ func TestValgrind(t *testing.T) {
 	}
 }
 
+// TestThreadSanitizer runs TestUnit's program built with
+// -fsanitize=thread (library included): its four threads calling the
+// session during a fence, the event callback thread and the threads of the
+// non-blocking accept and confirm must show no data race (ThreadSanitizer
+// reports on stderr, which fails the test, and exits 66).
+func TestThreadSanitizer(t *testing.T) {
+	if err := exec.Command("cc", "-fsanitize=thread", "-x", "c", "-o", os.DevNull, "-").Run(); err != nil {
+		// An empty program does not link; a compiler without TSan fails
+		// earlier with "unrecognized"; tell the two apart by building.
+		probe := filepath.Join(t.TempDir(), "p.c")
+		if werr := os.WriteFile(probe, []byte("int main(void){return 0;}\n"), 0o644); werr != nil {
+			t.Fatal(werr)
+		}
+		if b, err := exec.Command("cc", "-fsanitize=thread", "-o", probe+".out", probe).CombinedOutput(); err != nil {
+			t.Skipf("needs a C compiler with ThreadSanitizer (libtsan): %v: %s", err, b)
+		}
+	}
+	dir := progs.BuildCWith(t, "-fsanitize=thread")
+	j := startDVM(t, 2, 2)
+	rep := j.launch(t, 3, []string{filepath.Join(dir, "dynrt-unit")}, "TSAN_OPTIONS=exitcode=66 halt_on_error=0")
+	end := dvmtest.WaitJob(t, j.c, rep.Job, 120*time.Second)
+	byRank := linesByRank(t, j.out.Lines(rep.Job))
+	if end.State != wire.JobStateDone || end.Code != 0 {
+		t.Fatalf("job ended %s with code %d (%s); output: %v", end.State, end.Code, end.Msg, byRank)
+	}
+	if got := okSteps(byRank[0]); !slices.Contains(got, "threads") || !slices.Contains(got, "done") {
+		t.Errorf("rank 0 reported %v", got)
+	}
+}
+
 // TestMixed runs one job whose even ranks are libdynrt/test/malleable.c
 // (C, libdynrt) and whose odd ranks are internal/malleable (Go,
 // lib/session), new ranks included: a shell picks the program by

@@ -27,6 +27,13 @@ func RepoRoot() string {
 // test installs libmsgpack-dev with deps-msgpack).
 func (p *Programs) BuildC(t testing.TB) string {
 	t.Helper()
+	return p.BuildCWith(t, "")
+}
+
+// BuildCWith is BuildC with extra compiler flags (e.g. -fsanitize=thread),
+// into a build directory of their own.
+func (p *Programs) BuildCWith(t testing.TB, cflags string) string {
+	t.Helper()
 	for _, tool := range []string{"cc", "make", "ar"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("needs %s to build libdynrt: %v", tool, err)
@@ -41,28 +48,33 @@ func (p *Programs) BuildC(t testing.TB) string {
 	if p.builds == nil {
 		p.builds, p.names = map[string]*build{}, map[string]bool{}
 	}
-	b := p.builds["make libdynrt"]
+	key := "make libdynrt " + cflags
+	b := p.builds[key]
 	if b == nil {
 		b = &build{}
-		p.builds["make libdynrt"] = b
+		p.builds[key] = b
 	}
 	p.mu.Unlock()
-	b.once.Do(func() { b.path, b.err = p.buildC() })
+	b.once.Do(func() { b.path, b.err = p.buildC(cflags) })
 	if b.err != nil {
 		t.Fatal(b.err)
 	}
 	return b.path
 }
 
-func (p *Programs) buildC() (string, error) {
+func (p *Programs) buildC(cflags string) (string, error) {
 	p.mu.Lock()
 	if err := p.makeDir(); err != nil {
 		p.mu.Unlock()
 		return "", err
 	}
 	out := filepath.Join(p.dir, "c")
+	for i := 2; p.names[filepath.Base(out)]; i++ {
+		out = filepath.Join(p.dir, fmt.Sprintf("c-%d", i))
+	}
+	p.names[filepath.Base(out)] = true
 	p.mu.Unlock()
-	cmd := exec.Command("make", "--no-print-directory", "-C", RepoRoot(), "libdynrt", "LIBDYNRT_BUILD="+out)
+	cmd := exec.Command("make", "--no-print-directory", "-C", RepoRoot(), "libdynrt", "LIBDYNRT_BUILD="+out, "CFLAGS="+cflags)
 	// Not the flags of a `make test` this runs under (its jobserver's
 	// descriptors are not ours).
 	for _, kv := range os.Environ() {
