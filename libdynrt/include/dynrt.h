@@ -276,7 +276,8 @@ typedef struct dynrt_request dynrt_request;
 
 /* Listing 6.5: every member of the bound set (at the version the change was
  * announced with) calls it with the same arguments; the root names in
- * new_set the set it built in phase 2 (an ADD needs one; others pass NULL).
+ * new_set the set it built in phase 2 ("name@version", or a name for its
+ * latest version; an ADD or REPLACE needs one; other members pass NULL).
  * DYNRT_ERR_ABORTED for an aborted change. */
 int dynrt_accept(dynrt_session *s, const char *delta, const char *new_set, const dynrt_accept_opts *o,
                  dynrt_accept_result *res);
