@@ -16,7 +16,8 @@ Output, one line per iteration and rank (the test reads it):
     iter <i> rank <r> set <name>@<ver> size <n> sum <s> ok
 and at the end "done rank <r> iters <i>" or "left rank <r> delta <d>".
 
-Usage: malleable.py [--stop-file PATH] [--max-iters N] [--sleep SECONDS]
+Usage: malleable.py [--stop-file PATH] [--max-iters N] [--sleep SECONDS] [--poll]
+                    [--follow N] [--odd PROG ARGS...]
 """
 
 import argparse
@@ -148,7 +149,9 @@ class App:
         if bound is None:
             return cur, "none"  # in no bound set: no part in phase 3
         mem = self.members(bound["n"], bound.get("ver", 0))
-        req = {"d": delta, "b": bound["n"], "blk": True, "tmo": 60000}
+        # "rc.accept, member form": the same fields from every member; blk or, with --poll,
+        # the same request again while an ADD or REPLACE is PENDING.
+        req = {"d": delta, "b": bound["n"], "blk": not self.args.poll, "tmo": 60000}
         if self.rank == min(mem):
             # Phase 2 (docs/rc.md): the root builds the new set as a new version of the bound set.
             t = rc["t"]
@@ -166,6 +169,10 @@ class App:
                 # "Aborts": accept without set, every member then learns the abort itself.
         try:
             rep = self.c.call("rc.accept", req)
+            # A SUB's accept is complete even when PENDING (other bound sets still to accept).
+            while rep.get("st") == "PENDING" and rc["t"] != "SUB":
+                time.sleep(0.02)  # every member's n-th call gets the root's n-th answer
+                rep = self.c.call("rc.accept", req)
         except WireError as e:
             if e.code == "aborted":
                 return cur, "ABORTED"
@@ -289,6 +296,8 @@ def main():
     p.add_argument("--stop-file", help="stop (at an iteration all members agree on) once this file exists")
     p.add_argument("--max-iters", type=int, default=0, help="stop after this many iterations (0 = no limit)")
     p.add_argument("--sleep", type=float, default=0.05, help="seconds between iterations")
+    p.add_argument("--poll", action="store_true",
+                   help="accept without blocking: call again while the change is PENDING")
     p.add_argument("--follow", type=int, default=0, metavar="N",
                    help="no work: take part in every change until change number N has ended")
     p.add_argument("--odd", nargs=argparse.REMAINDER, metavar="PROG ARGS",

@@ -93,51 +93,67 @@ func request(ctx context.Context, t *testing.T, c *tool.Client, req wire.RCReque
 }
 
 // TestPythonGrowShrink launches the Python program with 2 ranks, grows it
-// by 2 (ADD: ranks 2 and 3 confirm) and shrinks it by rank 3 (SUB: rank 3
-// leaves), then stops it. Every iteration's exact sum (each rank adds its
-// rank, the total must be the sum of the set's members) is checked by the
-// program and again here, per set version: 0+1 at version 0, 0+1+2+3 at
-// version 1, 0+1+2 at version 2; every rank that stays ends with "done",
-// and the job ends well.
+// by 2 (ADD: ranks 2 and 3 confirm), shrinks it by rank 3 (SUB: rank 3
+// leaves), replaces rank 1 by rank 4 (REPLACE: the root builds the union,
+// then the difference; rank 1 leaves once FINALIZED), then stops it, once
+// with blocking accepts and once with accepts called again while PENDING.
+// Every iteration's exact sum (each rank adds its rank, the total must be
+// the sum of the set's members) is checked by the program and again here,
+// per set version: 0+1 at version 0, 0+1+2+3 at 1, 0+1+2 at 2, 0+2+4 at 4;
+// every rank that stays ends with "done", and the job ends well.
 func TestPythonGrowShrink(t *testing.T) {
 	py := python(t)
 	script, err := filepath.Abs("malleable.py")
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"blocking", nil},
+		{"poll", []string{"--poll"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { growShrink(t, append([]string{py, script}, tc.args...)) })
+	}
+}
+
+func growShrink(t *testing.T, argv []string) {
 	stop := filepath.Join(t.TempDir(), "stop")
-	d := dvmtest.Start(t, dvmtest.Options{Nodes: 2, Slots: 2})
+	d := dvmtest.Start(t, dvmtest.Options{Nodes: 2, Slots: 3})
 	c := d.Attach(t)
 	out := dvmtest.CollectOutput(c)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	job := dvmtest.Launch(ctx, t, c, wire.JobLaunchReq{
-		Argv: []string{py, script, "--stop-file", stop, "--sleep", "0.02"},
+		Argv: append(argv, "--stop-file", stop, "--sleep", "0.02"),
 		N:    2, Env: d.Env, Name: "py", Output: wire.OutputFlags{Forward: true},
 	})
 	// seen waits until every rank of want has printed an iter line with
-	// the given set size.
-	seen := func(size int, want ...int) {
+	// the given set version.
+	seen := func(version string, want ...int) {
 		t.Helper()
 		ok := out.WaitFor(job, 60*time.Second, func(raw []wire.OutputLine) bool {
 			its, _ := parse(t, raw)
 			got := map[int]bool{}
 			for _, l := range its {
-				if l.size == size {
+				if strings.HasSuffix(l.set, "@"+version) && slices.Contains(want, l.rank) {
 					got[l.rank] = true
 				}
 			}
 			return len(got) == len(want)
 		})
 		if !ok {
-			t.Fatalf("ranks %v never iterated at size %d; output:\n%s", want, size, dump(out.Lines(job)))
+			t.Fatalf("ranks %v never iterated at version %s; output:\n%s", want, version, dump(out.Lines(job)))
 		}
 	}
-	seen(2, 0, 1)
+	seen("0", 0, 1)
 	add := request(ctx, t, c, wire.RCRequest{Job: job, Type: wire.RCAdd, N: 2})
-	seen(4, 0, 1, 2, 3)
+	seen("1", 0, 1, 2, 3)
 	sub := request(ctx, t, c, wire.RCRequest{Job: job, Type: wire.RCSub, Ranks: wire.Span(3, 3)})
-	seen(3, 0, 1, 2)
+	seen("2", 0, 1, 2)
+	repl := request(ctx, t, c, wire.RCRequest{Job: job, Type: wire.RCReplace, Ranks: wire.Span(1, 1)})
+	seen("4", 0, 2, 4)
 	if err := os.WriteFile(stop, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +165,7 @@ func TestPythonGrowShrink(t *testing.T) {
 	iters, other := parse(t, raw)
 	set := "mpi://app/py"
 	want := map[string]struct{ size, sum int }{
-		set + "@0": {2, 0 + 1}, set + "@1": {4, 0 + 1 + 2 + 3}, set + "@2": {3, 0 + 1 + 2},
+		set + "@0": {2, 0 + 1}, set + "@1": {4, 0 + 1 + 2 + 3}, set + "@2": {3, 0 + 1 + 2}, set + "@4": {3, 0 + 2 + 4},
 	}
 	perRank := map[int][]int{}
 	for _, l := range iters {
@@ -166,16 +182,21 @@ func TestPythonGrowShrink(t *testing.T) {
 			t.Errorf("rank %d iterations not increasing: %v", r, its)
 		}
 	}
-	for _, r := range []uint32{0, 1, 2} {
+	for _, r := range []uint32{0, 2, 4} {
 		if o := other[r]; len(o) != 1 || !strings.HasPrefix(o[0], fmt.Sprintf("done rank %d iters ", r)) {
 			t.Errorf("rank %d's last words %q, want done", r, o)
 		}
 	}
-	if o := other[3]; len(o) != 1 || o[0] != fmt.Sprintf("left rank 3 delta %s", sub.Delta) {
-		t.Errorf("rank 3's last words %q, want left (delta %s)", o, sub.Delta)
+	for r, delta := range map[uint32]string{3: sub.Delta, 1: repl.Delta} {
+		if o := other[r]; len(o) != 1 || o[0] != fmt.Sprintf("left rank %d delta %s", r, delta) {
+			t.Errorf("rank %d's last words %q, want left (delta %s)", r, o, delta)
+		}
 	}
 	if len(perRank[2]) == 0 || len(perRank[3]) == 0 || perRank[2][0] <= perRank[0][0] {
 		t.Errorf("the ranks added by %s did not join the iterations: %v", add.Delta, perRank)
+	}
+	if len(perRank[4]) == 0 || perRank[4][0] <= perRank[2][0] {
+		t.Errorf("the rank started by %s did not join the iterations: %v", repl.Delta, perRank)
 	}
 }
 
