@@ -293,74 +293,20 @@ func TestThreadSanitizer(t *testing.T) {
 	}
 }
 
-// TestMixed runs one job whose even ranks are libdynrt/test/malleable.c
-// (C, libdynrt) and whose odd ranks are internal/malleable (Go,
-// lib/session), new ranks included: a shell picks the program by
-// $DYNRT_RANK and execs it. The job goes through an ADD of 2 (one new C
-// and one new Go process confirm), a SUB of ranks 2 and 3 (one of each
-// leaves) and a REPLACE of rank 1 (Go) by rank 6 (C); every member of
-// both kinds accepts each change together with the other kind, whoever is
-// the root, and the job ends with status 0.
+// TestMixed runs dvmtest.MixedJob with libdynrt/test/malleable.c (C,
+// libdynrt) in the even ranks and internal/malleable (Go, lib/session) in
+// the odd ones, new ranks included (a shell picks the program by
+// $DYNRT_RANK and execs it): ADD 2 (a C and a Go process confirm
+// together), SUB of ranks 2 and 3 (one of each), REPLACE of the C root 0,
+// ADD 1 with a Go root; every member of both kinds accepts each change with
+// the other kind, all continue with the same set version, and the job ends
+// with status 0.
 func TestMixed(t *testing.T) {
-	dir := progs.BuildC(t)
-	goProg := progs.Build(t, "github.com/dynrt/dynrt/internal/malleable")
-	j := startDVM(t, 2, 4)
-	c, out := j.c, j.out
-	pick := `if [ $((DYNRT_RANK % 2)) -eq 0 ]; then exec "$0" "$@"; else exec "$GOPROG" "$@"; fi`
-	rep := j.launch(t, 4, []string{"/bin/sh", "-c", pick, filepath.Join(dir, "dynrt-malleable"), "-last", "3", "-quiet"},
-		"GOPROG="+goProg)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	for _, req := range []wire.RCRequest{
-		{Type: wire.RCAdd, N: 2},
-		{Type: wire.RCSub, Ranks: wire.RangesOf([]uint32{2, 3})},
-		{Type: wire.RCReplace, Ranks: wire.RangesOf([]uint32{1})},
-	} {
-		req.Job, req.Wait, req.Requester, req.RequesterID, req.Queue = rep.Job, true, wire.ByTool, "test", true
-		rec, err := c.RequestRC(ctx, req)
-		if err != nil || rec.Status != wire.RCFinalized {
-			t.Fatalf("%s: %s %v; output: %v", req.Type, rec.Status, err, dvmtest.ParseLines(t, out.Lines(rep.Job)))
-		}
-	}
-	end := dvmtest.WaitJob(t, c, rep.Job, 60*time.Second)
-	lines := dvmtest.ParseLines(t, out.Lines(rep.Job))
-	if end.State != wire.JobStateDone || end.Code != 0 {
-		t.Fatalf("job ended %s with code %d (%s); output: %v", end.State, end.Code, end.Msg, lines)
-	}
-	ranks := func(word, delta string) []uint32 {
-		var rs []uint32
-		for _, l := range lines {
-			if l.Word == word && (delta == "" || l.Str("delta") == delta) {
-				if l.Rank%2 == 0 != (l.Str("impl") == "c") {
-					t.Errorf("rank %d printed %s from the wrong program: %v", l.Rank, word, l.Attrs)
-				}
-				if word == "STATE" && l.Str("status") != wire.RCFinalized {
-					t.Errorf("rank %d: %s ended %s", l.Rank, delta, l.Str("status"))
-				}
-				rs = append(rs, l.Rank)
-			}
-		}
-		slices.Sort(rs)
-		return rs
-	}
-	rc := func(n int) string { return fmt.Sprintf("mpi://rte/%s/rc/%d", rep.App, n) }
-	for _, tc := range []struct {
-		word, delta string
-		want        []uint32
-	}{
-		{"CONFIRMED", rc(1), []uint32{4, 5}},
-		{"STATE", rc(1), []uint32{0, 1, 2, 3, 4, 5}},
-		{"LEFT", rc(2), []uint32{2, 3}},
-		{"STATE", rc(2), []uint32{0, 1, 4, 5}},
-		{"CONFIRMED", rc(3), []uint32{6}},
-		{"LEFT", rc(3), []uint32{1}},
-		{"STATE", rc(3), []uint32{0, 4, 5, 6}},
-		{"DONE", "", []uint32{0, 4, 5, 6}},
-	} {
-		if got := ranks(tc.word, tc.delta); !slices.Equal(got, tc.want) {
-			t.Errorf("%s %s from ranks %v, want %v", tc.word, tc.delta, got, tc.want)
-		}
-	}
+	cprog := filepath.Join(progs.BuildC(t), "dynrt-malleable")
+	dvmtest.MixedJob(t, progs, "cgo", func(mall string) []string {
+		pick := `if [ $((DYNRT_RANK % 2)) -eq 0 ]; then exec "$0" "$@"; else exec '` + mall + `' "$@"; fi`
+		return []string{"/bin/sh", "-c", pick, cprog, "-last", "4"}
+	})
 }
 
 // TestBenchMode: the C twin's -bench mode that scripts/bench-libdynrt.sh

@@ -5,7 +5,7 @@
  * processes confirm) and prints the same lines, with "impl":"c":
  *
  *   CONFIRMED {rank, delta, set, version}   a new process confirmed
- *   STATE     {rank, delta, status}         a change it took part in ended
+ *   STATE     {rank, delta, status, set, version}  a change it took part in ended
  *   LEFT      {rank, delta}                 a SUB or REPLACE removed it (exit 0)
  *   DONE      {rank, set, version, last}    change number -last has ended
  *   ERROR     {rank, err}                   a check failed (exit 1)
@@ -57,9 +57,11 @@ static dynrt_rc_status settled(const char *delta) {
     return st;
 }
 
-static void state(const char *delta, dynrt_rc_status st) {
-    printf("STATE {\"rank\":%u,\"impl\":\"c\",\"delta\":\"%s\",\"status\":\"%s\"}\n", me, delta,
-           dynrt_rc_status_name(st));
+/* The set it continues with, as internal/malleable prints it (without the
+ * job data, which only lib/session's program prints). */
+static void state(const char *delta, dynrt_rc_status st, const dynrt_pset_ref *set) {
+    printf("STATE {\"rank\":%u,\"impl\":\"c\",\"delta\":\"%s\",\"status\":\"%s\",\"set\":\"%s\",\"version\":%u}\n", me,
+           delta, dynrt_rc_status_name(st), set->name, set->version);
 }
 
 /* Phases 2 and 3 of one change for the set main; returns 1 if this process
@@ -106,7 +108,7 @@ static int adapt(dynrt_rc *rc, dynrt_pset_ref *main) {
         e = dynrt_accept(S, rc->delta, newset, &o, &res);
     }
     if (e == DYNRT_ERR_ABORTED) {
-        state(rc->delta, DYNRT_RC_ABORTED);
+        state(rc->delta, DYNRT_RC_ABORTED, main);
         return 0;
     }
     CALL(e);
@@ -121,7 +123,7 @@ static int adapt(dynrt_rc *rc, dynrt_pset_ref *main) {
     if (rc->type == DYNRT_RC_SUB && res.status == DYNRT_RC_PENDING) {
         res.status = settled(rc->delta); /* other bound sets still have to accept */
     }
-    state(rc->delta, res.status);
+    state(rc->delta, res.status, main);
     return 0;
 }
 
@@ -219,7 +221,7 @@ int main(int argc, char **argv) {
         CALL(dynrt_confirm(S, rc.delta, 0, &main));
         printf("CONFIRMED {\"rank\":%u,\"impl\":\"c\",\"delta\":\"%s\",\"set\":\"%s\",\"version\":%u}\n", me, rc.delta,
                main.name, main.version);
-        state(rc.delta, DYNRT_RC_FINALIZED);
+        state(rc.delta, DYNRT_RC_FINALIZED, &main);
     }
     dynrt_rc_release(&rc);
     char lastdelta[DYNRT_NAME_MAX];
