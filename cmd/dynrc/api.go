@@ -17,6 +17,9 @@ type rcAPI interface {
 	// RequestRC asks for a change; without req.Wait the reply comes after
 	// phase 1 (ANNOUNCED), or at once while it is queued (NULL).
 	RequestRC(ctx context.Context, req wire.RCRequest) (wire.RC, error)
+	// WaitQueued returns the change a queued request (the NULL answer of
+	// RequestRC) became once it has started.
+	WaitQueued(ctx context.Context, queued wire.RC) (wire.RC, error)
 	// RC returns one change by delta name (wire.ErrNotFound if unknown).
 	RC(ctx context.Context, delta string) (wire.RC, error)
 	// RCs lists the changes of job ("" = every job), oldest first.

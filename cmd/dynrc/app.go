@@ -413,6 +413,10 @@ func printRC(e *env, asJSON bool, rc *wire.RC) error {
 // change that ended the other way is no error here: the record says so and
 // outcome decides. On failure the record returned is the latest one seen.
 func waitDone(ctx context.Context, api rcAPI, rc wire.RC) (wire.RC, error) {
+	rc, err := api.WaitQueued(ctx, rc)
+	if err != nil {
+		return rc, err
+	}
 	got, err := api.WaitRC(ctx, rc.Delta, "")
 	if got.Delta != "" {
 		rc = got

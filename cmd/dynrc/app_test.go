@@ -276,7 +276,8 @@ func TestChangeOutcomes(t *testing.T) {
 		{"sub all", nil, nil, []string{"sub", "-n", "4"}, 1, "", "cannot remove 4 of its 4 processes"},
 		{"ranks not in job", nil, nil, []string{"sub", "--ranks", "2,9"}, 1, "", "job ns1 has no rank 9"},
 		{"not malleable", nil, nil, []string{"add", "-n", "1", "--pset", "mpi://app/app/fixed"}, 1, "", "pset mpi://app/app/fixed is not malleable"},
-		{"queued", []string{""}, []string{"add", "-n", "1"}, []string{"add", "-n", "1", "--queue"}, 0, "mpi://rte/app/rc/2  ADD 1 (ranks 5)  NULL (queued)", ""},
+		{"queued", []string{""}, []string{"add", "-n", "1"}, []string{"add", "-n", "1", "--queue"}, 0, "job ns1  ADD 1  NULL (queued)", ""},
+		{"queued wait", []string{"", wire.RCFinalized}, []string{"add", "-n", "1"}, []string{"add", "-n", "1", "--queue", "--wait"}, 0, "mpi://rte/app/rc/2  ADD 1 (ranks 5)  FINALIZED", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

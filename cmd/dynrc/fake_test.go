@@ -147,6 +147,10 @@ func (f *fakeMaster) RequestRC(_ context.Context, req wire.RCRequest) (wire.RC, 
 		fate, f.fates = f.fates[0], f.fates[1:]
 	}
 	f.rcs = append(f.rcs, &fakeRC{rc: rc, fate: fate})
+	if queued && !req.Wait {
+		// As the master: answered at once, before the change is numbered.
+		return wire.RC{Job: rc.Job, Type: rc.Type, Status: rc.Status, N: rc.N, Requester: rc.Requester, RequesterID: rc.RequesterID, Times: rc.Times}, nil
+	}
 	return rc, nil
 }
 
@@ -195,6 +199,20 @@ func (f *fakeMaster) RC(_ context.Context, delta string) (wire.RC, error) {
 		return wire.RC{}, err
 	}
 	return r.rc, nil
+}
+
+func (f *fakeMaster) WaitQueued(_ context.Context, q wire.RC) (wire.RC, error) {
+	if q.Delta != "" {
+		return q, nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, r := range f.rcs {
+		if r.rc.Job == q.Job && r.rc.RequesterID == q.RequesterID && r.rc.Times.Requested == q.Times.Requested {
+			return r.rc, nil
+		}
+	}
+	return wire.RC{}, wire.Errorf(wire.ErrNotFound, "fake: no queued change %+v", q)
 }
 
 func (f *fakeMaster) RCs(_ context.Context, job string) ([]wire.RC, error) {

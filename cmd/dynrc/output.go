@@ -227,7 +227,11 @@ func status(rc *wire.RC) string {
 
 // summary is the one line add, sub, wait and cancel print.
 func summary(rc *wire.RC) string {
-	s := rc.Delta + "  " + what(rc) + "  " + status(rc)
+	name := rc.Delta
+	if name == "" { // queued: the change is numbered when its turn comes
+		name = "job " + rc.Job
+	}
+	s := name + "  " + what(rc) + "  " + status(rc)
 	if rc.Status == wire.RCNull || rc.Status == "" {
 		s += " (queued)"
 	}

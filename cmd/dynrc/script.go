@@ -334,7 +334,11 @@ func (s *scriptRun) do(ctx context.Context, l scriptLine) (string, error) {
 		}
 		return summary(&rc), outcome(&rc, l.Status, true)
 	case opCancel:
-		rc, err := cancelDone(ctx, s.api, s.last.Delta, "canceled by dynrc script line "+strconv.Itoa(l.No))
+		last, err := s.api.WaitQueued(ctx, s.last)
+		if err != nil {
+			return "", err
+		}
+		rc, err := cancelDone(ctx, s.api, last.Delta, "canceled by dynrc script line "+strconv.Itoa(l.No))
 		if rc.Delta != "" {
 			s.last = rc
 		}

@@ -201,11 +201,12 @@ func (h *heat) recover(ctx context.Context, f session.RC) error {
 	newSet := ""
 	if rc.Rank() == 0 {
 		t := time.Now()
-		newSet, err = h.s.SetAfter(ctx, h.set.Name, f)
+		set, err := h.s.SetAfter(ctx, h.set.Name, f)
 		ch.Phase2 = time.Since(t)
 		if err != nil {
 			return fmt.Errorf("recovery from %s: phase 2: %w", f.Delta, err)
 		}
+		newSet = set.String()
 	}
 	// A REPLACE's accept waits for the new processes: they hold nothing
 	// yet, and the rows wait for them.

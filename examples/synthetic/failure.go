@@ -96,9 +96,11 @@ func (a *app) recover(ctx context.Context, f session.RC, it int) (int, error) {
 	var phase2 float64
 	if cm.Rank() == 0 {
 		t := time.Now()
-		if newSet, err = a.s.SetAfter(ctx, a.set.Name, f); err != nil {
+		set, err := a.s.SetAfter(ctx, a.set.Name, f)
+		if err != nil {
 			return 0, fmt.Errorf("after the loss of %s: phase 2: %w", f.Lost(), err)
 		}
+		newSet = set.String()
 		phase2 = report.MS(time.Since(t))
 	}
 	// A REPLACE's accept waits for the new processes, which join below.

@@ -101,7 +101,6 @@ type proc struct {
 	app  string
 	main wire.PsetRef // the set this process works with
 	wake chan struct{}
-	done map[string]bool // changes handled
 }
 
 func run(ctx context.Context, c config) error {
@@ -109,7 +108,7 @@ func run(ctx context.Context, c config) error {
 	if err != nil {
 		return err
 	}
-	p := &proc{c: c, s: s, me: s.Rank(), app: s.App(), wake: make(chan struct{}, 1), done: map[string]bool{}}
+	p := &proc{c: c, s: s, me: s.Rank(), app: s.App(), wake: make(chan struct{}, 1)}
 	if c.stress > 0 || c.bench != "" {
 		var err error
 		if c.bench != "" {
@@ -150,7 +149,6 @@ func run(ctx context.Context, c config) error {
 			return fmt.Errorf("confirm %s: %w", q.Delta, err)
 		}
 		p.main = set
-		p.done[q.Delta] = true
 		say("CONFIRMED", map[string]any{"rank": p.me, "delta": q.Delta, "set": set.Name, "version": set.Version})
 		if err := p.report(ctx, q.Delta, wire.RCFinalized); err != nil {
 			return err
@@ -173,8 +171,9 @@ func run(ctx context.Context, c config) error {
 		if err != nil {
 			return err
 		}
-		if !r.Null() && !p.done[r.Delta] && (r.Status == wire.RCAnnounced || r.Status == wire.RCPending) {
-			p.done[r.Delta] = true
+		// QueryRC reports a change only while it needs this process
+		// (announced or pending, not accepted yet), or once aborted.
+		if !r.Null() && (r.Status == wire.RCAnnounced || r.Status == wire.RCPending) {
 			left, err := p.adapt(ctx, r)
 			if err != nil {
 				return err
@@ -184,9 +183,8 @@ func run(ctx context.Context, c config) error {
 			}
 			continue
 		}
-		if !r.Null() && !p.done[r.Delta] && r.Status == wire.RCAborted {
+		if r.Status == wire.RCAborted {
 			// Aborted before this process took part: it learns it here.
-			p.done[r.Delta] = true
 			if err := p.report(ctx, r.Delta, wire.RCAborted); err != nil {
 				return err
 			}
@@ -260,7 +258,7 @@ func (p *proc) adapt(ctx context.Context, r session.RC) (bool, error) {
 		for _, st := range steps {
 			res, err := s.PsetOp(ctx, st.op, bound, st.with, session.PsetOpOptions{Target: bound})
 			if err == nil {
-				newSet = res.Name + "@" + strconv.FormatUint(uint64(res.Version), 10)
+				newSet = res.Ref().String()
 				continue
 			}
 			newSet = ""
@@ -333,7 +331,7 @@ func (p *proc) report(ctx context.Context, delta, status string) error {
 	}
 	out := map[string]any{"rank": p.me, "delta": delta, "status": status}
 	if status != wire.RCAborted {
-		set, err := s.PsetInfo(ctx, p.main.Name+"@"+strconv.FormatUint(uint64(p.main.Version), 10))
+		set, err := s.PsetInfo(ctx, p.main.String())
 		if err != nil {
 			return err
 		}

@@ -19,6 +19,13 @@
 //	                    for failure changes; rank 1 kills itself, the others
 //	                    report the change that ended their watch, find it
 //	                    again with WaitFailure and accept it
+//	rcquery             (2 ranks, 2 free slots) what QueryRC reports to the
+//	                    members and to a new process of an ADD they accept,
+//	                    then of an ADD nobody accepts (aborted), and
+//	                    JobInfo during a change
+//	fenceaftersub       (3 ranks) rank 0 asks for a SUB of rank 2; right
+//	                    after the accept ranks 0 and 1 fence over every
+//	                    live process while rank 2 waits for them to end
 //
 // Every line it prints starts with a word saying what it is; "ERROR" lines
 // mean a check failed (and the exit code is 1).
@@ -95,6 +102,10 @@ func run(ctx context.Context, mode string, args []string) error {
 		return getBench(ctx, s, args)
 	case "lostwatch":
 		return lostWatch(ctx, s)
+	case "rcquery":
+		return rcQuery(ctx, s)
+	case "fenceaftersub":
+		return fenceAfterSub(ctx, s)
 	}
 	return fmt.Errorf("unknown mode %q", mode)
 }
@@ -546,4 +557,145 @@ func lostWatch(ctx context.Context, s *session.Session) error {
 	_, err = s.WaitFailure(short, app, func(d string) bool { return d == r.Delta })
 	fmt.Println("accepted", acc.Terminate, "then", wire.CodeOf(err))
 	return nil
+}
+
+// rcQuery prints what QueryRC answers ("q TAG TYPE STATUS") at each step
+// of two changes: a change is reported while it needs the caller, NULL
+// once the caller has taken its part, and an abort once.
+func rcQuery(ctx context.Context, s *session.Session) error {
+	app := session.AppSet(s.App())
+	me := s.Rank()
+	show := func(tag string, o session.QueryOptions) (session.RC, error) {
+		r, err := s.QueryRC(ctx, o)
+		if err == nil {
+			fmt.Println("q", tag, r.Type, r.Status)
+		}
+		return r, err
+	}
+	pending := func(r session.RC) bool { return !r.Null() }
+	switch {
+	case me >= 3: // the new process of the second ADD: never accepted, stopped by the abort
+		<-ctx.Done()
+		return errors.New("not stopped by the abort")
+	case me == 2: // the new process of the first ADD
+		r, err := s.QueryRC(ctx, session.QueryOptions{Bound: session.Self})
+		if err != nil {
+			return err
+		}
+		fmt.Println("q new", r.Type, r.Incl)
+		if _, err := s.Confirm(ctx, r.Delta, session.ConfirmOptions{}); err != nil {
+			return err
+		}
+		if _, err := show("confirmed", session.QueryOptions{Bound: session.Self}); err != nil {
+			return err
+		}
+	default:
+		if _, err := show("start", session.QueryOptions{}); err != nil {
+			return err
+		}
+		if me == 0 {
+			if _, err := s.RequestRC(ctx, wire.RCAdd, 1, session.RequestOptions{}); err != nil {
+				return err
+			}
+		}
+		r, err := s.WaitRC(ctx, session.QueryOptions{Bound: app}, pending)
+		if err != nil {
+			return err
+		}
+		fmt.Println("q seen", r.Type, r.Status)
+		// JobInfo describes the job after the announced change already.
+		in, err := s.JobInfo(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Println("jobinfo", in.Size)
+		newSet := ""
+		if me == 0 {
+			set, err := s.SetAfter(ctx, app, r)
+			if err != nil {
+				return err
+			}
+			newSet = set.String()
+		}
+		if _, err := s.Accept(ctx, r.Delta, newSet, session.AcceptOptions{Blocking: true}); err != nil {
+			return err
+		}
+		if _, err := show("accepted", session.QueryOptions{}); err != nil {
+			return err
+		}
+	}
+	// The second ADD: nobody accepts, it is aborted at its confirm timeout.
+	if err := s.Fence(ctx, []uint32{0, 1, 2}, false); err != nil {
+		return err
+	}
+	if me == 0 {
+		if _, err := s.RequestRC(ctx, wire.RCAdd, 1, session.RequestOptions{ConfirmTimeout: 300 * time.Millisecond}); err != nil {
+			return err
+		}
+	}
+	r, err := s.WaitRC(ctx, session.QueryOptions{Bound: app}, pending)
+	if err != nil {
+		return err
+	}
+	fmt.Println("q seen2", r.Type, r.Status)
+	if _, err := s.WaitRC(ctx, session.QueryOptions{Delta: r.Delta}, func(x session.RC) bool { return x.Status == wire.RCAborted }); err != nil {
+		return err
+	}
+	for _, tag := range []string{"aborted", "again"} {
+		if _, err := show(tag, session.QueryOptions{}); err != nil {
+			return err
+		}
+	}
+	return s.Fence(ctx, []uint32{0, 1, 2}, false)
+}
+
+// fenceAfterSub: the removed rank 2 stays until ranks 0 and 1 have fenced
+// over every live process right after the SUB, so that fence must leave
+// it out (it would otherwise wait for rank 2, and fail when it exits).
+func fenceAfterSub(ctx context.Context, s *session.Session) error {
+	app := session.AppSet(s.App())
+	if s.Rank() == 0 {
+		if _, err := s.RequestRC(ctx, wire.RCSub, 0, session.RequestOptions{Ranks: []uint32{2}, Grace: 20 * time.Second}); err != nil {
+			return err
+		}
+	}
+	r, err := s.WaitRC(ctx, session.QueryOptions{Bound: app}, func(r session.RC) bool { return !r.Null() })
+	if err != nil {
+		return err
+	}
+	newSet := ""
+	if s.Rank() == 0 {
+		set, err := s.SetAfter(ctx, app, r)
+		if err != nil {
+			return err
+		}
+		newSet = set.String()
+	}
+	acc, err := s.Accept(ctx, r.Delta, newSet, session.AcceptOptions{Blocking: true})
+	if err != nil {
+		return err
+	}
+	if acc.Terminate {
+		// Leaving: wait (as a process finishing its work would) until the
+		// others are through their fence.
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_, err := s.Lookup(wctx, []string{"fenced"}, session.LookupOptions{Wait: true, Timeout: 10 * time.Second})
+		fmt.Println("left", outcome(err))
+		return nil
+	}
+	err = s.Fence(ctx, nil, false)
+	fmt.Println("fence", outcome(err))
+	if s.Rank() == 0 {
+		return s.Publish(ctx, map[string][]byte{"fenced": []byte("yes")}, session.RangeJob)
+	}
+	return nil
+}
+
+// outcome is "ok" or the wire code of err.
+func outcome(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return string(wire.CodeOf(err))
 }

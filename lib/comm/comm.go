@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync/atomic"
 
 	"github.com/dynrt/dynrt/wire"
@@ -38,17 +37,17 @@ func (e *Endpoint) New(ctx context.Context, ref wire.PsetRef, tag string) (*Comm
 	defer cancel()
 	members, err := e.s.Members(ctx, ref)
 	if err != nil {
-		return nil, fmt.Errorf("comm: members of %s: %w", refString(ref), err)
+		return nil, fmt.Errorf("comm: members of %s: %w", ref.String(), err)
 	}
 	ranks := members.Ranks()
 	me, ok := slices.BinarySearch(ranks, e.me)
 	if !ok {
-		return nil, wire.Errorf(wire.ErrPermission, "comm: rank %d is not a member of %s", e.me, refString(ref))
+		return nil, wire.Errorf(wire.ErrPermission, "comm: rank %d is not a member of %s", e.me, ref.String())
 	}
-	name := "comm:" + refString(ref) + ":" + tag
+	name := "comm:" + ref.String() + ":" + tag
 	cid, err := e.s.GroupConstruct(ctx, name, ranks)
 	if err != nil {
-		return nil, fmt.Errorf("comm: communicator over %s: %w", refString(ref), err)
+		return nil, fmt.Errorf("comm: communicator over %s: %w", ref.String(), err)
 	}
 	return &Comm{e: e, ref: ref, name: name, cid: cid, ranks: ranks, me: me}, nil
 }
@@ -61,10 +60,6 @@ func (e *Endpoint) Self() *Comm {
 		e: e, ref: wire.PsetRef{Name: "mpi://SELF"}, cid: 1<<63 | e.selfIDs.Add(1),
 		ranks: []uint32{e.me},
 	}
-}
-
-func refString(r wire.PsetRef) string {
-	return r.Name + "@" + strconv.FormatUint(uint64(r.Version), 10)
 }
 
 // Rank is the caller's rank in c.
@@ -101,7 +96,7 @@ func (c *Comm) Free(ctx context.Context) error {
 }
 
 func (c *Comm) errFreed() error {
-	return wire.Errorf(wire.ErrState, "comm: communicator %d over %s is freed", c.cid, refString(c.ref))
+	return wire.Errorf(wire.ErrState, "comm: communicator %d over %s is freed", c.cid, c.ref.String())
 }
 
 func (c *Comm) check(rank int, what string) error {

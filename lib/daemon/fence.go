@@ -201,30 +201,112 @@ func (s *sessionState) enterFence(key fenceKey, procs []wire.ProcRanges, e *fenc
 }
 
 // localParticipants returns the ranks of job that run here, are alive and
-// are named by procs. d.mu must be held.
+// are named by procs; for a fence over all of job's live processes, not
+// those a change is taking away (leaving), as at the master. d.mu must be
+// held.
 func (d *Daemon) localParticipants(job string, procs []wire.ProcRanges) map[uint32]bool {
-	all := len(procs) == 0
-	var ranks []wire.RankRanges
-	for _, pr := range procs {
-		if pr.Job != "" && pr.Job != job {
-			continue
-		}
-		if len(pr.Ranks) == 0 {
-			all = true
-			break
-		}
-		ranks = append(ranks, pr.Ranks)
-	}
+	all, ranks := namedRanks(job, procs)
+	jc := d.jobs[job]
 	out := map[uint32]bool{}
 	for k := range d.live {
 		if k.job != job {
 			continue
 		}
-		if all || slices.ContainsFunc(ranks, func(rr wire.RankRanges) bool { return rr.Contains(k.rank) }) {
+		if all && !jc.leaving(k.rank) || slices.ContainsFunc(ranks, func(rr wire.RankRanges) bool { return rr.Contains(k.rank) }) {
 			out[k.rank] = true
 		}
 	}
 	return out
+}
+
+// namedRanks reads a participant list for job: all of its live processes
+// (all), or these ranks.
+func namedRanks(job string, procs []wire.ProcRanges) (all bool, ranks []wire.RankRanges) {
+	all = len(procs) == 0
+	for _, pr := range procs {
+		if pr.Job != "" && pr.Job != job {
+			continue
+		}
+		if len(pr.Ranks) == 0 {
+			return true, ranks
+		}
+		ranks = append(ranks, pr.Ranks)
+	}
+	return all, ranks
+}
+
+// leaving reports whether the master's records say that rank is on its
+// way out of the job: removed by a SUB past its first accept, or replaced
+// by a FINALIZED REPLACE (lib/master procLeaving). d.mu must be held.
+func (jc *jobCache) leaving(rank uint32) bool {
+	if jc == nil || jc.rcs == nil {
+		return false
+	}
+	for _, r := range jc.rcs.order {
+		if goingAway(r) && (r.Type == wire.RCSub && r.Ranks.Contains(rank) || r.Type == wire.RCReplace && r.Out.Contains(rank)) {
+			return true
+		}
+	}
+	return false
+}
+
+// goingAway reports whether the processes r takes away are leaving now.
+func goingAway(r *wire.RC) bool {
+	if r.Settled {
+		return false // they are gone
+	}
+	switch r.Type {
+	case wire.RCSub:
+		return r.Status == wire.RCPending || r.Status == wire.RCFinalized
+	case wire.RCReplace:
+		return r.Status == wire.RCFinalized
+	}
+	return false
+}
+
+// fenceLeaving stops the open rounds over all of a job's live processes
+// from waiting for the local processes r takes away, once they are
+// leaving: they will not enter. d.mu must be held.
+func (d *Daemon) fenceLeaving(r *wire.RC) {
+	if s := d.sess; s != nil && goingAway(r) {
+		jc := d.jobs[r.Job]
+		s.releaseRounds(r.Job, func(fr *fenceRound, rank uint32) bool {
+			all, _ := namedRanks(r.Job, fr.procs)
+			return all && fr.in[rank] == nil && jc.leaving(rank)
+		})
+	}
+}
+
+// releaseRounds stops the open rounds of job from waiting for the local
+// processes drop selects, and sends those that are complete then.
+func (s *sessionState) releaseRounds(job string, drop func(r *fenceRound, rank uint32) bool) {
+	t := &s.fences
+	var ready []*fenceRound
+	t.mu.Lock()
+	for key, list := range t.rounds {
+		if key.job != job {
+			continue
+		}
+		for _, r := range list {
+			if r.sent {
+				continue
+			}
+			n := len(r.expect)
+			for rank := range r.expect {
+				if drop(r, rank) {
+					delete(r.expect, rank)
+				}
+			}
+			if len(r.expect) < n && r.complete() {
+				r.sent = true
+				ready = append(ready, r)
+			}
+		}
+	}
+	t.mu.Unlock()
+	for _, r := range ready {
+		go s.flushFence(r)
+	}
 }
 
 // complete reports whether every expected process has entered.
@@ -267,31 +349,8 @@ func (t *fenceTable) drop(r *fenceRound) {
 // fenceProcEnded is called once a local process's end has been reported
 // to the master: the rounds waiting for it are sent without it.
 func (d *Daemon) fenceProcEnded(k procKey) {
-	s := d.sess
-	if s == nil {
-		return
-	}
-	t := &s.fences
-	var ready []*fenceRound
-	t.mu.Lock()
-	for key, list := range t.rounds {
-		if key.job != k.job {
-			continue
-		}
-		for _, r := range list {
-			if r.sent || !r.expect[k.rank] {
-				continue
-			}
-			delete(r.expect, k.rank)
-			if r.complete() {
-				r.sent = true
-				ready = append(ready, r)
-			}
-		}
-	}
-	t.mu.Unlock()
-	for _, r := range ready {
-		go s.flushFence(r)
+	if s := d.sess; s != nil {
+		s.releaseRounds(k.job, func(_ *fenceRound, rank uint32) bool { return rank == k.rank })
 	}
 }
 

@@ -146,6 +146,7 @@ func (d *Daemon) handleRCPush(_ context.Context, _ *wire.Request, b *wire.RC) (a
 		jc.rcs.wake = make(chan struct{})
 	}()
 	rec := *b
+	defer d.fenceLeaving(&rec)
 	if old := jc.rcs.byDelta[b.Delta]; old != nil {
 		if old.Seq <= b.Seq {
 			*old = rec

@@ -120,7 +120,7 @@ func (ss *sessState) fenceEnter(s *state, b *wire.FenceReq, e *gentry) error {
 		}
 	}
 	if g == nil {
-		if g, err = s.newGather(key, what, parts); err != nil {
+		if g, err = s.newGather(key, what, parts, spec.wild); err != nil {
 			return err
 		}
 		ss.fences[key] = append(ss.fences[key], g)

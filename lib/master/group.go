@@ -3,6 +3,7 @@ package master
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/dynrt/dynrt/wire"
 )
@@ -88,7 +89,7 @@ func (ss *sessState) groupEnter(s *state, b *wire.GroupReq, e *gentry) error {
 	}
 	switch {
 	case g == nil:
-		if g, err = s.newGather(key, what, parts); err != nil {
+		if g, err = s.newGather(key, what, parts, spec.wild); err != nil {
 			return err
 		}
 		ss.pending[key] = g
@@ -100,9 +101,17 @@ func (ss *sessState) groupEnter(s *state, b *wire.GroupReq, e *gentry) error {
 		return nil
 	}
 	delete(ss.pending, key)
+	ss.completeGroup(s, key, g)
+	return nil
+}
+
+// completeGroup gives the construct g (key: name, NUL, participant list),
+// whose members have all entered, its context id.
+func (ss *sessState) completeGroup(s *state, key string, g *gather) {
 	ss.lastCID++
 	g.cid = ss.lastCID
-	gr := &group{name: b.ID, cid: g.cid, members: make(map[procRef]bool, len(g.parts))}
+	name, _, _ := strings.Cut(key, "\x00")
+	gr := &group{name: name, cid: g.cid, members: make(map[procRef]bool, len(g.parts))}
 	for p := range g.parts {
 		// A member that entered and then ended is not in the group.
 		if s.procLive(p) {
@@ -114,7 +123,6 @@ func (ss *sessState) groupEnter(s *state, b *wire.GroupReq, e *gentry) error {
 		ss.groups[key] = gr
 	}
 	g.complete()
-	return nil
 }
 
 func (ss *sessState) handleGroupDestruct(ctx context.Context, _ *wire.Request, b *wire.GroupReq) (any, error) {

@@ -107,20 +107,21 @@ type rcRun struct {
 	newFailed string                     // a failure REPLACE: how its new processes failed (failure.go rcRefold)
 	held      map[uint32][]string        // the malleable sets that held each of the change's ranks before it (phase 2 may take them out)
 
-	seq       uint64 // record updates pushed
-	shown     string // status of the last rc.state event (rcEvent)
-	placed    time.Time
-	launched  time.Time
-	exited    time.Time
-	newSet    *wire.PsetRef           // ADD: the set the accept named
-	sets      map[string]wire.PsetRef // the set each bound set's accept named
-	pinned    bool
-	launching bool // ADD: the launch round is in flight
-	launchEnd bool // ADD: the launch round completed (or was never needed)
-	started   int  // ADD: new processes reported forked
-	gone      map[uint32]bool
-	timer     *time.Timer // confirm timeout, then (SUB) the grace period
-	settled   bool
+	seq        uint64 // record updates pushed
+	shown      string // status of the last rc.state event (rcEvent)
+	placed     time.Time
+	launched   time.Time
+	exited     time.Time
+	newSet     *wire.PsetRef           // ADD: the set the accept named
+	sets       map[string]wire.PsetRef // the set each bound set's accept named
+	pinned     bool
+	leftFences bool // the leaving processes were taken out of the open fences (procsLeaving)
+	launching  bool // ADD: the launch round is in flight
+	launchEnd  bool // ADD: the launch round completed (or was never needed)
+	started    int  // ADD: new processes reported forked
+	gone       map[uint32]bool
+	timer      *time.Timer // confirm timeout, then (SUB) the grace period
+	settled    bool
 
 	announced func(*wire.RC, error)   // requester without Wait: answered at ANNOUNCED
 	waiters   []func(*wire.RC, error) // requesters with Wait: answered when settled
@@ -485,7 +486,7 @@ func (s *state) rcSubmit(b *wire.RCRequest, at time.Time, reply func(*wire.RC, e
 				j.app, j.ns, lostRanges(jr.lost)))
 			return
 		}
-		jr.queue = append(jr.queue, &rcPending{req: *b, at: at, reply: reply})
+		s.rcQueue(jr, b, at, reply)
 		return
 	} else if cur != nil {
 		if !b.Queue {
@@ -494,10 +495,34 @@ func (s *state) rcSubmit(b *wire.RCRequest, at time.Time, reply func(*wire.RC, e
 				j.app, j.ns, cur.r.Delta(), cur.typ, cur.r.Status()))
 			return
 		}
-		jr.queue = append(jr.queue, &rcPending{req: *b, at: at, reply: reply})
+		s.rcQueue(jr, b, at, reply)
 		return
 	}
 	s.rcStart(jr, b, at, reply)
+}
+
+// rcQueue puts b in line behind the change in flight. A request without
+// Wait is answered at once with status NULL (docs/rc.md): its requester
+// may be a member that still has to accept the change in flight, which
+// must not wait for its own request. The queued change is announced like
+// any other when its turn comes; a refusal then has nobody left to
+// answer, so it is logged.
+func (s *state) rcQueue(jr *jobRC, b *wire.RCRequest, at time.Time, reply func(*wire.RC, error)) {
+	if !b.Wait {
+		typ, _ := parseRCType(b.Type)
+		rec := wire.RC{
+			Job: jr.j.ns, Type: typ, Status: wire.RCNull, N: b.N, Ranks: b.Ranks, Bound: b.Bound,
+			Requester: b.Requester, RequesterID: b.RequesterID, Times: wire.RCTimes{Requested: at.UnixNano()},
+		}
+		reply(&rec, nil)
+		log, job := s.log, jr.j.ns
+		reply = func(_ *wire.RC, err error) {
+			if err != nil {
+				log.Warn("master: a queued resource change was refused when its turn came", "job", job, "type", typ, "requester", b.RequesterID, "err", err)
+			}
+		}
+	}
+	jr.queue = append(jr.queue, &rcPending{req: *b, at: at, reply: reply})
 }
 
 func (s *state) rcJobOK(j *job) error {
@@ -1712,6 +1737,10 @@ func (run *rcRun) event(rec *wire.RC, msg string) wire.Event {
 // calls then (if set) with the record. Pushes to one daemon are ordered,
 // so events come out in update order.
 func (s *state) rcUpdate(run *rcRun, then func(*wire.RC)) {
+	if ss := s.m.sess; ss != nil && !run.leftFences && run.goingAway() {
+		run.leftFences = true
+		ss.procsLeaving(s, run.jr.j.ns, run.leaving())
+	}
 	run.seq++
 	rec := run.record()
 	j := run.jr.j

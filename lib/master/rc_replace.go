@@ -6,6 +6,7 @@ import (
 
 	"github.com/dynrt/dynrt/lib/alloc"
 	"github.com/dynrt/dynrt/lib/pset"
+	"github.com/dynrt/dynrt/lib/rc"
 	"github.com/dynrt/dynrt/wire"
 )
 
@@ -34,6 +35,29 @@ func (run *rcRun) leaving() []uint32 {
 		return run.out
 	}
 	return nil
+}
+
+// goingAway reports whether the processes of leaving() are on their way
+// out: a SUB past its first accept (it can no longer be canceled, and
+// the accept told them to leave), a REPLACE once FINALIZED.
+func (run *rcRun) goingAway() bool {
+	st := run.r.Status()
+	switch run.typ {
+	case wire.RCSub:
+		return st == rc.StatusPending || st == rc.StatusFinalized
+	case wire.RCReplace:
+		return st == rc.StatusFinalized
+	}
+	return false
+}
+
+// procLeaving reports whether p is on its way out of its job
+// (goingAway) and has not ended yet. "Every live process" of a fence or
+// a group construct leaves such processes out: they will not enter, and
+// their exit would fail it.
+func (s *state) procLeaving(p procRef) bool {
+	jr := s.rcs().jobs[p.job]
+	return jr != nil && jr.cur != nil && jr.cur.goingAway() && slices.Contains(jr.cur.leaving(), p.rank)
 }
 
 // leavingSet names the set of leaving().

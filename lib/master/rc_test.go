@@ -58,6 +58,28 @@ func (d *testDVM) settled(delta string) wire.RC {
 	return rc
 }
 
+// started waits until the change delta exists (a queued request starts
+// when the change before it is settled) and is announced.
+func (d *testDVM) started(delta string) wire.RC {
+	d.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for {
+		rc, err := d.c.WaitRC(ctx, delta, wire.RCAnnounced)
+		if !errors.Is(err, wire.ErrNotFound) {
+			if err != nil {
+				d.t.Fatalf("wait for %s: %v", delta, err)
+			}
+			return rc
+		}
+		select {
+		case <-ctx.Done():
+			d.t.Fatalf("%s never started", delta)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 func (d *testDVM) kill(job string) {
 	d.t.Helper()
 	if err := d.c.KillJob(context.Background(), job, 0, 0); err != nil {
@@ -131,14 +153,15 @@ func TestRCBusyQueueCancel(t *testing.T) {
 	if !errors.Is(err, wire.ErrBusy) || !strings.Contains(err.Error(), first.Delta) {
 		t.Fatalf("second ADD: %v, want busy naming %s", err, first.Delta)
 	}
-	queued := make(chan wire.RC, 1)
-	go func() {
-		rc, err := d.rc(wire.RCRequest{Job: job.Job, Type: wire.RCAdd, N: 2, Queue: true})
-		if err != nil {
-			t.Errorf("queued ADD: %v", err)
-		}
-		queued <- rc
-	}()
+	// Queued without Wait: answered at once with status NULL (docs/rc.md),
+	// not when its turn comes; the 5 s bound fails the old behaviour,
+	// which answered only after the cancel below.
+	qctx, qcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	queued, err := d.c.RequestRC(qctx, wire.RCRequest{Job: job.Job, Type: wire.RCAdd, N: 2, Queue: true})
+	qcancel()
+	if err != nil || queued.Status != wire.RCNull || queued.Delta != "" || queued.Job != job.Job || queued.Type != wire.RCAdd || queued.N != 2 {
+		t.Fatalf("queued ADD: %+v, %v; want status NULL at once", queued, err)
+	}
 	info, _ := d.c.Job(context.Background(), wire.JobStateReq{Job: job.Job})
 	if info.Delta != first.Delta {
 		t.Errorf("job shows change %q in flight, want %s", info.Delta, first.Delta)
@@ -150,9 +173,9 @@ func TestRCBusyQueueCancel(t *testing.T) {
 	if rc := d.settled(first.Delta); !rc.Settled || rc.Times.Exited == 0 {
 		t.Errorf("canceled change: %+v", rc)
 	}
-	second := <-queued
+	second := d.started(pset.DeltaName(job.App, 2))
 	// The canceled ADD gave its rank back (DESIGN §9).
-	if second.Delta != pset.DeltaName(job.App, 2) || second.Status != wire.RCAnnounced || second.Ranks.String() != "1-2" {
+	if second.Status != wire.RCAnnounced || second.Ranks.String() != "1-2" {
 		t.Fatalf("queued ADD started as %+v", second)
 	}
 	if _, err := d.c.CancelRC(context.Background(), second.Delta, "enough"); err != nil {
@@ -204,13 +227,17 @@ func TestRCJobEnds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Queued without Wait: answered NULL at once, and it never starts.
+	if q, err := d.rc(wire.RCRequest{Job: job.Job, Type: wire.RCAdd, N: 1, Queue: true}); err != nil || q.Status != wire.RCNull {
+		t.Fatalf("queued request: %+v, %v", q, err)
+	}
 	queued := make(chan error, 1)
 	go func() {
-		_, err := d.rc(wire.RCRequest{Job: job.Job, Type: wire.RCAdd, N: 1, Queue: true})
+		_, err := d.rc(wire.RCRequest{Job: job.Job, Type: wire.RCAdd, N: 1, Queue: true, Wait: true})
 		queued <- err
 	}()
-	// Whether the queued request reaches the master before or after the
-	// end, it fails.
+	// Whether the queued request with Wait reaches the master before or
+	// after the end, it fails.
 	d.kill(job.Job)
 	got := d.settled(rc.Delta)
 	if got.Status != wire.RCAborted || !strings.Contains(got.Reason, "job") {
@@ -218,6 +245,9 @@ func TestRCJobEnds(t *testing.T) {
 	}
 	if err := <-queued; !errors.Is(err, wire.ErrAborted) && !errors.Is(err, wire.ErrState) {
 		t.Errorf("queued request of an ended job: %v", err)
+	}
+	if rcs, err := d.c.RCs(context.Background(), job.Job); err == nil && len(rcs) != 1 {
+		t.Errorf("the ended job has %d changes, want only %s: %+v", len(rcs), rc.Delta, rcs)
 	}
 	if n := d.used(); n != 0 {
 		t.Errorf("%d slots used", n)

@@ -129,6 +129,41 @@ func (ss *sessState) jobEnded(job string) {
 	}
 }
 
+// procsLeaving takes the processes of job that a change is taking away
+// (procLeaving) out of the open fences and group constructs over all of
+// job's live processes that they have not entered: they will not enter,
+// and their exit must not fail them. An instance they alone held back
+// completes.
+func (ss *sessState) procsLeaving(s *state, job string, ranks []uint32) {
+	out := func(g *gather) bool {
+		if !slices.Contains(g.wild, job) {
+			return false
+		}
+		for _, r := range ranks {
+			p := procRef{job, r}
+			if entered, ok := g.parts[p]; ok && !entered {
+				delete(g.parts, p)
+				g.left--
+			}
+		}
+		return g.left == 0 && len(g.entries) > 0
+	}
+	for _, list := range ss.fences {
+		for _, g := range slices.Clone(list) {
+			if out(g) {
+				ss.dropFence(g)
+				g.complete()
+			}
+		}
+	}
+	for key, g := range ss.pending {
+		if out(g) {
+			delete(ss.pending, key)
+			ss.completeGroup(s, key, g)
+		}
+	}
+}
+
 // procRef names a process of the DVM.
 type procRef struct {
 	job  string
@@ -212,7 +247,7 @@ func (s *state) members(ps *partSpec) map[procRef]bool {
 	members := map[procRef]bool{}
 	for _, job := range ps.wild {
 		s.jobs[job].procs.each(func(r uint32, _ *jproc) {
-			if p := (procRef{job, r}); s.procLive(p) {
+			if p := (procRef{job, r}); s.procLive(p) && !s.procLeaving(p) {
 				members[p] = false
 			}
 		})
@@ -236,6 +271,7 @@ type gather struct {
 	entries []*gentry        // one per request
 	cid     uint64           // groups: the context id once complete
 	done    bool
+	wild    []string // jobs all of whose live processes take part (they leave out the leaving ones: procLeaving)
 }
 
 // gentry is one request waiting in a gather. Its fields other than who and
@@ -248,7 +284,7 @@ type gentry struct {
 }
 
 // newGather starts an instance over members; every member must be alive.
-func (s *state) newGather(key, what string, members map[procRef]bool) (*gather, error) {
+func (s *state) newGather(key, what string, members map[procRef]bool, wild []string) (*gather, error) {
 	if len(members) == 0 {
 		return nil, wire.Errorf(wire.ErrInvalid, "master: %s has no live participants", what)
 	}
@@ -262,7 +298,7 @@ func (s *state) newGather(key, what string, members map[procRef]bool) (*gather, 
 		slices.SortFunc(dead, cmpProc)
 		return nil, wire.Errorf(wire.ErrAborted, "master: %s: %s has ended", what, dead[0])
 	}
-	return &gather{key: key, what: what, parts: members, left: len(members)}, nil
+	return &gather{key: key, what: what, parts: members, left: len(members), wild: wild}, nil
 }
 
 func cmpProc(a, b procRef) int {

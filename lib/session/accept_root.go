@@ -19,7 +19,8 @@ import (
 // has done that over its own channel. Arguments and result are those of
 // Accept; o.Root, if set, must be the caller. An aborted change returns an
 // error matching wire.ErrAborted.
-func (s *Session) AcceptAsRoot(ctx context.Context, delta, newSet string, o AcceptOptions) (AcceptResult, error) {
+func (s *Session) AcceptAsRoot(ctx context.Context, delta, newSet string, o AcceptOptions) (res AcceptResult, err error) {
+	defer func() { s.rc.took(delta, o.Bound, err) }()
 	rec, err := s.record(ctx, delta)
 	if err != nil {
 		return AcceptResult{}, err
@@ -57,7 +58,8 @@ func (s *Session) AcceptAsRoot(ctx context.Context, delta, newSet string, o Acce
 // application passed it on. It counts the call and sets Terminate for the
 // caller (a process the SUB removes). Errors the root got are the
 // application's to pass on; this never asks the runtime for the decision.
-func (s *Session) AcceptedByRoot(ctx context.Context, delta string, res AcceptResult, o AcceptOptions) (AcceptResult, error) {
+func (s *Session) AcceptedByRoot(ctx context.Context, delta string, res AcceptResult, o AcceptOptions) (_ AcceptResult, err error) {
+	defer func() { s.rc.took(delta, o.Bound, err) }()
 	rec, err := s.record(ctx, delta)
 	if err != nil {
 		return AcceptResult{}, err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/dynrt/dynrt/wire"
@@ -123,12 +122,12 @@ func (s *Session) FailureBehind(ctx, wctx context.Context, err error, bound stri
 }
 
 // SetAfter is phase 2 of the change r for the set named set, as its root
-// runs it: the new version of set that the members continue with, as
-// "name@version" for Accept. An ADD is UNION(set, delta), a SUB
+// runs it: the new version of set that the members continue with (its
+// String is the newSet of Accept). An ADD is UNION(set, delta), a SUB
 // DIFFERENCE(set, delta), a REPLACE both: DIFFERENCE with its replaced
 // set, then UNION with its delta. (For a failure change the DIFFERENCE
 // changes nothing: the runtime has taken the dead out already.)
-func (s *Session) SetAfter(ctx context.Context, set string, r RC) (string, error) {
+func (s *Session) SetAfter(ctx context.Context, set string, r RC) (SetVersion, error) {
 	o := PsetOpOptions{Target: set}
 	var res PsetOpResult
 	var err error
@@ -144,10 +143,10 @@ func (s *Session) SetAfter(ctx context.Context, set string, r RC) (string, error
 			res, err = s.PsetOp(ctx, OpDifference, set, r.Record.OutSet, o)
 		}
 	default:
-		return "", wire.Errorf(wire.ErrInvalid, "session: change %s of type %q: no set to build", r.Delta, r.Type)
+		return SetVersion{}, wire.Errorf(wire.ErrInvalid, "session: change %s of type %q: no set to build", r.Delta, r.Type)
 	}
 	if err != nil {
-		return "", err
+		return SetVersion{}, err
 	}
-	return res.Name + "@" + strconv.FormatUint(uint64(res.Version), 10), nil
+	return res.Ref(), nil
 }

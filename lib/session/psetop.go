@@ -44,7 +44,7 @@ type PsetOpResult struct {
 }
 
 // Ref names the exact membership the operation produced.
-func (r PsetOpResult) Ref() wire.PsetRef { return wire.PsetRef{Name: r.Name, Version: r.Version} }
+func (r PsetOpResult) Ref() SetVersion { return wire.PsetRef{Name: r.Name, Version: r.Version} }
 
 // PsetOp computes op(p1, p2) and stores it (listing 6.2). Operands may be
 // any set the caller can name, "name@version" for an earlier membership,
@@ -105,7 +105,7 @@ type SplitPart struct {
 }
 
 // Ref names the exact membership of the part.
-func (p SplitPart) Ref() wire.PsetRef { return wire.PsetRef{Name: p.Name, Version: p.Version} }
+func (p SplitPart) Ref() SetVersion { return wire.PsetRef{Name: p.Name, Version: p.Version} }
 
 // Split splits set (a name or "name@version"; mpi://SELF and mpi://SHARED
 // are the caller's) into parts stored as sets in one step, and returns

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -50,6 +49,41 @@ type rcSession struct {
 	members map[wire.PsetRef]wire.RankRanges // members of exact versions
 	changed chan struct{}                    // closed on every change event (watchRC); nil until then
 	watch   sync.Mutex                       // serialises the start of the subscription
+	parts   map[string]bool                  // parts taken: "<delta>|<bound>" accepted ("" bound: every set), "<delta>|confirm" confirmed
+	told    map[string]bool                  // aborted changes a query or a call has reported
+}
+
+// take records that the caller has done its part of delta: accepted for
+// bound ("": for every bound set holding it), or confirmed (confirm). QueryRC no longer reports the change.
+func (r *rcSession) take(delta, bound string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.parts == nil {
+		r.parts = make(map[string]bool)
+	}
+	r.parts[delta+"|"+bound] = true
+}
+
+// taken reports whether take(delta, bound) was called.
+func (r *rcSession) taken(delta, bound string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.parts[delta+"|"+bound]
+}
+
+// tell records that the caller has learnt that delta was aborted; it
+// reports whether it had not before.
+func (r *rcSession) tell(delta string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.told[delta] {
+		return false
+	}
+	if r.told == nil {
+		r.told = make(map[string]bool)
+	}
+	r.told[delta] = true
+	return true
 }
 
 // saw keeps a record unless a newer one of the same change is known.
@@ -80,21 +114,21 @@ func (s *Session) record(ctx context.Context, delta string) (wire.RC, error) {
 			return rec, nil
 		}
 	}
-	r, err := s.QueryRC(ctx, QueryOptions{Delta: delta})
+	r, err := s.queryRC(ctx, QueryOptions{Delta: delta})
 	return r.Record, err
 }
 
 // Members returns the members of one exact version of a set. Since a
 // (name, version) pair always names the same members, the answer is kept
 // for later calls.
-func (s *Session) Members(ctx context.Context, ref wire.PsetRef) (wire.RankRanges, error) {
+func (s *Session) Members(ctx context.Context, ref SetVersion) (wire.RankRanges, error) {
 	s.rc.mu.Lock()
 	m, ok := s.rc.members[ref]
 	s.rc.mu.Unlock()
 	if ok {
 		return m, nil
 	}
-	p, err := s.PsetInfo(ctx, ref.Name+"@"+strconv.FormatUint(uint64(ref.Version), 10))
+	p, err := s.PsetInfo(ctx, ref.String())
 	if err != nil {
 		return nil, err
 	}
@@ -136,17 +170,49 @@ func (r RC) Null() bool { return r.Type == wire.RCNull }
 type QueryOptions struct {
 	// Bound is the set whose change is wanted (the thesis's
 	// MPI_RC_BOUND_PSET): "" means the application set mpi://app/<app>
-	// (application-level changes), Self the latest change that adds or
-	// removes the caller or binds a set holding it.
+	// (application-level changes), Self any set holding the caller.
 	Bound string
-	// Delta names one change exactly; Bound is then ignored.
+	// Delta names one change exactly: its record is returned whatever
+	// its status, and Bound is ignored.
 	Delta string
 }
 
-// QueryRC reports the latest change bound to o.Bound (listing 6.1). The
-// daemon answers from its copy of the runtime's records, without a round
-// trip to the master.
+// QueryRC reports the change bound to o.Bound that still needs the caller
+// (listing 6.1), or NULL (Null() is true) when there is none: the
+// thesis's MPI_RC_NULL. A change needs the caller when the caller is
+// concerned by it (a member of one of its bound sets at the version the
+// change was announced with, or one of its new processes) and
+//
+//   - it is ANNOUNCED or PENDING and the caller has not taken its part in
+//     this session yet: a member has not accepted (Accept, AcceptAsRoot,
+//     AcceptedByRoot returned without an error) for every bound set it is
+//     in, a new process has not confirmed; or
+//   - it is ABORTED and neither a query nor an accept or confirm of this
+//     session has reported that yet (an abort is reported once, so that a
+//     caller in the middle of phase 2 learns it).
+//
+// A FINALIZED change never needs the caller (it took its part, or the
+// runtime completed the change without it); once the caller has taken
+// its part it follows the change with the result of its accept or with
+// QueryRC(QueryOptions{Delta: ...}), which returns any change by name.
+// So a loop needs no memory of the changes it handled. The daemon answers
+// from its copy of the runtime's records, without a round trip to the
+// master (one more, once per set version, to learn its members).
 func (s *Session) QueryRC(ctx context.Context, o QueryOptions) (RC, error) {
+	r, err := s.queryRC(ctx, o)
+	if err != nil || o.Delta != "" || r.Null() {
+		return r, err
+	}
+	need, err := s.needs(ctx, r)
+	if err != nil || !need {
+		return RC{Type: wire.RCNull, Status: wire.RCNull}, err
+	}
+	return r, nil
+}
+
+// queryRC is one rc.query: the daemon's latest record bound to o.Bound,
+// whatever its status, or the one named o.Delta.
+func (s *Session) queryRC(ctx context.Context, o QueryOptions) (RC, error) {
 	var rep wire.RCQueryReply
 	if err := s.call(ctx, wire.KindRCQuery, &wire.RCQueryReq{Delta: o.Delta, Bound: o.Bound}, &rep); err != nil {
 		return RC{}, err
@@ -156,6 +222,48 @@ func (s *Session) QueryRC(ctx context.Context, o QueryOptions) (RC, error) {
 	}
 	s.rc.saw(*rep.RC)
 	return RC{Type: rep.RC.Type, Delta: rep.RC.Delta, Incl: rep.Incl, Status: rep.RC.Status, Record: *rep.RC}, nil
+}
+
+// needs says whether r still needs the caller (QueryRC).
+func (s *Session) needs(ctx context.Context, r RC) (bool, error) {
+	rec := &r.Record
+	newProc := r.Incl && (r.Type == wire.RCAdd || r.Type == wire.RCReplace)
+	switch r.Status {
+	case wire.RCAnnounced, wire.RCPending:
+		if newProc {
+			return !s.rc.taken(r.Delta, confirm), nil
+		}
+		for _, ref := range rec.BoundRefs {
+			if s.rc.taken(r.Delta, ref.Name) || s.rc.taken(r.Delta, "") {
+				continue
+			}
+			m, err := s.Members(ctx, ref)
+			if err != nil {
+				return false, err
+			}
+			if m.Contains(s.info.Rank) {
+				return true, nil
+			}
+		}
+		return false, nil
+	case wire.RCAborted:
+		in := newProc
+		for _, ref := range rec.BoundRefs {
+			if in {
+				break
+			}
+			m, err := s.Members(ctx, ref)
+			if errors.Is(err, wire.ErrNotFound) {
+				continue // a version the runtime no longer keeps: long over
+			}
+			if err != nil {
+				return false, err
+			}
+			in = m.Contains(s.info.Rank)
+		}
+		return in && s.rc.tell(r.Delta), nil
+	}
+	return false, nil
 }
 
 // SubscribeRC calls fn with the record of every update of a change of the
@@ -339,7 +447,8 @@ type AcceptResult struct {
 // set accepted) and every member gets the root's answer. Later calls (an
 // ADD still PENDING) ask again and agree on the answer the same way. An
 // aborted change returns an error matching wire.ErrAborted.
-func (s *Session) Accept(ctx context.Context, delta, newSet string, o AcceptOptions) (AcceptResult, error) {
+func (s *Session) Accept(ctx context.Context, delta, newSet string, o AcceptOptions) (_ AcceptResult, err error) {
+	defer func() { s.rc.took(delta, o.Bound, err) }()
 	req := &wire.RCAcceptReq{Delta: delta, Bound: o.Bound, Root: o.Root, Block: o.Blocking, TimeoutMS: timeoutMS(ctx, o.Timeout)}
 	if newSet != "" {
 		req.Set = wire.PsetRef{Name: newSet}
@@ -350,6 +459,27 @@ func (s *Session) Accept(ctx context.Context, delta, newSet string, o AcceptOpti
 	}
 	return AcceptResult{Status: rep.Status, NewSet: rep.Set, Terminate: rep.Terminate}, nil
 }
+
+// took notes the outcome of the caller's part of delta for the bound set
+// named bound ("" for every set holding the caller; confirm for a
+// confirmation): done, or told of the abort.
+func (r *rcSession) took(delta, bound string, err error) {
+	if n, perr := pset.Parse(delta); perr == nil {
+		delta = n.String()
+	}
+	if n, perr := pset.Parse(bound); perr == nil && bound != "" {
+		bound = n.String()
+	}
+	switch {
+	case err == nil:
+		r.take(delta, bound)
+	case errors.Is(err, wire.ErrAborted):
+		r.tell(delta)
+	}
+}
+
+// confirm is the part taken by a confirmation (rcSession.took).
+const confirm = "confirm"
 
 // boundOf resolves the bound set a member accepts for and its members at
 // the announcement.
@@ -375,7 +505,8 @@ type ConfirmOptions struct {
 // processes, lets the lowest of them confirm (status FINALIZED), and
 // answers the set to continue with. If the change is aborted it returns
 // an error matching wire.ErrAborted.
-func (s *Session) Confirm(ctx context.Context, delta string, o ConfirmOptions) (wire.PsetRef, error) {
+func (s *Session) Confirm(ctx context.Context, delta string, o ConfirmOptions) (_ SetVersion, err error) {
+	defer func() { s.rc.took(delta, confirm, err) }()
 	var rep wire.RCAcceptReply
 	if err := s.call(ctx, wire.KindRCConfirm, &wire.RCConfirmReq{Delta: delta, TimeoutMS: timeoutMS(ctx, o.Timeout)}, &rep); err != nil {
 		return wire.PsetRef{}, err

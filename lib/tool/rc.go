@@ -91,6 +91,14 @@ func (c *Client) WaitRC(ctx context.Context, delta, status string) (wire.RC, err
 	})
 }
 
+// unsubscribe ends the subscription of a wait that has ended, even when
+// the wait ended because ctx did.
+func (c *Client) unsubscribe(ctx context.Context, id uint64) {
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unsubTimeout)
+	defer cancel()
+	_ = c.Unsubscribe(uctx, id)
+}
+
 // unsubTimeout bounds the clean-up call of a wait that has ended.
 const unsubTimeout = 5 * time.Second
 
@@ -127,11 +135,7 @@ func (c *Client) WaitRCFunc(ctx context.Context, delta string, done func(wire.RC
 	if err != nil {
 		return wire.RC{}, err
 	}
-	defer func() {
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unsubTimeout)
-		defer cancel()
-		_ = c.Unsubscribe(uctx, id)
-	}()
+	defer c.unsubscribe(ctx, id)
 	cur, err := c.RC(ctx, delta)
 	if err != nil {
 		return cur, err
@@ -159,6 +163,71 @@ func (c *Client) WaitRCFunc(ctx context.Context, delta string, done func(wire.RC
 			return cur, wire.Errorf(code, "tool: resource change %s is still %s: %w", delta, cur.Status, ctx.Err())
 		}
 	}
+}
+
+// WaitQueued returns the record of the change a queued request became:
+// queued is the master's immediate answer to a request with Queue and
+// without Wait (status NULL, no delta yet). The change is recognised by
+// its job, requester id and request time, which the master keeps from the
+// request. It fails with wire.ErrAborted when the job ends first; a
+// request the master refuses when its turn comes (logged there) is not
+// reported, so bound ctx.
+func (c *Client) WaitQueued(ctx context.Context, queued wire.RC) (wire.RC, error) {
+	if queued.Delta != "" {
+		return queued, nil
+	}
+	mine := func(rc *wire.RC) bool {
+		return rc != nil && rc.Job == queued.Job && rc.RequesterID == queued.RequesterID && rc.Times.Requested == queued.Times.Requested
+	}
+	found := make(chan wire.RC, 1)
+	ended := make(chan string, 1)
+	id, err := c.Subscribe(ctx, wire.EventSubReq{Kinds: []string{wire.EvRCState, wire.EvJobState}}, func(ev wire.Event) {
+		switch {
+		case ev.Kind == wire.EvRCState && mine(ev.RC):
+			select {
+			case found <- *ev.RC:
+			default:
+			}
+		case ev.Kind == wire.EvJobState && ev.Job == queued.Job && jobOver(ev.State):
+			select {
+			case ended <- ev.State:
+			default:
+			}
+		}
+	})
+	if err != nil {
+		return wire.RC{}, err
+	}
+	defer c.unsubscribe(ctx, id)
+	// Subscribed first: a change announced from now on is an event, one
+	// announced before is in the list.
+	rcs, err := c.RCs(ctx, queued.Job)
+	if err != nil {
+		return wire.RC{}, err
+	}
+	for i := range rcs {
+		if mine(&rcs[i]) {
+			return rcs[i], nil
+		}
+	}
+	select {
+	case rc := <-found:
+		return rc, nil
+	case st := <-ended:
+		return wire.RC{}, wire.Errorf(wire.ErrAborted, "tool: job %s ended (%s) before its queued %s started", queued.Job, st, queued.Type)
+	case <-c.conn.Done():
+		return wire.RC{}, wire.Errorf(wire.ErrClosed, "tool: lost the master while waiting for the queued %s of job %s", queued.Type, queued.Job)
+	case <-ctx.Done():
+		code := wire.ErrCanceled
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			code = wire.ErrTimeout
+		}
+		return wire.RC{}, wire.Errorf(code, "tool: the queued %s of job %s has not started: %w", queued.Type, queued.Job, ctx.Err())
+	}
+}
+
+func jobOver(state string) bool {
+	return state == wire.JobStateDone || state == wire.JobStateFailed || state == wire.JobStateKilled
 }
 
 // PsetOp asks the master for a process set operation on req.Job's sets

@@ -1,0 +1,74 @@
+package session_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dynrt/dynrt/lib/session"
+)
+
+// TestQueryNeedsCaller: QueryRC reports a change only while it needs the
+// caller (docs/session.md, "Migrating from v1"). The members see an ADD
+// until they accept it, then NULL (v1: FINALIZED, forever); its new
+// process sees it until it confirms, then NULL; an ADD nobody accepts is
+// reported ABORTED once, then NULL. JobInfo during the ADD already counts
+// the new process (the job after the announced change).
+func TestQueryNeedsCaller(t *testing.T) {
+	d := startDVM(t, 1, 4)
+	_, lines := d.run(2, "", "rcquery")
+	member := []string{
+		"q start NULL NULL", "q seen ADD ANNOUNCED", "jobinfo 3", "q accepted NULL NULL",
+		"q seen2 ADD ANNOUNCED", "q aborted ADD ABORTED", "q again NULL NULL",
+	}
+	want := map[uint32][]string{
+		0: member, 1: member,
+		2: {"q new ADD true", "q confirmed NULL NULL", "q seen2 ADD ANNOUNCED", "q aborted ADD ABORTED", "q again NULL NULL"},
+	}
+	for r, w := range want {
+		if got := lines[r]; !slices.Equal(got, w) {
+			t.Errorf("rank %d printed %q, want %q", r, got, w)
+		}
+	}
+}
+
+// TestFenceAfterSub: right after a SUB is accepted, a fence over every
+// live process (Fence(nil)) leaves out the removed process that has not
+// exited yet; it used to wait for it and fail with "aborted" when it
+// exited.
+func TestFenceAfterSub(t *testing.T) {
+	d := startDVM(t, 1, 3)
+	_, lines := d.run(3, "", "fenceaftersub")
+	want := map[uint32][]string{0: {"fence ok"}, 1: {"fence ok"}, 2: {"left ok"}}
+	for r, w := range want {
+		if got := lines[r]; !slices.Equal(got, w) {
+			t.Errorf("rank %d printed %q, want %q", r, got, w)
+		}
+	}
+}
+
+// TestParseSetVersion: "name@version" round trips; a bare name or a bad
+// version is refused with a message saying what to write.
+func TestParseSetVersion(t *testing.T) {
+	tests := []struct {
+		in, want, err string
+	}{
+		{"mpi://app/x@3", "mpi://app/x@3", ""},
+		{"mpi://app/x/part@0", "mpi://app/x/part@0", ""},
+		{"mpi://app/x", "", "names no version"},
+		{"mpi://app/x@-1", "", "version"},
+		{"mpi://app/x@v2", "", "version"},
+		{"@3", "", ""},
+	}
+	for _, tt := range tests {
+		v, err := session.ParseSetVersion(tt.in)
+		switch {
+		case tt.want != "" && (err != nil || v.String() != tt.want):
+			t.Errorf("ParseSetVersion(%q) = %v, %v; want %s", tt.in, v, err, tt.want)
+		case tt.want == "" && err == nil:
+			t.Errorf("ParseSetVersion(%q) = %v, want an error", tt.in, v)
+		case tt.want == "" && !strings.Contains(err.Error(), tt.err):
+			t.Errorf("ParseSetVersion(%q): %v, want it to mention %q", tt.in, err, tt.err)
+		}
+	}
+}
