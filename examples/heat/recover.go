@@ -198,20 +198,19 @@ func (h *heat) recover(ctx context.Context, f session.RC) error {
 		return fmt.Errorf("recovery from %s: communicator over %s@%d: %w", f.Delta, ref.Name, ref.Version, err)
 	}
 	ch.Comm = time.Since(t)
-	newSet := ""
+	var newSet session.SetVersion
 	if rc.Rank() == 0 {
 		t := time.Now()
-		set, err := h.s.SetAfter(ctx, h.set.Name, f)
+		newSet, err = h.s.SetAfter(ctx, h.set.Name, f)
 		ch.Phase2 = time.Since(t)
 		if err != nil {
 			return fmt.Errorf("recovery from %s: phase 2: %w", f.Delta, err)
 		}
-		newSet = set.String()
 	}
 	// A REPLACE's accept waits for the new processes: they hold nothing
 	// yet, and the rows wait for them.
 	t = time.Now()
-	acc, err := rc.AcceptRC(ctx, f.Delta, 0, newSet, session.AcceptOptions{Bound: h.set.Name, Blocking: f.Type == wire.RCReplace})
+	acc, err := h.s.Accept(ctx, f.Delta, session.AcceptOptions{Bound: h.set.Name, NewSet: newSet, Over: rc}).Wait(ctx)
 	ch.Phase3, ch.Accepts = time.Since(t), 1
 	if err != nil {
 		return fmt.Errorf("recovery from %s: accept: %w", f.Delta, err)
@@ -227,7 +226,7 @@ func (h *heat) recover(ctx context.Context, f session.RC) error {
 	}()
 	set := acc.NewSet
 	if set.Name == "" {
-		v, err := rc.Bcast(ctx, 0, []byte(newSet))
+		v, err := rc.Bcast(ctx, 0, []byte(newSet.String()))
 		if err == nil {
 			set, err = parseRef(string(v))
 		}

@@ -68,7 +68,6 @@ type heat struct {
 	reqs        chan wire.RC // requests to send (Type, N, Ranks)
 	reqDone     chan error
 	outstanding int
-	done        map[string]bool
 }
 
 // flight is a change between its first accept and its completion.
@@ -76,7 +75,8 @@ type flight struct {
 	rc     session.RC
 	newSet string // the root's phase-2 set, name@version
 	ch     Change
-	t0     time.Time // first accept started
+	t0     time.Time              // first accept started
+	req    *session.AcceptRequest // this process's accept request
 }
 
 func run(ctx context.Context, cfg config, stdout io.Writer, log *slog.Logger) error {
@@ -89,7 +89,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer, log *slog.Logger) er
 		s.Finalize(ctx)
 		return err
 	}
-	h := &heat{cfg: cfg, s: s, ep: ep, out: stdout, log: log, done: map[string]bool{}, failed: map[string]bool{}, ck: ckStore{last: -1}}
+	h := &heat{cfg: cfg, s: s, ep: ep, out: stdout, log: log, failed: map[string]bool{}, ck: ckStore{last: -1}}
 	err = h.main(ctx)
 	if err != nil && !errors.Is(err, errGone) {
 		// One process failing would leave the others waiting in a halo
@@ -352,11 +352,11 @@ func (h *heat) decide(ctx context.Context, finishing bool) (byte, string, error)
 		}
 	}
 	if h.fl != nil {
-		r, err := h.s.QueryRC(ctx, session.QueryOptions{Delta: h.fl.rc.Delta})
+		// A grow accepted without blocking: once the root's request has
+		// completed (confirmed or aborted), everyone completes its own.
+		_, done, _ := h.fl.req.Test()
 		switch {
-		case err != nil:
-			return 0, "", err
-		case r.Status != wire.RCPending:
+		case done:
 			return actAgain, h.fl.rc.Delta, nil
 		case finishing:
 			return actWait, "", nil
@@ -367,21 +367,19 @@ func (h *heat) decide(ctx context.Context, finishing bool) (byte, string, error)
 	if err != nil {
 		return 0, "", err
 	}
-	if session.FailureDue(r, h.handled) && !h.done[r.Delta] {
+	if session.FailureDue(r, h.handled) {
 		if !h.cfg.buddy {
 			return 0, "", errNoBuddy(r)
 		}
 		// Handled outside the steps (recover), by every survivor.
 		return 0, "", &session.LostError{RC: r}
 	}
-	if !r.Null() && !h.done[r.Delta] {
+	if !r.Null() { // QueryRC reports a change only while it needs this process
 		switch r.Status {
 		case wire.RCAnnounced, wire.RCPending:
-			h.done[r.Delta] = true
 			return actAdapt, r.Delta, nil
 		case wire.RCAborted:
 			// Aborted before the application took part.
-			h.done[r.Delta] = true
 			h.record(Change{Delta: r.Delta, Type: r.Type, Status: wire.RCAborted, From: h.c.Size(), To: h.c.Size(), Step: h.step})
 		}
 	}
@@ -493,7 +491,7 @@ func (h *heat) adapt(ctx context.Context, delta string, phase1 time.Duration) (b
 		f.ch.Phase2 = time.Since(t0)
 		switch {
 		case err == nil:
-			f.newSet = res.Name + "@" + strconv.FormatUint(uint64(res.Version), 10)
+			f.newSet = res.Ref().String()
 		case !errors.Is(err, wire.ErrAborted):
 			return false, fmt.Errorf("phase 2 of %s: %s(%s, %s): %w", delta, op, h.set.Name, delta, err)
 		}
@@ -511,7 +509,25 @@ func (h *heat) accept(ctx context.Context, f *flight) (bool, error) {
 		f.t0 = time.Now()
 	}
 	t0 := time.Now()
-	acc, err := h.c.AcceptRC(ctx, f.rc.Delta, 0, f.newSet, session.AcceptOptions{Bound: h.set.Name, Blocking: h.cfg.blocking})
+	if f.req == nil {
+		o := session.AcceptOptions{Bound: h.set.Name, Over: h.c}
+		if f.newSet != "" {
+			var err error
+			if o.NewSet, err = session.ParseSetVersion(f.newSet); err != nil {
+				return false, err
+			}
+		}
+		f.req = h.s.Accept(ctx, f.rc.Delta, o)
+		if !h.cfg.blocking && f.rc.Type == wire.RCAdd {
+			// Non-blocking: the steps go on while the new processes
+			// start; the root looks at its request at every check.
+			f.ch.Phase3 += time.Since(t0)
+			f.ch.Accepts++
+			h.fl = f
+			return false, nil
+		}
+	}
+	acc, err := f.req.Wait(ctx)
 	f.ch.Phase3 += time.Since(t0)
 	f.ch.Accepts++
 	h.fl = nil
@@ -522,10 +538,6 @@ func (h *heat) accept(ctx context.Context, f *flight) (bool, error) {
 	}
 	if err != nil {
 		return false, fmt.Errorf("accept %s: %w", f.rc.Delta, err)
-	}
-	if acc.Status == wire.RCPending && f.rc.Type == wire.RCAdd {
-		h.fl = f
-		return false, nil
 	}
 	if f.ch.Accepts > 1 {
 		f.ch.Pending = time.Since(f.t0)

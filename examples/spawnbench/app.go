@@ -46,7 +46,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.rounds, "rounds", 10, "counted rounds per grow size")
 	fs.IntVar(&c.warmup, "warmup", 1, "uncounted rounds per grow size before the counted ones")
 	fs.IntVar(&c.rate, "rate", 16, "grows by one of the rate run (0: none)")
-	fs.BoolVar(&c.blocking, "blocking", true, "blocking accept (else accept, wait for the confirmation, accept again)")
+	fs.BoolVar(&c.blocking, "blocking", true, "wait for the accept request at once (else test it first, then wait)")
 	fs.BoolVar(&c.tcp, "tcp", false, "communicators over TCP even on one host")
 	fs.DurationVar(&c.timeout, "timeout", 5*time.Minute, "overall limit")
 	fs.DurationVar(&c.grace, "grace", 0, "SUB grace period (0: the runtime's default)")
@@ -91,14 +91,13 @@ func jsonOf(v any) string {
 
 // bench is one process of the benchmark job.
 type bench struct {
-	c    config
-	s    *session.Session
-	ep   *comm.Endpoint
-	out  io.Writer
-	log  *slog.Logger
-	app  string     // the application set
-	cur  *comm.Comm // over the version of the application set this process belongs to
-	done map[string]bool
+	c   config
+	s   *session.Session
+	ep  *comm.Endpoint
+	out io.Writer
+	log *slog.Logger
+	app string     // the application set
+	cur *comm.Comm // over the version of the application set this process belongs to
 }
 
 // stamps are a new process's own times (unix ns), sent to rank 0 after the
@@ -124,7 +123,7 @@ func run(ctx context.Context, c config, start time.Time, out io.Writer, log *slo
 			err = ferr
 		}
 	}()
-	b := &bench{c: c, s: s, out: out, log: log, app: session.AppSet(s.App()), done: map[string]bool{}}
+	b := &bench{c: c, s: s, out: out, log: log, app: session.AppSet(s.App())}
 	q, err := s.QueryRC(ctx, session.QueryOptions{Bound: session.Self})
 	if err != nil {
 		return err
@@ -148,7 +147,6 @@ func run(ctx context.Context, c config, start time.Time, out io.Writer, log *slo
 	var set wire.PsetRef
 	var cerr error
 	if newcomer {
-		b.done[q.Delta] = true
 		if set, cerr = s.Confirm(ctx, q.Delta, session.ConfirmOptions{}); cerr != nil {
 			cerr = fmt.Errorf("confirm %s: %w", q.Delta, cerr)
 		}
@@ -196,22 +194,20 @@ func (b *bench) join(ctx context.Context, set wire.PsetRef, st stamps) error {
 // removes it.
 func (b *bench) follow(ctx context.Context) error {
 	for {
-		r, err := b.s.WaitRC(ctx, session.QueryOptions{Bound: b.app}, func(r session.RC) bool {
-			return !r.Null() && !b.done[r.Delta] && (r.Status == wire.RCAnnounced || r.Status == wire.RCPending || r.Status == wire.RCAborted)
-		})
+		// QueryRC reports only a change that needs this process.
+		r, err := b.s.WaitRC(ctx, session.QueryOptions{Bound: b.app}, func(r session.RC) bool { return !r.Null() })
 		if err != nil {
 			return err
 		}
-		b.done[r.Delta] = true
 		switch {
 		case r.Status == wire.RCAborted:
 			return wire.Errorf(wire.ErrAborted, "spawnbench: change %s aborted: %s", r.Delta, r.Record.Reason)
 		case r.Type == wire.RCAdd:
-			if _, _, err := b.grown(ctx, r.Delta, ""); err != nil {
+			if _, _, err := b.grown(ctx, r.Delta, session.SetVersion{}); err != nil {
 				return err
 			}
 		default:
-			acc, err := b.cur.AcceptRC(ctx, r.Delta, 0, "", b.acceptOpts())
+			acc, err := b.accept(ctx, r.Delta, session.SetVersion{})
 			if err != nil {
 				return fmt.Errorf("accept %s: %w", r.Delta, err)
 			}
@@ -224,8 +220,17 @@ func (b *bench) follow(ctx context.Context) error {
 	}
 }
 
-func (b *bench) acceptOpts() session.AcceptOptions {
-	return session.AcceptOptions{Bound: b.app, Blocking: b.c.blocking}
+// accept is phase 3 over the current communicator; rank 0 names newSet.
+// -blocking waits for the request at once; otherwise it is tested first
+// (the way a program that goes on working would look at it).
+func (b *bench) accept(ctx context.Context, delta string, newSet session.SetVersion) (session.AcceptResult, error) {
+	req := b.s.Accept(ctx, delta, session.AcceptOptions{Bound: b.app, NewSet: newSet, Over: b.cur})
+	if !b.c.blocking {
+		if res, done, err := req.Test(); done {
+			return res, err
+		}
+	}
+	return req.Wait(ctx)
 }
 
 // growTimes are rank 0's own times of one grow (unix ns).
@@ -238,19 +243,9 @@ type growTimes struct {
 // newSet), wait for the confirmation, build the communicator over the new
 // set and enter its barrier. It returns the times of these steps and, at
 // rank 0, the new processes' stamps (gathered after the barrier, untimed).
-func (b *bench) grown(ctx context.Context, delta, newSet string) (growTimes, []stamps, error) {
+func (b *bench) grown(ctx context.Context, delta string, newSet session.SetVersion) (growTimes, []stamps, error) {
 	var t growTimes
-	o := b.acceptOpts()
-	acc, err := b.cur.AcceptRC(ctx, delta, 0, newSet, o)
-	for err == nil && acc.Status == wire.RCPending {
-		// Non-blocking accept: wait for the confirmation, then every member
-		// asks again.
-		if _, err = b.s.WaitRC(ctx, session.QueryOptions{Delta: delta}, func(x session.RC) bool {
-			return x.Status != wire.RCPending
-		}); err == nil {
-			acc, err = b.cur.AcceptRC(ctx, delta, 0, newSet, o)
-		}
-	}
+	acc, err := b.accept(ctx, delta, newSet)
 	if err != nil {
 		return t, nil, fmt.Errorf("accept %s: %w", delta, err)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/dynrt/dynrt/lib/session"
@@ -74,13 +73,12 @@ func (b *bench) grow(ctx context.Context, k int) (map[string]any, error) {
 		return nil, fmt.Errorf("request ADD %d: %w", k, err)
 	}
 	t.Announced = time.Now().UnixNano()
-	b.done[rc.Delta] = true
 	res, err := b.s.PsetOp(ctx, session.OpUnion, b.app, rc.Delta, session.PsetOpOptions{Target: b.app})
 	if err != nil {
 		return nil, fmt.Errorf("UNION(%s, %s): %w", b.app, rc.Delta, err)
 	}
 	t.PsetOp = time.Now().UnixNano()
-	gt, sts, err := b.grown(ctx, rc.Delta, res.Name+"@"+strconv.FormatUint(uint64(res.Version), 10))
+	gt, sts, err := b.grown(ctx, rc.Delta, res.Ref())
 	if err != nil {
 		return nil, err
 	}
@@ -143,12 +141,11 @@ func (b *bench) shrink(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("request SUB %v: %w", ranks, err)
 	}
-	b.done[rc.Delta] = true
 	res, err := b.s.PsetOp(ctx, session.OpDifference, b.app, rc.Delta, session.PsetOpOptions{Target: b.app})
 	if err != nil {
 		return fmt.Errorf("DIFFERENCE(%s, %s): %w", b.app, rc.Delta, err)
 	}
-	if _, err := b.cur.AcceptRC(ctx, rc.Delta, 0, res.Name+"@"+strconv.FormatUint(uint64(res.Version), 10), b.acceptOpts()); err != nil {
+	if _, err := b.accept(ctx, rc.Delta, res.Ref()); err != nil {
 		return fmt.Errorf("accept %s: %w", rc.Delta, err)
 	}
 	end, err := b.s.WaitRC(ctx, session.QueryOptions{Delta: rc.Delta}, func(x session.RC) bool {

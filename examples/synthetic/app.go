@@ -50,11 +50,15 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // app is one process of the benchmark.
 type app struct {
-	c          config
-	log        *slog.Logger
-	s          *session.Session
-	e          *comm.Endpoint
-	cm         *comm.Comm   // the communicator of the current set
+	c   config
+	log *slog.Logger
+	s   *session.Session
+	e   *comm.Endpoint
+	cm  *comm.Comm // the communicator of the current set
+	// acc is this process's accept request of the change in flight
+	// (non-blocking accept of an ADD), accDelta its change.
+	acc        *session.AcceptRequest
+	accDelta   string
 	new        bool         // started by an ADD
 	stopMarked bool         // --test-stop-mark done
 	set        wire.PsetRef // the set this process works with
@@ -84,7 +88,6 @@ type rootState struct {
 	next     int // next change of the plan
 	nextDue  int // iteration from which the next change may be asked for
 	inflight *report.Change
-	done     map[string]bool // changes seen (handled or aborted before)
 	changes  []*report.Change
 	started  time.Time
 }
@@ -96,6 +99,10 @@ type decision struct {
 	Type   string `json:"t,omitempty"`
 	NewSet string `json:"s,omitempty"` // the set phase 2 built, name@version
 	Stop   bool   `json:"x,omitempty"` // leave the loop after this step
+	// Ready: rank 0's accept request of Delta (started at an earlier
+	// iteration, non-blocking) has completed, so every process waits
+	// for its own now and all switch sets at the same iteration.
+	Ready bool `json:"r,omitempty"`
 	// The plan's progress (app trigger), kept by everyone for a successor
 	// should rank 0 be lost.
 	Next    int `json:"n,omitempty"`
@@ -223,7 +230,7 @@ func (a *app) join(ctx context.Context) (int, error) {
 }
 
 func (a *app) becomeRoot(stdout io.Writer) error {
-	r := &rootState{out: stdout, stdout: stdout, done: map[string]bool{}, started: time.Now(), next: a.planNext, nextDue: a.planDue}
+	r := &rootState{out: stdout, stdout: stdout, started: time.Now(), next: a.planNext, nextDue: a.planDue}
 	if a.c.out != "" && a.c.out != "-" {
 		flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
 		if len(a.failed) > 0 {
@@ -372,12 +379,8 @@ func (a *app) rcStep(ctx context.Context, it int, line *report.Iter) (stop, left
 		}
 		return d.Stop, false, nil
 	}
-	newSet := ""
-	if a.cm.Rank() == 0 {
-		newSet = d.NewSet
-	}
 	t := time.Now()
-	acc, err := a.cm.AcceptRC(ctx, d.Delta, 0, newSet, session.AcceptOptions{Blocking: a.c.blocking})
+	acc, pending, err := a.accept(ctx, d)
 	line.Phase3MS = report.MS(time.Since(t))
 	line.Delta, line.RCType = d.Delta, d.Type
 	if r := a.root; r != nil && r.inflight != nil {
@@ -395,7 +398,7 @@ func (a *app) rcStep(ctx context.Context, it int, line *report.Iter) (stop, left
 	case acc.Terminate:
 		a.log.Debug("removed", "delta", d.Delta)
 		return false, true, nil
-	case acc.Status == wire.RCPending && d.Type == wire.RCAdd:
+	case pending:
 		line.RCStatus = wire.RCPending
 		return false, false, nil
 	}
@@ -496,20 +499,22 @@ func (a *app) decide(ctx context.Context, it int, line *report.Iter) (decision, 
 	}
 	line.QueryMS = report.MS(time.Since(t))
 	if c := r.inflight; c != nil {
-		// Accepted before and still pending: accept again (non-blocking
-		// accept), which also tells an abort to everyone.
-		return decision{Delta: c.Delta, Type: c.Type}, nil
+		// Accepted before (non-blocking) and still in flight: once rank
+		// 0's request has completed, everyone completes its own now.
+		ready := a.acc == nil
+		if !ready {
+			_, ready, _ = a.acc.Test()
+		}
+		return decision{Delta: c.Delta, Type: c.Type, Ready: ready}, nil
 	}
-	if !q.Null() && !r.done[q.Delta] {
+	if !q.Null() { // QueryRC reports a change only while it needs this process
 		switch q.Status {
 		case wire.RCAborted:
 			// Given up before this job took part: count it, nothing to do.
-			r.done[q.Delta] = true
 			c := &report.Change{Kind: report.KindChange, Delta: q.Delta, Type: q.Type, Status: wire.RCAborted,
 				N: int(q.Record.N), From: a.cm.Size(), To: a.cm.Size(), FirstIter: it, LastIter: it, Mode: a.c.mode, Blocking: a.c.blocking}
 			r.changes = append(r.changes, c)
 		case wire.RCAnnounced:
-			r.done[q.Delta] = true
 			return a.phase2(ctx, it, q, line)
 		}
 	}
@@ -517,6 +522,30 @@ func (a *app) decide(ctx context.Context, it int, line *report.Iter) (decision, 
 	// the plan (app trigger) or --changes changes (external) have ended.
 	stop := last && r.next == len(r.plan) && len(r.changes) >= a.c.changes
 	return decision{Stop: stop}, nil
+}
+
+// accept is this process's phase 3 of the change d over the current
+// communicator (thesis listing 6.5): the first call starts the accept
+// request (rank 0 names the new set). A blocking run (-b), a SUB and a
+// REPLACE wait for it at once; a non-blocking ADD goes on (pending) until
+// rank 0 finds its own request complete (d.Ready), so that every process
+// switches sets at the same iteration.
+func (a *app) accept(ctx context.Context, d decision) (acc session.AcceptResult, pending bool, err error) {
+	if a.acc == nil || a.accDelta != d.Delta {
+		o := session.AcceptOptions{Over: a.cm}
+		if a.cm.Rank() == 0 && d.NewSet != "" {
+			if o.NewSet, err = session.ParseSetVersion(d.NewSet); err != nil {
+				return acc, false, err
+			}
+		}
+		a.acc, a.accDelta = a.s.Accept(ctx, d.Delta, o), d.Delta
+	}
+	if !a.c.blocking && d.Type == wire.RCAdd && !d.Ready {
+		return acc, true, nil
+	}
+	acc, err = a.acc.Wait(ctx)
+	a.acc, a.accDelta = nil, ""
+	return acc, false, err
 }
 
 // phase2 starts the change q: the root builds the new set (UNION with the
@@ -546,7 +575,7 @@ func (a *app) phase2(ctx context.Context, it int, q session.RC, line *report.Ite
 	d := decision{Delta: q.Delta, Type: q.Type}
 	switch {
 	case err == nil:
-		d.NewSet = res.Name + "@" + strconv.FormatUint(uint64(res.Version), 10)
+		d.NewSet = res.Ref().String()
 	case errors.Is(err, wire.ErrAborted):
 		// Aborted meanwhile: the accept tells everyone.
 	default:

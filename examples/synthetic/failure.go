@@ -92,20 +92,18 @@ func (a *app) recover(ctx context.Context, f session.RC, it int) (int, error) {
 		return 0, fmt.Errorf("after the loss of %s: communicator over %s@%d: %w", f.Lost(), ref.Name, ref.Version, err)
 	}
 	commMS := report.MS(time.Since(t))
-	newSet := ""
+	var newSet session.SetVersion
 	var phase2 float64
 	if cm.Rank() == 0 {
 		t := time.Now()
-		set, err := a.s.SetAfter(ctx, a.set.Name, f)
-		if err != nil {
+		if newSet, err = a.s.SetAfter(ctx, a.set.Name, f); err != nil {
 			return 0, fmt.Errorf("after the loss of %s: phase 2: %w", f.Lost(), err)
 		}
-		newSet = set.String()
 		phase2 = report.MS(time.Since(t))
 	}
 	// A REPLACE's accept waits for the new processes, which join below.
 	t = time.Now()
-	acc, err := cm.AcceptRC(ctx, f.Delta, 0, newSet, session.AcceptOptions{Bound: a.set.Name, Blocking: f.Type == wire.RCReplace})
+	acc, err := a.s.Accept(ctx, f.Delta, session.AcceptOptions{Bound: a.set.Name, NewSet: newSet, Over: cm}).Wait(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("after the loss of %s: accept %s: %w", f.Lost(), f.Delta, err)
 	}
@@ -125,7 +123,7 @@ func (a *app) recover(ctx context.Context, f session.RC, it int) (int, error) {
 	}()
 	set := acc.NewSet
 	if set.Name == "" {
-		v, err := cm.Bcast(ctx, 0, []byte(newSet))
+		v, err := cm.Bcast(ctx, 0, []byte(newSet.String()))
 		if err == nil {
 			set, err = parseRef(string(v))
 		}
@@ -180,6 +178,7 @@ func (a *app) recover(ctx context.Context, f session.RC, it int) (int, error) {
 		a.log.Debug("free the communicator with the lost processes", "err", err)
 	}
 	a.cm, a.set = cm, set
+	a.acc, a.accDelta = nil, "" // a change in flight when a member died is aborted
 	if cm.Rank() == 0 && a.root == nil {
 		// Rank 0 was lost: this process reports from now on.
 		if err := a.becomeRoot(a.stdout); err != nil {
@@ -195,7 +194,6 @@ func (a *app) recover(ctx context.Context, f session.RC, it int) (int, error) {
 			r.changes = append(r.changes, c)
 			r.inflight = nil
 		}
-		r.done[f.Delta] = true
 		if f.Type == wire.RCReplace {
 			fc.To = cm.Size()
 		}

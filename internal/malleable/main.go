@@ -60,7 +60,7 @@ func main() {
 	var c config
 	flag.IntVar(&c.last, "last", 0, "exit once change number N has ended")
 	flag.StringVar(&c.requests, "requests", "", "changes rank 0 requests itself, e.g. add:2,sub:1")
-	flag.BoolVar(&c.blocking, "blocking", false, "accept with Blocking")
+	flag.BoolVar(&c.blocking, "blocking", false, "wait for the accept request at once (else test it first)")
 	flag.BoolVar(&c.noConfirm, "no-confirm", false, "new processes never confirm")
 	flag.IntVar(&c.dieNew, "die-new", 0, "new processes exit with this code before confirming")
 	flag.BoolVar(&c.linger, "linger", false, "removed processes stay and ignore SIGTERM")
@@ -135,6 +135,13 @@ func run(ctx context.Context, c config) error {
 	q, err := s.QueryRC(ctx, session.QueryOptions{Bound: session.Self})
 	if err != nil {
 		return err
+	}
+	if q.Status == wire.RCAborted {
+		// A change aborted before this process looked: QueryRC reports
+		// that once, here.
+		if err := p.report(ctx, q.Delta, wire.RCAborted); err != nil {
+			return err
+		}
 	}
 	if q.Incl && (q.Type == wire.RCAdd || q.Type == wire.RCReplace) && (q.Status == wire.RCAnnounced || q.Status == wire.RCPending) {
 		switch {
@@ -238,7 +245,7 @@ func (p *proc) adapt(ctx context.Context, r session.RC) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	newSet := ""
+	var newSet session.SetVersion
 	if p.me == members[0].Lo {
 		// ADD: UNION(set, delta); SUB: DIFFERENCE(set, delta); REPLACE:
 		// UNION with the delta, then DIFFERENCE with the replaced set (in
@@ -258,28 +265,18 @@ func (p *proc) adapt(ctx context.Context, r session.RC) (bool, error) {
 		for _, st := range steps {
 			res, err := s.PsetOp(ctx, st.op, bound, st.with, session.PsetOpOptions{Target: bound})
 			if err == nil {
-				newSet = res.Ref().String()
+				newSet = res.Ref()
 				continue
 			}
-			newSet = ""
+			newSet = session.SetVersion{}
 			if !errors.Is(err, wire.ErrAborted) {
 				return false, fmt.Errorf("%s(%s, %s): %w", st.op, bound, st.with, err)
 			}
 			break
 		}
 	}
-	o := session.AcceptOptions{Bound: bound, Blocking: p.c.blocking}
-	acc, err := s.Accept(ctx, r.Delta, newSet, o)
-	for err == nil && acc.Status == wire.RCPending && r.Type != wire.RCSub {
-		// Wait for the confirmation (or the abort), then ask again: every
-		// member asks as often as the others, since all wait for the same
-		// end.
-		if _, err = s.WaitRC(ctx, session.QueryOptions{Delta: r.Delta}, func(x session.RC) bool {
-			return x.Status != wire.RCPending
-		}); err == nil {
-			acc, err = s.Accept(ctx, r.Delta, newSet, o)
-		}
-	}
+	req := s.Accept(ctx, r.Delta, session.AcceptOptions{Bound: bound, NewSet: newSet})
+	acc, err := p.finish(ctx, req)
 	if errors.Is(err, wire.ErrAborted) {
 		return false, p.report(ctx, r.Delta, wire.RCAborted)
 	}
@@ -302,15 +299,19 @@ func (p *proc) adapt(ctx context.Context, r session.RC) (bool, error) {
 	if acc.NewSet.Name != "" {
 		p.main = acc.NewSet
 	}
-	if r.Type == wire.RCSub && acc.Status == wire.RCPending {
-		// Other bound sets still have to accept.
-		if _, err := s.WaitRC(ctx, session.QueryOptions{Delta: r.Delta}, func(x session.RC) bool {
-			return x.Status != wire.RCPending
-		}); err != nil {
-			return false, err
+	return false, p.report(ctx, r.Delta, acc.Status)
+}
+
+// finish completes an accept: with -blocking it waits at once; otherwise
+// it tests the request first (the way a program that goes on working
+// would look at it) and then waits.
+func (p *proc) finish(ctx context.Context, req *session.AcceptRequest) (session.AcceptResult, error) {
+	if !p.c.blocking {
+		if res, done, err := req.Test(); done {
+			return res, err
 		}
 	}
-	return false, p.report(ctx, r.Delta, acc.Status)
+	return req.Wait(ctx)
 }
 
 // report prints the STATE line of a change this process took part in.

@@ -547,7 +547,7 @@ func lostWatch(ctx context.Context, s *session.Session) error {
 	if err != nil || again.Delta != r.Delta {
 		return fmt.Errorf("WaitFailure: %s %v, want %s", again.Delta, err, r.Delta)
 	}
-	acc, err := s.Accept(ctx, r.Delta, "", session.AcceptOptions{Bound: app})
+	acc, err := s.Accept(ctx, r.Delta, session.AcceptOptions{Bound: app}).Wait(ctx)
 	if err != nil {
 		return fmt.Errorf("accept %s: %w", r.Delta, err)
 	}
@@ -593,6 +593,9 @@ func rcQuery(ctx context.Context, s *session.Session) error {
 		if _, err := show("start", session.QueryOptions{}); err != nil {
 			return err
 		}
+		if err := s.Fence(ctx, []uint32{0, 1}, false); err != nil { // both have looked
+			return err
+		}
 		if me == 0 {
 			if _, err := s.RequestRC(ctx, wire.RCAdd, 1, session.RequestOptions{}); err != nil {
 				return err
@@ -609,15 +612,18 @@ func rcQuery(ctx context.Context, s *session.Session) error {
 			return err
 		}
 		fmt.Println("jobinfo", in.Size)
-		newSet := ""
+		var o session.AcceptOptions
 		if me == 0 {
-			set, err := s.SetAfter(ctx, app, r)
-			if err != nil {
+			if o.NewSet, err = s.SetAfter(ctx, app, r); err != nil {
 				return err
 			}
-			newSet = set.String()
 		}
-		if _, err := s.Accept(ctx, r.Delta, newSet, session.AcceptOptions{Blocking: true}); err != nil {
+		req := s.Accept(ctx, r.Delta, o)
+		// Taken part: no longer reported, even before the accept is through.
+		if _, err := show("accepting", session.QueryOptions{}); err != nil {
+			return err
+		}
+		if _, err := req.Wait(ctx); err != nil {
 			return err
 		}
 		if _, err := show("accepted", session.QueryOptions{}); err != nil {
@@ -663,15 +669,13 @@ func fenceAfterSub(ctx context.Context, s *session.Session) error {
 	if err != nil {
 		return err
 	}
-	newSet := ""
+	var o session.AcceptOptions
 	if s.Rank() == 0 {
-		set, err := s.SetAfter(ctx, app, r)
-		if err != nil {
+		if o.NewSet, err = s.SetAfter(ctx, app, r); err != nil {
 			return err
 		}
-		newSet = set.String()
 	}
-	acc, err := s.Accept(ctx, r.Delta, newSet, session.AcceptOptions{Blocking: true})
+	acc, err := s.Accept(ctx, r.Delta, o).Wait(ctx)
 	if err != nil {
 		return err
 	}

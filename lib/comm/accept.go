@@ -2,79 +2,59 @@ package comm
 
 import (
 	"context"
-	"encoding/json"
 
-	"github.com/dynrt/dynrt/lib/session"
 	"github.com/dynrt/dynrt/wire"
 )
 
-// AcceptRC is phase 3 of a resource change over a communicator (thesis
-// listing 6.5), collective over c, whose members are the bound set's
-// members at the announcement (c built over that version). The root alone
-// records the accept with the runtime, naming in newSet the set it built
-// in phase 2 ("name@version" or a name; "" is allowed for a SUB); the
-// members first gather at the root (so the change cannot end before all
-// take part, as with Accept's fence), and the answer is broadcast over c. The result is Accept's: Status PENDING for an ADD whose new
-// processes have not confirmed yet (call again, all members), Terminate
-// for the processes a SUB removes, and an error matching wire.ErrAborted on
-// every member if the change was aborted. o.Root is ignored (root is the
-// communicator rank).
-func (c *Comm) AcceptRC(ctx context.Context, delta string, root int, newSet string, o session.AcceptOptions) (session.AcceptResult, error) {
-	if err := c.checkRoot(root); err != nil {
-		return session.AcceptResult{}, err
-	}
-	o.Root = nil
-	s := c.e.s
+// Agreement reserves the next collective of c for one agreement (it
+// implements session.Channel): every member calls it where it would call
+// any other collective, in the same order. The function it returns runs
+// the agreement, from any goroutine, alongside later collectives of c:
+// the members first gather at the member whose job rank is root (so that
+// root decides only once every member has entered), root runs decide, and
+// its result, the bytes or the error, is broadcast to every member. Phase
+// 3 over a communicator uses it (session.Session.Accept with
+// AcceptOptions.Over). The gathering is bounded by the endpoint's timeout
+// unless ctx has a deadline; the wait for the decision by ctx only, since
+// deciding may take as long as the change it accepts.
+func (c *Comm) Agreement() func(ctx context.Context, root uint32, decide func(context.Context) ([]byte, error)) ([]byte, error) {
 	tag := c.nextTag()
-	n := len(c.ranks)
-	// Everyone has entered (and so has done its part of phase 2) before
-	// the root speaks for the set: as with Accept's fence, the change
-	// cannot end before every member takes part.
-	fctx, cancel := c.e.opCtx(ctx)
-	defer cancel()
-	_, err := c.fanIn(fctx, tag, root, nil, func(acc, _ []byte, _ int) ([]byte, error) { return acc, nil })
-	if c.me == root {
-		var res session.AcceptResult
-		if err == nil {
-			res, err = s.AcceptAsRoot(ctx, delta, newSet, o)
-		}
-		// A fresh limit: a blocking accept may have used up the first.
-		bctx, bcancel := c.e.opCtx(ctx)
-		defer bcancel()
-		if err != nil {
-			c.cfail(bctx, realKids(c.me, root, n), tag, err)
-			return session.AcceptResult{}, err
-		}
-		b, _ := json.Marshal(acceptMsg{Status: res.Status, Set: res.NewSet})
-		if _, err := c.bcast(bctx, tag, root, b); err != nil {
-			return session.AcceptResult{}, err
-		}
-		return res, nil
+	return func(ctx context.Context, root uint32, decide func(context.Context) ([]byte, error)) ([]byte, error) {
+		return c.agree(ctx, tag, root, decide)
 	}
-	// The answer may take as long as the root's blocking wait.
-	bctx, bcancel := ctx, context.CancelFunc(func() {})
-	if _, ok := ctx.Deadline(); !ok && o.Blocking && o.Timeout > 0 {
-		bctx, bcancel = context.WithTimeout(ctx, o.Timeout+c.e.o.Timeout)
-	} else if !ok && !o.Blocking {
-		bctx, bcancel = c.e.opCtx(ctx)
-	}
-	defer bcancel()
-	b, berr := c.bcast(bctx, tag, root, nil)
-	if berr != nil {
-		return session.AcceptResult{}, berr
-	}
-	if err != nil {
-		return session.AcceptResult{}, err
-	}
-	var m acceptMsg
-	if err := json.Unmarshal(b, &m); err != nil {
-		return session.AcceptResult{}, wire.Errorf(wire.ErrMalformed, "comm: accept of %s from the root: %w", delta, err)
-	}
-	return s.AcceptedByRoot(ctx, delta, session.AcceptResult{Status: m.Status, NewSet: m.Set}, o)
 }
 
-// acceptMsg is the root's answer as broadcast (small and rare: JSON).
-type acceptMsg struct {
-	Status string       `json:"status"`
-	Set    wire.PsetRef `json:"set"`
+func (c *Comm) agree(ctx context.Context, tag int32, root uint32, decide func(context.Context) ([]byte, error)) ([]byte, error) {
+	if c.freed.Load() {
+		return nil, c.errFreed()
+	}
+	r, ok := c.RankOf(root)
+	if !ok {
+		return nil, wire.Errorf(wire.ErrInvalid, "comm: rank %d of the job is not a member of the communicator over %s", root, c.ref.String())
+	}
+	fctx, cancel := c.e.opCtx(ctx)
+	_, err := c.fanIn(fctx, tag, r, nil, func(acc, _ []byte, _ int) ([]byte, error) { return acc, nil })
+	cancel()
+	if c.me != r {
+		b, berr := c.bcast(ctx, tag, r, nil)
+		if berr != nil {
+			return nil, berr
+		}
+		return b, err
+	}
+	var b []byte
+	if err == nil {
+		b, err = decide(ctx)
+	}
+	// A fresh limit: deciding may have used up the first.
+	bctx, bcancel := c.e.opCtx(ctx)
+	defer bcancel()
+	if err != nil {
+		c.cfail(bctx, realKids(c.me, r, len(c.ranks)), tag, err)
+		return nil, err
+	}
+	if _, err := c.bcast(bctx, tag, r, b); err != nil {
+		return nil, err
+	}
+	return b, nil
 }

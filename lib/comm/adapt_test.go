@@ -32,17 +32,26 @@ func deltaOf(job string, d *testDVM, n int) string {
 
 // TestAdapt grows a job 2→5→11 across four virtual nodes and shrinks it to
 // 4: after every change all processes accept over their communicator
-// (AcceptRC), the new processes confirm, and everybody builds a
+// (Session.Accept with Over), the new processes confirm, and everybody builds a
 // communicator over the new set version and checks an allreduce over it;
 // after the SUB the survivors still talk over the communicator of before.
+//
+// With root-last the highest member of the communicator is the root: it
+// builds the new set and names it, and AcceptOptions.Root says so (v1's
+// Comm.AcceptRC ignored Root, so the lowest member accepted without a
+// set and the ADD failed).
 func TestAdapt(t *testing.T) {
-	for _, blocking := range []bool{false, true} {
-		t.Run(fmt.Sprintf("blocking=%v", blocking), func(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"blocking=false", nil},
+		{"blocking=true", []string{"-blocking"}},
+		{"root-last", []string{"-root-last"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			d := startDVM(t, 4, 4)
-			args := []string{"-mode", "adapt", "-last", "3"}
-			if blocking {
-				args = append(args, "-blocking")
-			}
+			args := append([]string{"-mode", "adapt", "-last", "3"}, tc.args...)
 			job := d.launch(2, wire.MapBySlot, args...)
 			d.waitFor(job, "READY", func(ls []line) bool { return len(only(ls, "READY")) == 2 })
 			steps := []struct {
@@ -80,7 +89,7 @@ func TestAdapt(t *testing.T) {
 }
 
 // TestAdaptAborted: the new processes of an ADD die before confirming;
-// every running member learns the abort from AcceptRC and goes on with
+// every running member learns the abort from its accept and goes on with
 // its old communicator; a SUB then still works.
 func TestAdaptAborted(t *testing.T) {
 	d := startDVM(t, 2, 4)

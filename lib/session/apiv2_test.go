@@ -18,7 +18,7 @@ func TestQueryNeedsCaller(t *testing.T) {
 	d := startDVM(t, 1, 4)
 	_, lines := d.run(2, "", "rcquery")
 	member := []string{
-		"q start NULL NULL", "q seen ADD ANNOUNCED", "jobinfo 3", "q accepted NULL NULL",
+		"q start NULL NULL", "q seen ADD ANNOUNCED", "jobinfo 3", "q accepting NULL NULL", "q accepted NULL NULL",
 		"q seen2 ADD ANNOUNCED", "q aborted ADD ABORTED", "q again NULL NULL",
 	}
 	want := map[uint32][]string{

@@ -404,78 +404,31 @@ func (s *Session) JobInfo(ctx context.Context) (wire.SessionInfo, error) {
 	return in, err
 }
 
-// AcceptOptions complete an Accept.
-type AcceptOptions struct {
-	// Bound is the bound set the caller accepts for. Empty: the change's
-	// only bound set, or (a SUB bound to several) the one holding the
-	// caller.
-	Bound string
-	// Root is the member that speaks for the set; nil means its lowest
-	// rank. Every member must give the same root.
-	Root *uint32
-	// Blocking makes the call return only once the change is FINALIZED
-	// (or ABORTED), instead of PENDING while the new processes of an ADD
-	// have not confirmed yet (or, for a SUB, other bound sets have not
-	// accepted).
-	Blocking bool
-	// Timeout bounds the collective steps and, with Blocking, the wait (0:
-	// ctx's deadline only).
-	Timeout time.Duration
-}
-
-// AcceptResult is what Accept returns to every member of the set.
-type AcceptResult struct {
-	// Status is wire.RCPending (an ADD not yet confirmed: call Accept again
-	// later, with the same arguments) or wire.RCFinalized. A SUB's accept
-	// is complete even while PENDING (other bound sets have to accept too).
-	Status string
-	// Terminate is set for the processes a SUB removes, and for those a
-	// REPLACE replaces once it is FINALIZED: they must call
-	// Finalize and exit.
-	Terminate bool
-	// NewSet is the set to continue with (ADD).
-	NewSet wire.PsetRef
-}
-
-// Accept applies the change delta for the bound set (listing 6.5). Every
-// member of the bound set (as it was when the change was announced) calls
-// it with the same options; the root alone names in newSet the set it
-// built in phase 2 (an ADD needs one; for a SUB it is optional), the
-// others pass "". It is one rc.accept request (docs/wire.md, "Phase 3"):
-// the daemon fences the members on the first call, the root's accept goes
-// to the runtime (status PENDING; for a SUB, FINALIZED once every bound
-// set accepted) and every member gets the root's answer. Later calls (an
-// ADD still PENDING) ask again and agree on the answer the same way. An
-// aborted change returns an error matching wire.ErrAborted.
-func (s *Session) Accept(ctx context.Context, delta, newSet string, o AcceptOptions) (_ AcceptResult, err error) {
-	defer func() { s.rc.took(delta, o.Bound, err) }()
-	req := &wire.RCAcceptReq{Delta: delta, Bound: o.Bound, Root: o.Root, Block: o.Blocking, TimeoutMS: timeoutMS(ctx, o.Timeout)}
-	if newSet != "" {
-		req.Set = wire.PsetRef{Name: newSet}
-	}
-	var rep wire.RCAcceptReply
-	if err := s.call(ctx, wire.KindRCAccept, req, &rep); err != nil {
-		return AcceptResult{}, err
-	}
-	return AcceptResult{Status: rep.Status, NewSet: rep.Set, Terminate: rep.Terminate}, nil
-}
-
 // took notes the outcome of the caller's part of delta for the bound set
 // named bound ("" for every set holding the caller; confirm for a
-// confirmation): done, or told of the abort.
+// confirmation): done, told of the abort, or (another failure) still to
+// be done.
 func (r *rcSession) took(delta, bound string, err error) {
-	if n, perr := pset.Parse(delta); perr == nil {
-		delta = n.String()
-	}
-	if n, perr := pset.Parse(bound); perr == nil && bound != "" {
-		bound = n.String()
-	}
+	delta, bound = canonical(delta), canonical(bound)
 	switch {
 	case err == nil:
 		r.take(delta, bound)
 	case errors.Is(err, wire.ErrAborted):
 		r.tell(delta)
+	default:
+		r.mu.Lock()
+		delete(r.parts, delta+"|"+bound)
+		r.mu.Unlock()
 	}
+}
+
+// canonical writes a set name the way the runtime does ("" and names it
+// cannot read as they are).
+func canonical(name string) string {
+	if n, err := pset.Parse(name); err == nil && name != "" {
+		return n.String()
+	}
+	return name
 }
 
 // confirm is the part taken by a confirmation (rcSession.took).

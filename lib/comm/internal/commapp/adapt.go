@@ -16,7 +16,7 @@ import (
 
 // adapt is the malleable loop of thesis listing 6.7 over communicators:
 // on every change bound to its set the root of the current communicator
-// builds the new set, all accept over the communicator (AcceptRC), and
+// builds the new set, all accept over the communicator (Accept with Over), and
 // the processes that stay (and the new ones, after Confirm) build a
 // communicator over the new set and check it with an allreduce. After a
 // SUB the survivors also talk over the old communicator.
@@ -105,8 +105,12 @@ func (p *proc) adapt(ctx context.Context) error {
 func (p *proc) change(ctx context.Context, c *comm.Comm, r session.RC) (*comm.Comm, error) {
 	s := p.s
 	bound := c.Set().Name
-	newSet := ""
-	if c.Rank() == 0 {
+	var newSet session.SetVersion
+	root := c.JobRank(0) // the default root: the lowest member
+	if p.c.rootLast {
+		root = c.JobRank(c.Size() - 1)
+	}
+	if p.me == root {
 		op := session.OpUnion
 		if r.Type == wire.RCSub {
 			op = session.OpDifference
@@ -114,20 +118,15 @@ func (p *proc) change(ctx context.Context, c *comm.Comm, r session.RC) (*comm.Co
 		res, err := s.PsetOp(ctx, op, bound, r.Delta, session.PsetOpOptions{Target: bound})
 		switch {
 		case err == nil:
-			newSet = res.Name + "@" + strconv.FormatUint(uint64(res.Version), 10)
+			newSet = res.Ref()
 		case !errors.Is(err, wire.ErrAborted):
 			return nil, fmt.Errorf("%s(%s, %s): %w", op, bound, r.Delta, err)
 		}
 	}
-	o := session.AcceptOptions{Bound: bound, Blocking: p.c.blocking}
-	acc, err := c.AcceptRC(ctx, r.Delta, 0, newSet, o)
-	for err == nil && acc.Status == wire.RCPending && r.Type == wire.RCAdd {
-		if _, err = s.WaitRC(ctx, session.QueryOptions{Delta: r.Delta}, func(x session.RC) bool {
-			return x.Status != wire.RCPending
-		}); err == nil {
-			acc, err = c.AcceptRC(ctx, r.Delta, 0, newSet, o)
-		}
-	}
+	// Phase 3 over the communicator; -blocking waits for the request at
+	// once, otherwise it is tested after every update of a change.
+	req := s.Accept(ctx, r.Delta, session.AcceptOptions{Bound: bound, NewSet: newSet, Over: c, Root: &root})
+	acc, err := p.finish(ctx, req)
 	if errors.Is(err, wire.ErrAborted) {
 		// The old communicator goes on.
 		if _, err := allreduceCheck(ctx, c, 1); err != nil {
@@ -142,11 +141,6 @@ func (p *proc) change(ctx context.Context, c *comm.Comm, r session.RC) (*comm.Co
 	if acc.Terminate {
 		say("LEFT", map[string]any{"rank": p.me, "delta": r.Delta})
 		return nil, errLeft
-	}
-	if r.Type == wire.RCSub && acc.Status == wire.RCPending {
-		if _, err := s.WaitRC(ctx, session.QueryOptions{Delta: r.Delta}, func(x session.RC) bool { return x.Status != wire.RCPending }); err != nil {
-			return nil, err
-		}
 	}
 	next, err := p.settle(ctx, acc.NewSet, r.Delta, wire.RCFinalized)
 	if err != nil {
@@ -278,4 +272,16 @@ func (p *proc) benchmark(ctx context.Context) error {
 		say("BENCH", map[string]any{"op": p.c.bench, "n": p.c.n, "size": c.Size(), "tcp": p.c.tcp, "ns": el.Nanoseconds() / int64(p.c.n)})
 	}
 	return c.Free(ctx)
+}
+
+// finish completes an accept: with -blocking it waits at once; otherwise
+// it tests the request first (the way a program that goes on working
+// would look at it) and then waits.
+func (p *proc) finish(ctx context.Context, req *session.AcceptRequest) (session.AcceptResult, error) {
+	if !p.c.blocking {
+		if res, done, err := req.Test(); done {
+			return res, err
+		}
+	}
+	return req.Wait(ctx)
 }

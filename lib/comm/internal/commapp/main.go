@@ -32,6 +32,7 @@ type config struct {
 	tcp      bool
 	last     int
 	blocking bool
+	rootLast bool
 	dieNew   int
 	bench    string
 	n        int
@@ -43,7 +44,8 @@ func main() {
 	flag.StringVar(&c.mode, "mode", "check", "check, holes, overlap, exit, killed, adapt or bench")
 	flag.BoolVar(&c.tcp, "tcp", false, "TCP even on this host")
 	flag.IntVar(&c.last, "last", 0, "adapt: exit once change number N has ended")
-	flag.BoolVar(&c.blocking, "blocking", false, "adapt: blocking accept")
+	flag.BoolVar(&c.blocking, "blocking", false, "adapt: wait for the accept request at once (else test it first)")
+	flag.BoolVar(&c.rootLast, "root-last", false, "adapt: the highest member of the communicator is the root of every change")
 	flag.IntVar(&c.dieNew, "die-new", 0, "adapt: new processes exit with this code before confirming")
 	flag.StringVar(&c.bench, "bench", "pingpong", "bench: pingpong, barrier or allreduce")
 	flag.IntVar(&c.n, "n", 1000, "bench: iterations")
