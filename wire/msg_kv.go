@@ -73,8 +73,10 @@ type KVFetchReply struct {
 // an entry without ranks every live process of its job, and an empty Procs
 // (absent, nil or []) every live process of the caller's job. "Live" is
 // judged when the fence instance begins, i.e. when the first entry reaches
-// the master: processes launched and not ended; a process that ended
-// before is not waited for. Entries with the same ID and the same
+// the master: processes launched and not ended, and not leaving (removed
+// by a SUB past its first accept, or replaced by a FINALIZED REPLACE); a
+// process that ended before is not waited for, nor one that starts
+// leaving while the instance is open. Entries with the same ID and the same
 // participants (however written) belong to one instance; once it has
 // completed, the next such entry begins a new one. A process named
 // explicitly that has ended is refused (aborted), a participant that ends
@@ -82,7 +84,7 @@ type KVFetchReply struct {
 // that is not a participant gets invalid.
 type FenceReq struct {
 	ID        string       `msgpack:"id,omitempty"`  // fence name; the participants' entries carry the same (empty is a name like any other)
-	Procs     []ProcRanges `msgpack:"p,omitempty"`   // participants; empty = every live process of the caller's job
+	Procs     []ProcRanges `msgpack:"p,omitempty"`   // participants; empty = every live process of the caller's job that is not leaving it
 	Collect   bool         `msgpack:"c,omitempty"`   // gather committed data
 	TimeoutMS int64        `msgpack:"tmo,omitempty"` // give up after this many ms (0 = no limit)
 	Data      []ProcKV     `msgpack:"d,omitempty"`   // daemon→master: the local participants' data

@@ -109,7 +109,7 @@ type RCRequest struct {
 	Hints       map[string]string `msgpack:"h,omitempty"`     // scheduling hints for the delta set
 	Wait        bool              `msgpack:"w,omitempty"`     // reply once settled: ABORTED, or FINALIZED with its processes started (ADD) or gone (SUB)
 	TimeoutMS   int64             `msgpack:"tmo,omitempty"`   // with Wait: give up after this many ms
-	Queue       bool              `msgpack:"q,omitempty"`     // wait for the change in flight instead of failing with ErrBusy
+	Queue       bool              `msgpack:"q,omitempty"`     // wait in line behind the change in flight instead of failing with ErrBusy; without Wait the reply comes at once: status NULL, no delta yet
 	GraceMS     int64             `msgpack:"grace,omitempty"` // SUB: ms the removed processes get to exit after FINALIZED (0 = runtime default)
 	ConfirmMS   int64             `msgpack:"cto,omitempty"`   // ms from the announcement until the change must be FINALIZED, else ABORTED (0 = runtime default)
 }
