@@ -32,19 +32,19 @@ import (
 // names the set to continue with. The others, at a point of their choice
 // (or when SubscribeRC reports an ANNOUNCED change), run one PsetOp on the
 // root — UNION for an ADD, DIFFERENCE for a SUB, with the delta set as
-// second operand — and all members of the bound set call Accept, the root
-// with its result. An ADD's accept returns PENDING until the new processes have
-// confirmed: call it again later (or pass Blocking). A SUB's accept tells
+// second operand — and all members of the bound set call Accept (the
+// root with its result as NewSet). Accept returns a request at once; it
+// completes when the change is FINALIZED (an ADD's once the new processes
+// have confirmed): Test it while working, or Wait. A SUB's accept tells
 // the processes it removes to Terminate: they call Finalize and exit.
 
-// rcSession is the per-session state of the resource changes: the accept
-// calls so far of the root-only form (accept_root.go; the daemon counts
-// those of Accept), and what never changes once known — a change's delta and
-// bound sets after its announcement, the members of a set version — so
-// that AcceptAsRoot needs no local queries on its fast path.
+// rcSession is the per-session state of the resource changes: what the
+// caller has done of each change (QueryRC reports only what still needs
+// it), and what never changes once known — a change's delta and bound
+// sets after its announcement, the members of a set version — so that an
+// accept over a channel needs no local queries on its fast path.
 type rcSession struct {
 	mu      sync.Mutex
-	calls   map[string]uint32                // accept calls so far, by delta and bound set
 	recs    map[string]wire.RC               // latest record seen, by delta
 	members map[wire.PsetRef]wire.RankRanges // members of exact versions
 	changed chan struct{}                    // closed on every change event (watchRC); nil until then
@@ -54,7 +54,8 @@ type rcSession struct {
 }
 
 // take records that the caller has done its part of delta: accepted for
-// bound ("": for every bound set holding it), or confirmed (confirm). QueryRC no longer reports the change.
+// bound ("": for every bound set holding it), or confirmed (confirm).
+// QueryRC no longer reports the change.
 func (r *rcSession) take(delta, bound string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -139,16 +140,6 @@ func (s *Session) Members(ctx context.Context, ref SetVersion) (wire.RankRanges,
 	s.rc.members[ref] = p.Members
 	s.rc.mu.Unlock()
 	return p.Members, nil
-}
-
-func (r *rcSession) next(key string) uint32 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.calls == nil {
-		r.calls = make(map[string]uint32)
-	}
-	r.calls[key]++
-	return r.calls[key]
 }
 
 // RC is the answer of QueryRC: the change, or Type and Status NULL when
