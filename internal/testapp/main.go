@@ -647,6 +647,14 @@ func rcQuery(ctx context.Context, s *session.Session) error {
 	if _, err := s.WaitRC(ctx, session.QueryOptions{Delta: r.Delta}, func(x session.RC) bool { return x.Status == wire.RCAborted }); err != nil {
 		return err
 	}
+	// A wait for failure changes looks at the aborted ADD and leaves it:
+	// the abort is still the main loop's to learn.
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	_, err = s.WaitFailure(short, app, nil)
+	cancel()
+	if !errors.Is(err, wire.ErrTimeout) {
+		return fmt.Errorf("WaitFailure beside an aborted ADD: %v, want a timeout", err)
+	}
 	for _, tag := range []string{"aborted", "again"} {
 		if _, err := show(tag, session.QueryOptions{}); err != nil {
 			return err

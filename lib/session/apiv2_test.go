@@ -12,8 +12,11 @@ import (
 // caller (docs/session.md, "Migrating from v1"). The members see an ADD
 // until they accept it, then NULL (v1: FINALIZED, forever); its new
 // process sees it until it confirms, then NULL; an ADD nobody accepts is
-// reported ABORTED once, then NULL. JobInfo during the ADD already counts
-// the new process (the job after the announced change).
+// reported ABORTED once, then NULL, even when a WaitFailure looked at it
+// first (WaitRC takes an abort only if its done accepts it). JobInfo
+// during the ADD already counts the new process (the job after the
+// announced change), and the query is NULL as soon as the accept request
+// is started.
 func TestQueryNeedsCaller(t *testing.T) {
 	d := startDVM(t, 1, 4)
 	_, lines := d.run(2, "", "rcquery")

@@ -72,6 +72,13 @@ func (r *rcSession) taken(delta, bound string) bool {
 	return r.parts[delta+"|"+bound]
 }
 
+// toldOf reports whether tell(delta) was called.
+func (r *rcSession) toldOf(delta string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.told[delta]
+}
+
 // tell records that the caller has learnt that delta was aborted; it
 // reports whether it had not before.
 func (r *rcSession) tell(delta string) bool {
@@ -190,11 +197,17 @@ type QueryOptions struct {
 // from its copy of the runtime's records, without a round trip to the
 // master (one more, once per set version, to learn its members).
 func (s *Session) QueryRC(ctx context.Context, o QueryOptions) (RC, error) {
+	return s.query(ctx, o, true)
+}
+
+// query is QueryRC; with consume false, an abort it reports still counts
+// as not reported (WaitRC reports it only if its caller takes it).
+func (s *Session) query(ctx context.Context, o QueryOptions, consume bool) (RC, error) {
 	r, err := s.queryRC(ctx, o)
 	if err != nil || o.Delta != "" || r.Null() {
 		return r, err
 	}
-	need, err := s.needs(ctx, r)
+	need, err := s.needs(ctx, r, consume)
 	if err != nil || !need {
 		return RC{Type: wire.RCNull, Status: wire.RCNull}, err
 	}
@@ -216,7 +229,7 @@ func (s *Session) queryRC(ctx context.Context, o QueryOptions) (RC, error) {
 }
 
 // needs says whether r still needs the caller (QueryRC).
-func (s *Session) needs(ctx context.Context, r RC) (bool, error) {
+func (s *Session) needs(ctx context.Context, r RC, consume bool) (bool, error) {
 	rec := &r.Record
 	newProc := r.Incl && (r.Type == wire.RCAdd || r.Type == wire.RCReplace)
 	switch r.Status {
@@ -252,6 +265,9 @@ func (s *Session) needs(ctx context.Context, r RC) (bool, error) {
 			}
 			in = m.Contains(s.info.Rank)
 		}
+		if !consume {
+			return in && !s.rc.toldOf(r.Delta), nil
+		}
 		return in && s.rc.tell(r.Delta), nil
 	}
 	return false, nil
@@ -279,7 +295,8 @@ func (s *Session) SubscribeRC(ctx context.Context, fn func(wire.RC)) (uint64, er
 
 // WaitRC queries the change selected by o until done accepts it, querying
 // again after every update of a change of the job (no polling). It
-// returns the accepted answer, or an error when ctx ends.
+// returns the accepted answer, or an error when ctx ends. An abort (which
+// QueryRC reports once) counts as reported only if done accepts it.
 //
 // The session subscribes to the change events once, at the first WaitRC,
 // and keeps the subscription until Finalize.
@@ -291,11 +308,16 @@ func (s *Session) WaitRC(ctx context.Context, o QueryOptions, done func(RC) bool
 		s.rc.mu.Lock()
 		wake := s.rc.changed // taken before the query: no update can fall in between
 		s.rc.mu.Unlock()
-		r, err := s.QueryRC(ctx, o)
+		// Peek: an abort done rejects stays to be reported to others
+		// (a WatchFailure beside the main loop, say).
+		r, err := s.query(ctx, o, false)
 		if err != nil {
 			return r, err
 		}
 		if done(r) {
+			if r.Status == wire.RCAborted && o.Delta == "" {
+				s.rc.tell(r.Delta)
+			}
 			return r, nil
 		}
 		select {
