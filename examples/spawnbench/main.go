@@ -9,7 +9,7 @@
 //
 // Under dynrun, rank 0 drives: per round it requests ADD k
 // (session.RequestRC), builds UNION(app set, delta) (phase 2), accepts over
-// its communicator (comm.AcceptRC, phase 3), builds the communicator over
+// its communicator (session.Accept with Over, phase 3), builds the communicator over
 // the new set and enters its barrier; the new processes confirm, build the
 // same communicator and enter the barrier. The clock runs from the request
 // to the end of the barrier at rank 0. Then rank 0 shrinks the job back to

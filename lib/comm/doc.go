@@ -5,7 +5,8 @@
 // process-to-process connections (unix sockets on one host, TCP across
 // hosts) that every communicator of the process shares. Point to point
 // (blocking and not), barrier, broadcast, gather, reduce and their "all"
-// forms, and phase 3 of a resource change over a communicator (AcceptRC,
-// thesis listing 6.5). docs/comm.md has an example adapt loop, the
+// forms, and the agreement that phase 3 of a resource change runs over a
+// communicator (Agreement: session.Session.Accept with Over, thesis
+// listing 6.5). docs/comm.md has an example adapt loop, the
 // transport, the matching rules and what happens when a peer fails.
 package comm

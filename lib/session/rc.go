@@ -182,9 +182,9 @@ type QueryOptions struct {
 // change was announced with, or one of its new processes) and
 //
 //   - it is ANNOUNCED or PENDING and the caller has not taken its part in
-//     this session yet: a member has not accepted (Accept, AcceptAsRoot,
-//     AcceptedByRoot returned without an error) for every bound set it is
-//     in, a new process has not confirmed; or
+//     this session yet: a member has not started its Accept for every
+//     bound set it is in (an accept request that fails other than by an
+//     abort gives the change back), a new process has not confirmed; or
 //   - it is ABORTED and neither a query nor an accept or confirm of this
 //     session has reported that yet (an abort is reported once, so that a
 //     caller in the middle of phase 2 learns it).
