@@ -459,7 +459,9 @@ func (h *heat) halo(ctx context.Context) error {
 // adapt takes part in a new change: phase 2 at the root, then the first
 // accept.
 func (h *heat) adapt(ctx context.Context, delta string, phase1 time.Duration) (bool, error) {
-	r, err := h.s.QueryRC(ctx, session.QueryOptions{Delta: delta})
+	// Rank 0 named the change: this process's daemon may get its record
+	// a moment later, which WaitRC waits for.
+	r, err := h.s.WaitRC(ctx, session.QueryOptions{Delta: delta}, func(session.RC) bool { return true })
 	if err != nil {
 		return false, err
 	}

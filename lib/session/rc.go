@@ -122,7 +122,7 @@ func (s *Session) record(ctx context.Context, delta string) (wire.RC, error) {
 			return rec, nil
 		}
 	}
-	r, err := s.queryRC(ctx, QueryOptions{Delta: delta})
+	r, err := s.WaitRC(ctx, QueryOptions{Delta: delta}, func(RC) bool { return true })
 	return r.Record, err
 }
 
@@ -295,8 +295,10 @@ func (s *Session) SubscribeRC(ctx context.Context, fn func(wire.RC)) (uint64, er
 
 // WaitRC queries the change selected by o until done accepts it, querying
 // again after every update of a change of the job (no polling). It
-// returns the accepted answer, or an error when ctx ends. An abort (which
-// QueryRC reports once) counts as reported only if done accepts it.
+// returns the accepted answer, or an error when ctx ends. A change named by
+// o.Delta that the caller's daemon does not know yet is waited for (a peer
+// on another node may have seen it first). An abort (which QueryRC reports
+// once) counts as reported only if done accepts it.
 //
 // The session subscribes to the change events once, at the first WaitRC,
 // and keeps the subscription until Finalize.
@@ -311,10 +313,14 @@ func (s *Session) WaitRC(ctx context.Context, o QueryOptions, done func(RC) bool
 		// Peek: an abort done rejects stays to be reported to others
 		// (a WatchFailure beside the main loop, say).
 		r, err := s.query(ctx, o, false)
-		if err != nil {
+		switch {
+		case o.Delta != "" && errors.Is(err, wire.ErrNotFound):
+			// Not here yet: the master pushes a change to the daemons one
+			// by one, and a peer may have named it first.
+		case err != nil:
 			return r, err
 		}
-		if done(r) {
+		if err == nil && done(r) {
 			if r.Status == wire.RCAborted && o.Delta == "" {
 				s.rc.tell(r.Delta)
 			}
