@@ -42,7 +42,7 @@ import (
 type config struct {
 	last      int    // exit once change number last has ended
 	requests  string // changes rank 0 asks for itself: "add:2,sub:1"
-	blocking  bool   // accept with Blocking
+	blocking  bool   // wait for the accept request at once
 	noConfirm bool   // new processes never confirm
 	dieNew    int    // new processes exit with this code before confirming (0: off)
 	linger    bool   // removed processes stay (and ignore SIGTERM)
