@@ -143,14 +143,18 @@ func MixedJob(t *testing.T, progs *Programs, name string, argv func(malleable st
 }
 
 // RequestRC asks for a change, again while the job's first processes are
-// still being launched (a change cannot be requested then); an error fails
-// t.
+// still being launched (a change cannot be requested then), and returns
+// its record once it has started (a queued request is answered at once,
+// before it has a delta: tool.Client.WaitQueued); an error fails t.
 func RequestRC(ctx context.Context, t testing.TB, c *tool.Client, req wire.RCRequest) wire.RC {
 	t.Helper()
 	rc, err := c.RequestRC(ctx, req)
 	for errors.Is(err, wire.ErrState) && strings.Contains(err.Error(), "still being launched") && ctx.Err() == nil {
 		time.Sleep(20 * time.Millisecond)
 		rc, err = c.RequestRC(ctx, req)
+	}
+	if err == nil {
+		rc, err = c.WaitQueued(ctx, rc)
 	}
 	if err != nil {
 		t.Fatalf("request %s: %v", req.Type, err)

@@ -60,7 +60,8 @@ type agreeFunc = func(ctx context.Context, root uint32, decide func(context.Cont
 // AcceptResult is what an accept gives every member of the set.
 type AcceptResult struct {
 	// Status is wire.RCFinalized: an accept is complete when its change
-	// is.
+	// is. Only a process that must leave (Terminate) may get it earlier,
+	// wire.RCPending, when a SUB still waits for other bound sets.
 	Status string
 	// Terminate is set for the processes a SUB removes and for those a
 	// REPLACE replaces: they must call Finalize and exit.
@@ -137,14 +138,34 @@ func (r *AcceptRequest) Wait(ctx context.Context) (AcceptResult, error) {
 	}
 }
 
-// acceptMember is the member form: one blocking rc.accept.
+// acceptMember is the member form: a blocking rc.accept. Every member
+// gets the root's answer, and a root of another implementation may not
+// block: then the answer is PENDING, and the member waits for the change
+// to leave PENDING and (an ADD or a REPLACE) asks again, as every member
+// does (docs/wire.md, "Phase 3": polling a PENDING change).
 func (s *Session) acceptMember(ctx context.Context, delta string, o AcceptOptions) (AcceptResult, error) {
 	req := &wire.RCAcceptReq{Delta: delta, Bound: o.Bound, Root: o.Root, Set: o.NewSet, Block: true, TimeoutMS: timeoutMS(ctx, 0)}
-	var rep wire.RCAcceptReply
-	if err := s.call(ctx, wire.KindRCAccept, req, &rep); err != nil {
-		return AcceptResult{}, err
+	for {
+		var rep wire.RCAcceptReply
+		if err := s.call(ctx, wire.KindRCAccept, req, &rep); err != nil {
+			return AcceptResult{}, err
+		}
+		res := AcceptResult{Status: rep.Status, NewSet: rep.Set, Terminate: rep.Terminate}
+		if rep.Status != wire.RCPending || rep.Terminate {
+			return res, nil
+		}
+		r, err := s.WaitRC(ctx, QueryOptions{Delta: delta}, func(r RC) bool { return r.Status != wire.RCPending })
+		switch {
+		case err != nil:
+			return AcceptResult{}, err
+		case r.Status == wire.RCAborted:
+			return AcceptResult{}, wire.Errorf(wire.ErrAborted, "session: resource change %s was aborted: %s", r.Delta, r.Record.Reason)
+		case r.Type == wire.RCSub:
+			// Accepted by this set; the other bound sets have now too.
+			res.Status = r.Status
+			return res, nil
+		}
 	}
-	return AcceptResult{Status: rep.Status, NewSet: rep.Set, Terminate: rep.Terminate}, nil
 }
 
 // acceptOver is the channel form: the members meet on o.Over, the root

@@ -245,7 +245,8 @@ typedef struct dynrt_rc_request_opts {
     size_t nranks;
     const char *bound;     /* bind to / take from this set; NULL = the runtime's choice */
     int wait;              /* return once settled (the caller must not be needed to accept it) */
-    int queue;             /* queue behind a change in flight instead of DYNRT_ERR_BUSY */
+    int queue;             /* queue behind a change in flight instead of DYNRT_ERR_BUSY; without
+                              wait the reply comes at once: status NULL, no delta yet */
     int64_t grace_ms;      /* SUB, REPLACE: time the leaving processes get to exit */
     int64_t confirm_timeout_ms;
 } dynrt_rc_request_opts;

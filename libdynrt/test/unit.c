@@ -449,8 +449,14 @@ static void continue_with(dynrt_pset_ref set) {
 /* An ADD canceled by the application itself before it is accepted. */
 static void cancel(void) {
     dynrt_rc req;
-    dynrt_rc_request_opts o = {.queue = 1}; /* behind the SUB, until its process has left */
-    CALL(dynrt_rc_request(S, DYNRT_RC_ADD, 1, &o, &req));
+    /* The SUB is in flight until its process has left: ask again while busy
+       (a queued request would be answered at once, before it has a delta). */
+    int busy = dynrt_rc_request(S, DYNRT_RC_ADD, 1, NULL, &req);
+    for (int i = 0; i < 500 && busy == DYNRT_ERR_BUSY; i++) {
+        msleep(20);
+        busy = dynrt_rc_request(S, DYNRT_RC_ADD, 1, NULL, &req);
+    }
+    CALL(busy);
     CALL(dynrt_rc_cancel(S, req.delta, NULL));
     dynrt_rc rc;
     CALL(dynrt_rc_get(S, req.delta, &rc));
