@@ -209,7 +209,9 @@ int main(void) {
 // shrink) and examples/c-synthetic growing 2 → 3 and shrinking 3 → 2 by
 // itself. Every process must end with no memory error and no leak of any
 // kind (every heap block freed); valgrind also turns either into a
-// non-zero exit (--error-exitcode) that fails the job.
+// non-zero exit (--error-exitcode) that fails the job. --vgdb=no: no
+// gdb-server FIFOs in /tmp, which a process killed by the runtime would
+// leave behind.
 func TestValgrind(t *testing.T) {
 	vg, err := exec.LookPath("valgrind")
 	if err != nil {
@@ -232,7 +234,7 @@ func TestValgrind(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			logs := t.TempDir()
-			rep := j.launch(t, tc.n, append([]string{vg, "--leak-check=full", "--show-leak-kinds=all",
+			rep := j.launch(t, tc.n, append([]string{vg, "--vgdb=no", "--leak-check=full", "--show-leak-kinds=all",
 				"--errors-for-leak-kinds=all", "--error-exitcode=99", "--log-file=" + filepath.Join(logs, "vg.%p")}, tc.argv...))
 			end := dvmtest.WaitJob(t, j.c, rep.Job, 180*time.Second)
 			// A log that does not say both is a process with an error or a
