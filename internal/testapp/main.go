@@ -24,8 +24,9 @@
 //	                    then of an ADD nobody accepts (aborted), and
 //	                    JobInfo during a change
 //	fenceaftersub       (3 ranks) rank 0 asks for a SUB of rank 2; right
-//	                    after the accept ranks 0 and 1 fence over every
-//	                    live process while rank 2 waits for them to end
+//	                    after the accept ranks 0 and 1 fence and construct
+//	                    a group over every live process while rank 2 waits
+//	                    for them to end
 //
 // Every line it prints starts with a word saying what it is; "ERROR" lines
 // mean a check failed (and the exit code is 1).
@@ -696,8 +697,17 @@ func fenceAfterSub(ctx context.Context, s *session.Session) error {
 		fmt.Println("left", outcome(err))
 		return nil
 	}
+	// Both at once, so that each would wait for rank 2 on its own.
+	var gerr error
+	grouped := make(chan struct{})
+	go func() {
+		defer close(grouped)
+		_, gerr = s.GroupConstruct(ctx, "after-sub", nil) // nil: every live process
+	}()
 	err = s.Fence(ctx, nil, false)
+	<-grouped
 	fmt.Println("fence", outcome(err))
+	fmt.Println("group", outcome(gerr))
 	if s.Rank() == 0 {
 		return s.Publish(ctx, map[string][]byte{"fenced": []byte("yes")}, session.RangeJob)
 	}

@@ -36,13 +36,14 @@ func TestQueryNeedsCaller(t *testing.T) {
 }
 
 // TestFenceAfterSub: right after a SUB is accepted, a fence over every
-// live process (Fence(nil)) leaves out the removed process that has not
-// exited yet; it used to wait for it and fail with "aborted" when it
-// exited.
+// live process (Fence(nil)) and a group construct over them
+// (GroupConstruct with nil members) leave out the removed process that
+// has not exited yet; they used to wait for it and fail with "aborted"
+// when it exited.
 func TestFenceAfterSub(t *testing.T) {
 	d := startDVM(t, 1, 3)
 	_, lines := d.run(3, "", "fenceaftersub")
-	want := map[uint32][]string{0: {"fence ok"}, 1: {"fence ok"}, 2: {"left ok"}}
+	want := map[uint32][]string{0: {"fence ok", "group ok"}, 1: {"fence ok", "group ok"}, 2: {"left ok"}}
 	for r, w := range want {
 		if got := lines[r]; !slices.Equal(got, w) {
 			t.Errorf("rank %d printed %q, want %q", r, got, w)
