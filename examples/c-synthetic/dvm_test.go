@@ -159,14 +159,25 @@ func TestAppTrigger(t *testing.T) {
 		{"grow", 2, []string{"--limit", "4", "--delta", "1"}, []string{"ADD 1", "ADD 1"}, 4, false},
 		{"grow-blocking", 2, []string{"--limit", "5", "--delta", "3"}, []string{"ADD 3"}, 5, true},
 		{"shrink", 4, []string{"--limit", "1", "--delta", "2"}, []string{"SUB 2", "SUB 1"}, 1, false},
+		// -f 1 and removed processes that take 300 ms to leave: the next
+		// request comes while the last SUB is still in flight; it is
+		// queued (answered NULL at once) and must not be asked for again
+		// before it is announced.
+		{"shrink-linger", 4, []string{"--limit", "1", "--delta", "1", "-f", "1", "--test-linger", "300"}, []string{"SUB 1", "SUB 1", "SUB 1"}, 1, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"-i", "8", "-f", "3", "--start", fmt.Sprint(tc.start), "--problem-size", fmt.Sprint(problem)}, tc.args...)
 			if tc.blockingArg {
 				args = append(args, "-b")
 			}
-			run := d.run(d.launch(tc.start, "", args...))
+			job := d.launch(tc.start, "", args...)
+			run := d.run(job)
 			check(t, run, problem, tc.start, tc.changes)
+			// Rank 0 asked for each change once (the end line's requests).
+			root, _ := d.output(job)
+			if want := fmt.Sprintf(`"requests":%d}`, len(tc.changes)); !strings.Contains(root, want) {
+				t.Errorf("end line without %s:\n%s", want, root)
+			}
 			if run.End.FinalProcs != tc.final {
 				t.Errorf("ended with %d processes, want %d", run.End.FinalProcs, tc.final)
 			}

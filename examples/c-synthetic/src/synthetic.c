@@ -74,6 +74,7 @@ typedef struct config {
     int64_t problem;
     const char *trigger;
     const char *hold; /* --test-hold DIR */
+    int linger;       /* --test-linger MS */
 } config;
 
 typedef struct pset {
@@ -104,7 +105,7 @@ typedef struct app {
     char newset[DYNRT_NAME_MAX + 16];
     /* Root only. */
     change changes[MAXCHANGES];
-    int nchanges, next_due, ended, refused;
+    int nchanges, next_due, ended, refused, asked, requests;
     struct timespec t0;
 } app;
 
@@ -196,7 +197,11 @@ static void decide(char *dec, size_t len, double *query, double *phase1, double 
     now(&t);
     int app_trigger = strcmp(A.c.trigger, "app") == 0;
     size_t size = A.set.n;
-    if (A.delta[0] == 0 && app_trigger && A.iter >= A.next_due && (int)size != A.c.limit && A.c.delta > 0) {
+    /* A request queued behind a change still settling is answered at once
+     * (status NULL): it is found by the query once announced, and not asked
+     * for again meanwhile (asked). */
+    if (A.delta[0] == 0 && app_trigger && !A.asked && A.iter >= A.next_due && (int)size != A.c.limit &&
+        A.c.delta > 0) {
         dynrt_rc_type type = A.c.limit > (int)size ? DYNRT_RC_ADD : DYNRT_RC_SUB;
         int n = abs(A.c.limit - (int)size) < A.c.delta ? abs(A.c.limit - (int)size) : A.c.delta;
         dynrt_rc_request_opts o = {.queue = 1};
@@ -207,6 +212,9 @@ static void decide(char *dec, size_t len, double *query, double *phase1, double 
             A.next_due = A.iter + 1;
         } else if (e != DYNRT_OK) {
             die(1, "request a %s of %d: %s", dynrt_rc_type_name(type), n, dynrt_errmsg());
+        } else {
+            A.asked = 1;
+            A.requests++;
         }
     }
     dynrt_rc rc = {0};
@@ -232,6 +240,7 @@ static void decide(char *dec, size_t len, double *query, double *phase1, double 
         *phase1 = ns_ms(rc.times.requested, rc.times.announced);
         snprintf(A.delta, sizeof A.delta, "%s", rc.delta);
         A.type = rc.type;
+        A.asked = 0;
         dynrt_pset_ref_format(&r.set, A.newset, sizeof A.newset);
         if (A.nchanges < MAXCHANGES) {
             change *c = &A.changes[A.nchanges++];
@@ -268,6 +277,9 @@ static dynrt_rc_status accept_step(double *phase3, double *comm) {
     }
     *phase3 = ms_since(&t);
     if (res.terminate) {
+        if (A.c.linger > 0) {
+            usleep((useconds_t)A.c.linger * 1000); /* the SUB stays in flight meanwhile */
+        }
         free(A.set.m);
         CALL(dynrt_finalize(A.s));
         exit(0);
@@ -531,9 +543,9 @@ static void report_end(void) {
     }
     printf("{\"kind\":\"end\",\"mode\":\"inc\",\"trigger\":\"%s\",\"start\":%d,\"limit\":%d,\"delta\":%d,\"f\":%d,"
            "\"iters\":%d,\"blocking\":%s,\"problem_size\":%" PRId64 ",\"count\":%" PRId64 ",\"final_procs\":%zu,"
-           "\"wall_ms\":%.3f,\"changes\":%d}\n",
+           "\"wall_ms\":%.3f,\"changes\":%d,\"requests\":%d}\n",
            A.c.trigger, A.c.start, A.c.limit, A.c.delta, A.c.freq, A.iter, A.c.blocking ? "true" : "false",
-           A.c.problem, A.expected, A.set.n, ms_since(&A.t0), A.nchanges);
+           A.c.problem, A.expected, A.set.n, ms_since(&A.t0), A.nchanges, A.requests);
 }
 
 /* A process started by an ADD or REPLACE: confirm (listing 6.6), then the
@@ -578,7 +590,8 @@ int main(int argc, char **argv) {
         {"delta", required_argument, 0, 3},   {"trigger", required_argument, 0, 4},
         {"changes", required_argument, 0, 5}, {"problem-size", required_argument, 0, 6},
         {"timeout", required_argument, 0, 7}, {"test-skew", required_argument, 0, 8},
-        {"test-hold", required_argument, 0, 9},  {0, 0, 0, 0},
+        {"test-hold", required_argument, 0, 9},  {"test-linger", required_argument, 0, 10},
+        {0, 0, 0, 0},
     };
     for (int o; (o = getopt_long(argc, argv, "i:f:b", opts, NULL)) != -1;) {
         switch (o) {
@@ -594,6 +607,7 @@ int main(int argc, char **argv) {
         case 7: timeout = atoi(optarg); break;
         case 8: c.skew = atoi(optarg); break;
         case 9: c.hold = optarg; break;
+        case 10: c.linger = atoi(optarg); break;
         default: usage();
         }
     }
