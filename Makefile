@@ -25,8 +25,9 @@ FAULTS ?= all
 TEST_TIMEOUT ?= 12m
 
 # libdynrt (the C library, libdynrt/) and the C example are built with the
-# system compiler into LIBDYNRT_BUILD; `make libdynrt-install PREFIX=...`
-# installs the header, libdynrt.so, libdynrt.a and dynrt.pc.
+# system compiler into LIBDYNRT_BUILD; `make install PREFIX=...` installs the
+# binaries and libdynrt, `make libdynrt-install PREFIX=...` only libdynrt
+# (header, libdynrt.so, libdynrt.a, dynrt.pc).
 CC ?= cc
 PREFIX ?= /usr/local
 LIBDYNRT_BUILD ?= build/libdynrt
@@ -37,7 +38,7 @@ LIBDYNRT_SRC := $(wildcard libdynrt/src/*.c)
 LIBDYNRT_OBJ := $(patsubst libdynrt/src/%.c,$(LIBDYNRT_BUILD)/obj/%.o,$(LIBDYNRT_SRC))
 LIBDYNRT_OUT := $(LIBDYNRT_BUILD)/libdynrt.a $(LIBDYNRT_BUILD)/libdynrt.so $(LIBDYNRT_BUILD)/dynrt-unit $(LIBDYNRT_BUILD)/dynrt-malleable $(LIBDYNRT_BUILD)/c-synthetic
 
-.PHONY: help build install test deps-tmux deps-msgpack deps-valgrind deps-pymsgpack libdynrt libdynrt-install deps-hosts deps-slurm deps-mpi deps-mpich-src mpich-suite bench bench-failure bench-hosts fuzz chaos verify demo demo-failure clean
+.PHONY: help build install go-install test deps-tmux deps-msgpack deps-valgrind deps-pymsgpack libdynrt libdynrt-install deps-hosts deps-slurm deps-mpi deps-mpich-src mpich-suite bench bench-failure bench-hosts fuzz chaos verify demo demo-failure clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -46,7 +47,11 @@ build: ## build the four binaries into bin/
 	@mkdir -p $(BIN)
 	$(GO) build -tags '$(BUILDTAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./cmd/,$(CMDS))
 
-install: ## install the binaries into $GOBIN (or $GOPATH/bin)
+install: build libdynrt-install ## install the four binaries into PREFIX/bin and libdynrt (header, libraries, dynrt.pc) under PREFIX (/usr/local)
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 755 $(addprefix $(BIN)/,$(CMDS)) $(DESTDIR)$(PREFIX)/bin/
+
+go-install: ## install the four binaries into $GOBIN (or $GOPATH/bin)
 	$(GO) install -tags '$(BUILDTAGS)' -ldflags '$(LDFLAGS)' $(addprefix ./cmd/,$(CMDS))
 
 test: deps-tmux deps-hosts deps-slurm deps-mpi deps-mpich-src deps-msgpack deps-valgrind deps-pymsgpack ## run every test with the race detector, then each fuzz target for FUZZTIME_TEST (200000 inputs)
