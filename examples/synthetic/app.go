@@ -39,6 +39,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
+	run := run
+	if c.exchange == exchangeKV {
+		run = runKV
+	}
 	if err := run(ctx, c, stdout, stderr, log); err != nil {
 		if !errors.Is(err, errReported) {
 			fmt.Fprintf(stderr, "synthetic: rank %s: %v\n", os.Getenv("DYNRT_RANK"), err)

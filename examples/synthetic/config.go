@@ -14,6 +14,9 @@ const (
 
 	triggerApp      = "app"
 	triggerExternal = "external"
+
+	exchangeComm = "comm"
+	exchangeKV   = "kv"
 )
 
 // config is the parameter set of thesis table 8.1 plus what running it
@@ -37,6 +40,7 @@ type config struct {
 	verbose  bool
 	skew     int64  // tests: a process started by an ADD adds this to its count, which the check must catch
 	stopMark string // tests: at the first stop, create <dir>/<rank> and wait for <dir>/go
+	exchange string // comm (lib/comm) or kv (c-synthetic's protocol: kv.go)
 }
 
 // parseArgs reads the flags (args without the program name).
@@ -59,6 +63,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.timeout, "timeout", 5*time.Minute, "limit of the whole run")
 	fs.DurationVar(&c.confirm, "confirm-timeout", 0, "app trigger: confirm timeout of each change (0: the runtime's)")
 	fs.StringVar(&c.tag, "tag", "synthetic", "communicator tag")
+	fs.StringVar(&c.exchange, "exchange", exchangeComm, "how ranks talk: comm (lib/comm) or kv (examples/c-synthetic's key-value protocol, for jobs mixing both programs)")
 	fs.BoolVar(&c.verbose, "v", false, "debug log on stderr")
 	fs.Int64Var(&c.skew, "test-skew", 0, "for tests: processes started by an ADD miscount by this much")
 	fs.StringVar(&c.stopMark, "test-stop-mark", "", "for tests: at the first decision to stop, create <dir>/<rank> and wait for <dir>/go")
@@ -78,6 +83,12 @@ func (c config) check() error {
 	}
 	if c.trigger != triggerApp && c.trigger != triggerExternal {
 		errs = append(errs, fmt.Errorf("--trigger %q: want app or external", c.trigger))
+	}
+	if c.exchange != exchangeComm && c.exchange != exchangeKV {
+		errs = append(errs, fmt.Errorf("--exchange %q: want comm or kv", c.exchange))
+	}
+	if c.exchange == exchangeKV && (c.mode != modeInc || c.stopMark != "") {
+		errs = append(errs, errors.New("--exchange kv runs --mode inc only, without --test-stop-mark (as examples/c-synthetic)"))
 	}
 	if c.iters < 1 || c.freq < 1 {
 		errs = append(errs, errors.New("-i and -f must be at least 1"))

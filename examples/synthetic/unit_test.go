@@ -89,6 +89,9 @@ func TestParseArgs(t *testing.T) {
 		{[]string{"--limit", "8", "--delta", "2"}, "--limit needs --start"},
 		{[]string{"--delta", "-1"}, "negative"},
 		{[]string{"extra"}, "unexpected argument"},
+		{[]string{"--exchange", "kv", "--trigger", "external", "--changes", "2"}, ""},
+		{[]string{"--exchange", "pipes"}, "--exchange"},
+		{[]string{"--exchange", "kv", "--mode", "step"}, "--mode inc only"},
 	} {
 		_, err := parseArgs(tc.args, io.Discard)
 		switch {
@@ -96,6 +99,31 @@ func TestParseArgs(t *testing.T) {
 			t.Errorf("%v: %v", tc.args, err)
 		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
 			t.Errorf("%v: error %v, want one mentioning %q", tc.args, err, tc.err)
+		}
+	}
+}
+
+// TestKVDecision: the value of d:<iter> is c-synthetic's
+// "<iter> <stop> <type> <delta> <newset>", "-" for none, both ways.
+func TestKVDecision(t *testing.T) {
+	for _, tc := range []struct {
+		d    kvDecision
+		text string
+	}{
+		{kvDecision{iter: 3}, "3 0 - - -"},
+		{kvDecision{iter: 7, stop: true}, "7 1 - - -"},
+		{kvDecision{iter: 4, typ: wire.RCAdd, delta: "mpi://delta/j1/3", newSet: "mpi://app/a1@2"}, "4 0 ADD mpi://delta/j1/3 mpi://app/a1@2"},
+	} {
+		if got := tc.d.String(); got != tc.text {
+			t.Errorf("%+v: %q, want %q", tc.d, got, tc.text)
+		}
+		if got, err := parseKVDecision(tc.text); err != nil || got != tc.d {
+			t.Errorf("parse %q: %+v, %v; want %+v", tc.text, got, err, tc.d)
+		}
+	}
+	for _, bad := range []string{"", "3 0 - -", "x 0 - - -", "3 2 - - -"} {
+		if _, err := parseKVDecision(bad); err == nil {
+			t.Errorf("parse %q: no error", bad)
 		}
 	}
 }

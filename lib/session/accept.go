@@ -42,6 +42,14 @@ type AcceptOptions struct {
 	// included (0: the ctx given to Accept only; the runtime gives up a
 	// change that is not confirmed within its own limit anyway).
 	Timeout time.Duration
+	// NoBlock (member form only) asks the runtime not to wait for the new
+	// processes of an ADD or REPLACE: the request then completes with
+	// Status wire.RCPending once the change is accepted, and every member
+	// calls Accept again in a later step (a new call) until it is
+	// FINALIZED. The root's choice holds for every member, so all members
+	// must do the same (as examples/c-synthetic's non-blocking accept,
+	// libdynrt's dynrt_iaccept, does).
+	NoBlock bool
 }
 
 // Channel is a group of processes that can agree without the runtime:
@@ -61,7 +69,9 @@ type agreeFunc = func(ctx context.Context, root uint32, decide func(context.Cont
 type AcceptResult struct {
 	// Status is wire.RCFinalized: an accept is complete when its change
 	// is. Only a process that must leave (Terminate) may get it earlier,
-	// wire.RCPending, when a SUB still waits for other bound sets.
+	// wire.RCPending, when a SUB still waits for other bound sets, and
+	// every member with NoBlock while the new processes have not
+	// confirmed.
 	Status string
 	// Terminate is set for the processes a SUB removes and for those a
 	// REPLACE replaces: they must call Finalize and exit.
@@ -144,14 +154,14 @@ func (r *AcceptRequest) Wait(ctx context.Context) (AcceptResult, error) {
 // to leave PENDING and (an ADD or a REPLACE) asks again, as every member
 // does (docs/wire.md, "Phase 3": polling a PENDING change).
 func (s *Session) acceptMember(ctx context.Context, delta string, o AcceptOptions) (AcceptResult, error) {
-	req := &wire.RCAcceptReq{Delta: delta, Bound: o.Bound, Root: o.Root, Set: o.NewSet, Block: true, TimeoutMS: timeoutMS(ctx, 0)}
+	req := &wire.RCAcceptReq{Delta: delta, Bound: o.Bound, Root: o.Root, Set: o.NewSet, Block: !o.NoBlock, TimeoutMS: timeoutMS(ctx, 0)}
 	for {
 		var rep wire.RCAcceptReply
 		if err := s.call(ctx, wire.KindRCAccept, req, &rep); err != nil {
 			return AcceptResult{}, err
 		}
 		res := AcceptResult{Status: rep.Status, NewSet: rep.Set, Terminate: rep.Terminate}
-		if rep.Status != wire.RCPending || rep.Terminate {
+		if rep.Status != wire.RCPending || rep.Terminate || o.NoBlock {
 			return res, nil
 		}
 		r, err := s.WaitRC(ctx, QueryOptions{Delta: delta}, func(r RC) bool { return r.Status != wire.RCPending })
