@@ -117,17 +117,26 @@ type RCRequest struct {
 // RCQueryReq asks for the change a process should act on: by delta name,
 // else the job's change in flight (or the latest one).
 //
-// The latest one may be settled already (FINALIZED or ABORTED) and comes
-// back from every later query until the next change: a member acts on a
-// change that is ANNOUNCED or PENDING and whose accept it has not
-// completed (a PENDING SUB may still wait for the caller's bound set; a
-// PENDING ADD for the members' next call), so it remembers the deltas it
-// has taken part in.
+// Without Need the latest one may be settled already (FINALIZED or
+// ABORTED) and comes back from every later query until the next change.
+// With Need (a client's query without Delta) the daemon answers a change
+// only while it still needs the caller, else NULL (the thesis's
+// MPI_RC_NULL): the caller is a member of one of its bound sets at the
+// version of the announcement, or one of its new processes, and the
+// change is ANNOUNCED or PENDING and the caller has not started its
+// rc.accept for every bound set holding it (a new process: its
+// rc.confirm), or it is ABORTED and the daemon has not told the caller
+// yet (an abort is reported once per rank, by a query or by an accept or
+// confirm that failed with aborted). A FINALIZED change never needs the
+// caller. An accept or confirm that fails other than by an abort gives
+// the change back to the queries. The daemon remembers this per rank
+// until the change or the job is forgotten.
 type RCQueryReq struct {
-	Job   string  `msgpack:"j,omitempty"` // job namespace
-	Delta string  `msgpack:"d,omitempty"` // delta set name; empty = current
-	Rank  *uint32 `msgpack:"r,omitempty"` // tool: the rank to compute Incl for, absent or nil = none (Incl false); a client's daemon uses the caller's rank for its own job
-	Bound string  `msgpack:"b,omitempty"` // only a change bound to this set; mpi://SELF: one that concerns the caller; empty = mpi://app/<app>
+	Job   string  `msgpack:"j,omitempty"`    // job namespace
+	Delta string  `msgpack:"d,omitempty"`    // delta set name; empty = current
+	Rank  *uint32 `msgpack:"r,omitempty"`    // tool: the rank to compute Incl for, absent or nil = none (Incl false); a client's daemon uses the caller's rank for its own job
+	Bound string  `msgpack:"b,omitempty"`    // only a change bound to this set; mpi://SELF: one that concerns the caller; empty = mpi://app/<app>
+	Need  bool    `msgpack:"need,omitempty"` // client→daemon, without d: only a change that still needs the caller, else no rc (NULL); ignored with d, for another job's changes, and by the master
 }
 
 // RCQueryReply answers an rc.query. RC is absent when there is no change

@@ -90,7 +90,7 @@ func samples() map[string]any {
 		"RCRequest": &RCRequest{Job: "dvm1.1", Type: RCSub, N: 2, Ranks: RankRanges{{6, 7}}, Bound: []string{"mpi://app/lu"},
 			Requester: ByApp, RequesterID: "rank 0", Hints: map[string]string{"z": "1", "y": "2"}, Wait: true, TimeoutMS: 1000,
 			Queue: true, GraceMS: 2000, ConfirmMS: 30000},
-		"RCQueryReq":   &RCQueryReq{Job: "dvm1.1", Delta: "mpi://rte/lu/rc/1", Rank: u32(9), Bound: "mpi://SELF"},
+		"RCQueryReq":   &RCQueryReq{Job: "dvm1.1", Delta: "mpi://rte/lu/rc/1", Rank: u32(9), Bound: "mpi://SELF", Need: true},
 		"RCQueryReply": &RCQueryReply{RC: &rc, Incl: true},
 		"RCListReq":    &RCListReq{Job: "dvm1.1", All: true},
 		"RCList":       &RCList{RCs: []RC{rc}},

@@ -87,6 +87,9 @@ type rcCache struct {
 	// counted so far, and the ones under way.
 	calls map[acceptKey]uint32
 	busy  map[acceptKey]bool
+	// What each local rank has done of a change, for rc.query's need
+	// (need.go); dropped with the change.
+	parts map[rcPart]bool
 }
 
 func newRCCache() *rcCache {
@@ -106,6 +109,11 @@ func (c *rcCache) forget(delta string) {
 	for k := range c.calls {
 		if k.delta == delta {
 			delete(c.calls, k)
+		}
+	}
+	for k := range c.parts {
+		if k.delta == delta {
+			delete(c.parts, k)
 		}
 	}
 }
@@ -218,6 +226,9 @@ func (d *Daemon) handleRCQuery(_ context.Context, req *wire.Request, b *wire.RCQ
 				}
 			}
 		}
+	}
+	if rec != nil && b.Need && b.Delta == "" && job == c.Job && !jc.needs(rec, rank) {
+		rec = nil
 	}
 	if rec == nil {
 		return &wire.RCQueryReply{}, nil

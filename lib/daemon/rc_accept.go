@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -49,7 +50,7 @@ type acceptPlan struct {
 }
 
 // handleRCAccept serves rc.accept from a local process.
-func (d *Daemon) handleRCAccept(ctx context.Context, req *wire.Request, b *wire.RCAcceptReq) (any, error) {
+func (d *Daemon) handleRCAccept(ctx context.Context, req *wire.Request, b *wire.RCAcceptReq) (_ any, err error) {
 	c, err := CallerOf(req)
 	if err != nil {
 		return nil, err
@@ -57,9 +58,13 @@ func (d *Daemon) handleRCAccept(ctx context.Context, req *wire.Request, b *wire.
 	ctx, cancel := withTimeout(ctx, b.TimeoutMS)
 	defer cancel()
 	p, err := d.planAccept(c, b)
+	if errors.Is(err, wire.ErrAborted) {
+		d.tookPart(c.Job, c.Rank, b.Delta, "", err) // the abort is reported
+	}
 	if err != nil {
 		return nil, err
 	}
+	defer func() { d.tookPart(c.Job, c.Rank, p.rec.Delta, p.ref.Name, err) }()
 	consumed := false
 	defer func() { d.acceptDone(c.Job, p, consumed) }()
 
@@ -148,6 +153,7 @@ func (d *Daemon) planAccept(c Caller, b *wire.RCAcceptReq) (*acceptPlan, error) 
 		rcs.calls = make(map[acceptKey]uint32)
 	}
 	rcs.busy[k] = true
+	rcs.mark(rcPart{rec.Delta, ref.Name, c.Rank}) // started: queries with need skip it from now on
 	return &acceptPlan{key: k, rec: *rec, ref: ref, members: members, root: root, call: call}, nil
 }
 
@@ -294,7 +300,7 @@ func Terminates(rec *wire.RC, rank uint32, status string) bool {
 }
 
 // handleRCConfirm serves rc.confirm from a new process.
-func (d *Daemon) handleRCConfirm(ctx context.Context, req *wire.Request, b *wire.RCConfirmReq) (any, error) {
+func (d *Daemon) handleRCConfirm(ctx context.Context, req *wire.Request, b *wire.RCConfirmReq) (_ any, err error) {
 	c, err := CallerOf(req)
 	if err != nil {
 		return nil, err
@@ -310,6 +316,9 @@ func (d *Daemon) handleRCConfirm(ctx context.Context, req *wire.Request, b *wire
 	d.mu.Unlock()
 	switch {
 	case err != nil:
+		if errors.Is(err, wire.ErrAborted) {
+			d.tookPart(c.Job, c.Rank, b.Delta, partConfirm, err) // the abort is reported
+		}
 		return nil, err
 	case rec.Type != wire.RCAdd && rec.Type != wire.RCReplace:
 		return nil, wire.Errorf(wire.ErrInvalid, "daemon %s: %s is a %s; only the new processes of an ADD or a REPLACE confirm", d.node, rec.Delta, rec.Type)
@@ -321,6 +330,8 @@ func (d *Daemon) handleRCConfirm(ctx context.Context, req *wire.Request, b *wire
 		// fence again would wait for the others in vain.
 		return &wire.RCAcceptReply{Status: wire.RCFinalized, Set: *rec.NewSet}, nil
 	}
+	d.tookPart(c.Job, c.Rank, rec.Delta, partConfirm, nil) // started: queries with need skip it from now on
+	defer func() { d.tookPart(c.Job, c.Rank, rec.Delta, partConfirm, err) }()
 	set, err := d.rcWaitSet(ctx, c, rec.Delta, RCAcceptKey(rec.Delta), "the accept")
 	if err != nil {
 		return nil, err

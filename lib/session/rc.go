@@ -202,8 +202,16 @@ func (s *Session) QueryRC(ctx context.Context, o QueryOptions) (RC, error) {
 
 // query is QueryRC; with consume false, an abort it reports still counts
 // as not reported (WaitRC reports it only if its caller takes it).
+//
+// QueryRC asks the daemon to apply the rule itself (RCQueryReq.Need), so
+// that the answer is the same for every client implementation. The
+// session's own memory stays as a second filter for what the daemon
+// cannot see: an Accept that has returned but whose request has not
+// reached the daemon yet, and the members of an Accept over a channel,
+// whose root alone sends a request. A peek (WaitRC) must not use up the
+// abort at the daemon, so it asks for the plain record.
 func (s *Session) query(ctx context.Context, o QueryOptions, consume bool) (RC, error) {
-	r, err := s.queryRC(ctx, o)
+	r, err := s.queryRC(ctx, o, consume)
 	if err != nil || o.Delta != "" || r.Null() {
 		return r, err
 	}
@@ -214,11 +222,12 @@ func (s *Session) query(ctx context.Context, o QueryOptions, consume bool) (RC, 
 	return r, nil
 }
 
-// queryRC is one rc.query: the daemon's latest record bound to o.Bound,
+// queryRC is one rc.query: the change bound to o.Bound that still needs
+// the caller (need), or the daemon's latest record bound to o.Bound
 // whatever its status, or the one named o.Delta.
-func (s *Session) queryRC(ctx context.Context, o QueryOptions) (RC, error) {
+func (s *Session) queryRC(ctx context.Context, o QueryOptions, need bool) (RC, error) {
 	var rep wire.RCQueryReply
-	if err := s.call(ctx, wire.KindRCQuery, &wire.RCQueryReq{Delta: o.Delta, Bound: o.Bound}, &rep); err != nil {
+	if err := s.call(ctx, wire.KindRCQuery, &wire.RCQueryReq{Delta: o.Delta, Bound: o.Bound, Need: need && o.Delta == ""}, &rep); err != nil {
 		return RC{}, err
 	}
 	if rep.RC == nil {

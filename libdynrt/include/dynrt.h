@@ -232,10 +232,14 @@ void dynrt_rc_release(dynrt_rc *rc);
 
 /* Listing 6.1: the latest change bound to the set bound (NULL or
  * DYNRT_SELF: the latest change that adds or removes the caller or binds a
- * set holding it) if it still needs the caller: ANNOUNCED or PENDING, the
- * caller is in its delta or was a member of a bound set when it was
- * announced, and the caller has not completed its accept or confirm for
- * it. Otherwise *rc has type and status NULL (MPI_RC_NULL). */
+ * set holding it) if it still needs the caller, as the daemon decides for
+ * every client (rc.query with need, docs/wire.md): the caller was a member
+ * of a bound set when it was announced, or is one of its new processes,
+ * and the change is ANNOUNCED or PENDING and the caller has not started
+ * its accept (a new process: its confirm), or it is ABORTED and not yet
+ * reported to this rank (an abort is reported once; an accept or confirm
+ * that failed with DYNRT_ERR_ABORTED counts). Otherwise *rc has type and
+ * status NULL (MPI_RC_NULL). */
 int dynrt_rc_query(dynrt_session *s, const char *bound, dynrt_rc *rc);
 /* The record of one change, whatever its status. */
 int dynrt_rc_get(dynrt_session *s, const char *delta, dynrt_rc *rc);

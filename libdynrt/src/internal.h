@@ -49,19 +49,6 @@ typedef struct kvnode {
     struct kvnode *next;
 } kvnode;
 
-typedef struct counter {
-    char *key;
-    uint32_t n;
-    struct counter *next;
-} counter;
-
-typedef struct memo {
-    dynrt_pset_ref ref;
-    uint32_t *ranks;
-    size_t n;
-    struct memo *next;
-} memo;
-
 typedef struct sub {
     uint64_t id;
     char **kinds;
@@ -103,8 +90,6 @@ struct dynrt_session {
     kvnode *staged;
     char **psets;
     int npsets;
-    counter *done;   /* changes the caller completed its part of */
-    struct memo *members; /* members of exact set versions (they never change) */
 
     sub *subs;
     evqueue pollq;     /* events for dynrt_event_poll */
@@ -163,9 +148,6 @@ int check_session(dynrt_session *s);
 int copy_str(dynrt_session *s, char *buf, size_t len, const char *v, const char *what);
 void event_deliver(dynrt_session *s, const msgpack_object *body);
 void events_stop(dynrt_session *s);
-void counters_free(counter *c);
-void rc_note_done(dynrt_session *s, const char *delta);
-void memos_free(dynrt_session *s);
 dynrt_rc_type rc_type_of(const msgpack_object *o);
 dynrt_rc_status rc_status_of(const msgpack_object *o);
 

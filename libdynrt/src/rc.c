@@ -90,24 +90,19 @@ static int rc_of(const msgpack_object *o, int incl, dynrt_rc *rc) {
     return e;
 }
 
-static int contains(const uint32_t *r, size_t n, uint32_t x) {
-    for (size_t i = 0; i < n; i++) {
-        if (r[i] == x) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* rc.query to the daemon, which answers from its copy of the records. */
+/* rc.query to the daemon, which answers from its copy of the records.
+ * Without a delta it asks with need: the daemon answers the change only
+ * while it still needs the caller (docs/wire.md, RCQueryReq). */
 static int query(dynrt_session *s, const char *delta, const char *bound, dynrt_rc *rc) {
     req r;
     req_begin(s, &r, "rc.query", 1);
-    msgpack_pack_map(&r.pk, 1);
     if (delta != NULL) {
+        msgpack_pack_map(&r.pk, 1);
         pk_kstr(&r.pk, "d", delta);
     } else {
+        msgpack_pack_map(&r.pk, 2);
         pk_kstr(&r.pk, "b", bound != NULL ? bound : "");
+        pk_kbool(&r.pk, "need", 1);
     }
     dmsg *m;
     int e = req_call(s, &r, &m);
@@ -122,97 +117,6 @@ static int query(dynrt_session *s, const char *delta, const char *bound, dynrt_r
     }
     dmsg_free(m);
     return e;
-}
-
-/* Members of one exact version of a set, kept: they never change. The
- * returned array belongs to the session. */
-static int members_of(dynrt_session *s, const dynrt_pset_ref *ref, const uint32_t **ranks, size_t *n) {
-    pthread_mutex_lock(&s->mu);
-    for (memo *m = s->members; m != NULL; m = m->next) {
-        if (m->ref.version == ref->version && strcmp(m->ref.name, ref->name) == 0) {
-            *ranks = m->ranks;
-            *n = m->n;
-            pthread_mutex_unlock(&s->mu);
-            return DYNRT_OK;
-        }
-    }
-    pthread_mutex_unlock(&s->mu);
-    char name[DYNRT_NAME_MAX + 16];
-    snprintf(name, sizeof name, "%s@%u", ref->name, ref->version);
-    dynrt_pset *p;
-    int e = dynrt_pset_info(s, name, &p);
-    if (e != DYNRT_OK) {
-        return e;
-    }
-    memo *m = calloc(1, sizeof *m);
-    if (m == NULL) {
-        dynrt_pset_free(p);
-        return seterr(s, DYNRT_ERR_NOMEM, "out of memory");
-    }
-    m->ref = *ref;
-    m->ranks = p->members;
-    m->n = p->size;
-    p->members = NULL;
-    dynrt_pset_free(p);
-    pthread_mutex_lock(&s->mu);
-    m->next = s->members;
-    s->members = m;
-    pthread_mutex_unlock(&s->mu);
-    *ranks = m->ranks;
-    *n = m->n;
-    return DYNRT_OK;
-}
-
-void memos_free(dynrt_session *s) {
-    for (memo *m = s->members, *n; m != NULL; m = n) {
-        n = m->next;
-        free(m->ranks);
-        free(m);
-    }
-    s->members = NULL;
-}
-
-static counter *find_counter(counter *c, const char *key) {
-    while (c != NULL && strcmp(c->key, key) != 0) {
-        c = c->next;
-    }
-    return c;
-}
-
-/* Adds d to the counter key of list *l and returns the new value. */
-static uint32_t bump(dynrt_session *s, counter **l, const char *key, int d) {
-    pthread_mutex_lock(&s->mu);
-    counter *c = find_counter(*l, key);
-    if (c == NULL && (c = calloc(1, sizeof *c)) != NULL) {
-        c->key = strdup(key);
-        if (c->key == NULL) {
-            free(c);
-            c = NULL;
-        } else {
-            c->next = *l;
-            *l = c;
-        }
-    }
-    uint32_t v = 0;
-    if (c != NULL) {
-        if (d < 0 && c->n > 0) {
-            c->n--;
-        } else if (d > 0) {
-            c->n++;
-        }
-        v = c->n;
-    }
-    pthread_mutex_unlock(&s->mu);
-    return v;
-}
-
-void rc_note_done(dynrt_session *s, const char *delta) { bump(s, &s->done, delta, 1); }
-
-static int is_done(dynrt_session *s, const char *delta) {
-    pthread_mutex_lock(&s->mu);
-    int d = find_counter(s->done, delta) != NULL;
-    pthread_mutex_unlock(&s->mu);
-    return d;
 }
 
 int dynrt_rc_get(dynrt_session *s, const char *delta, dynrt_rc *rc) {
@@ -234,31 +138,9 @@ int dynrt_rc_query(dynrt_session *s, const char *bound, dynrt_rc *rc) {
     if (rc == NULL) {
         return seterr(s, DYNRT_ERR_INVALID, "dynrt_rc_query: NULL argument");
     }
-    if ((e = query(s, NULL, bound != NULL ? bound : DYNRT_SELF, rc)) != DYNRT_OK) {
-        return e;
-    }
-    int needed = rc->status == DYNRT_RC_ANNOUNCED || rc->status == DYNRT_RC_PENDING;
-    if (needed) {
-        needed = !is_done(s, rc->delta);
-    }
-    if (needed && !rc->incl) {
-        /* Not a new or leaving process: it has a part only as a member of
-         * a bound set at the announcement. */
-        needed = 0;
-        for (size_t i = 0; i < rc->nbound && !needed; i++) {
-            const uint32_t *m;
-            size_t n;
-            if ((e = members_of(s, &rc->bound[i], &m, &n)) != DYNRT_OK) {
-                dynrt_rc_release(rc);
-                return e;
-            }
-            needed = contains(m, n, s->rank);
-        }
-    }
-    if (!needed) {
-        dynrt_rc_release(rc);
-    }
-    return DYNRT_OK;
+    /* The daemon applies the rule (need): one request, the same answer as
+     * every other client's. */
+    return query(s, NULL, bound != NULL ? bound : DYNRT_SELF, rc);
 }
 
 int dynrt_rc_request(dynrt_session *s, dynrt_rc_type type, uint32_t n, const dynrt_rc_request_opts *o,
@@ -333,8 +215,8 @@ static int accept_reply_of(const msgpack_object *o, dynrt_accept_result *res) {
  * call and one rc.confirm; the daemon fences the members (or the new
  * processes), forwards the root's (the lowest new process's) request and
  * answers every caller with the decision, terminate set for it. The
- * record is queried first: its canonical delta and type say when the
- * change no longer needs the caller (rc_note_done). */
+ * record is queried first for the delta's canonical name. The daemon
+ * notes the caller's part for rc.query's need. */
 int dynrt_accept(dynrt_session *s, const char *delta, const char *new_set, const dynrt_accept_opts *o,
                  dynrt_accept_result *res) {
     int e = check_session(s);
@@ -375,9 +257,6 @@ int dynrt_accept(dynrt_session *s, const char *delta, const char *new_set, const
         e = accept_reply_of(m->body, res);
         dmsg_free(m);
     }
-    if (e == DYNRT_OK && (res->status == DYNRT_RC_FINALIZED || res->terminate || rc.type == DYNRT_RC_SUB)) {
-        rc_note_done(s, rc.delta);
-    }
     dynrt_rc_release(&rc);
     return e;
 }
@@ -401,11 +280,6 @@ int dynrt_confirm(dynrt_session *s, const char *delta, int64_t timeout_ms, dynrt
     }
     e = mp_ref(mp_get(m->body, "set"), set);
     dmsg_free(m);
-    dynrt_rc rc;
-    if (e == DYNRT_OK && query(s, delta, NULL, &rc) == DYNRT_OK) {
-        rc_note_done(s, rc.delta);
-        dynrt_rc_release(&rc);
-    }
     return e;
 }
 

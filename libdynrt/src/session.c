@@ -236,8 +236,6 @@ int dynrt_finalize(dynrt_session *s) {
         free(s->psets[i]);
     }
     free(s->psets);
-    counters_free(s->done);
-    memos_free(s);
     pthread_mutex_destroy(&s->mu);
     pthread_mutex_destroy(&s->wmu);
     pthread_cond_destroy(&s->cv);
@@ -278,13 +276,4 @@ int dynrt_job_size(dynrt_session *s, uint32_t *size) {
         return seterr(s, DYNRT_ERR_INVALID, "dynrt_job_size: no place for the size (NULL)");
     }
     return session_info(s, 0, size);
-}
-
-void counters_free(counter *c) {
-    while (c != NULL) {
-        counter *n = c->next;
-        free(c->key);
-        free(c);
-        c = n;
-    }
 }
