@@ -114,7 +114,6 @@ class App:
         # "Reference: Session": SessionInitReq -> SessionInfo (identity, app name, delta).
         self.info = self.c.call("session.init", {"j": self.job, "r": self.rank, "pid": os.getpid()})
         self.app_set = f"mpi://app/{self.info['app']}"
-        self.done = set()  # deltas this process has taken part in
 
     def members(self, name, ver):
         # PsetGetReq: send ver even when 0 (absent = latest), m: true for the members.
@@ -130,7 +129,6 @@ class App:
         rep = self.c.call("rc.confirm", {"d": delta, "tmo": 60000})
         if rep.get("st") != "FINALIZED":
             raise RuntimeError(f"confirm of {delta} answered {rep}")
-        self.done.add(delta)
         s = rep["set"]
         return s["n"], s.get("ver", 0)
 
@@ -141,7 +139,6 @@ class App:
         rc = self.c.call("rc.query", {"j": self.job, "d": delta}).get("rc")
         if not rc:
             raise RuntimeError(f"change {delta} vanished")
-        self.done.add(delta)
         bound = None
         for b in rc.get("bv") or []:
             if self.rank in self.members(b["n"], b.get("ver", 0)):
@@ -190,9 +187,10 @@ class App:
 
     def decide(self, it):
         """Root only: 'rc <delta>', 'stop' or 'go'."""
-        # RCQueryReq: b empty = a change bound to mpi://app/<app>; rc absent = NULL.
-        rc = self.c.call("rc.query", {"j": self.job}).get("rc")
-        if rc and rc.get("st") == "ANNOUNCED" and rc["d"] not in self.done:
+        # RCQueryReq: b empty = a change bound to mpi://app/<app>; need: only one that still
+        # needs this process (the daemon knows which it took part in); rc absent = NULL.
+        rc = self.c.call("rc.query", {"j": self.job, "need": True}).get("rc")
+        if rc and rc.get("st") == "ANNOUNCED":
             return "rc " + rc["d"]
         a = self.args
         if (a.stop_file and os.path.exists(a.stop_file)) or (a.max_iters and it >= a.max_iters):
@@ -216,8 +214,8 @@ class App:
             self.say("STATE", delta=delta, status="FINALIZED", set=cur[0], version=cur[1])
         last_delta = f"mpi://rte/{self.info['app']}/rc/{last}"
         while True:
-            rc = self.c.call("rc.query", {"b": cur[0]}).get("rc")
-            if rc and rc["d"] not in self.done and rc.get("st") in ("ANNOUNCED", "PENDING"):
+            rc = self.c.call("rc.query", {"b": cur[0], "need": True}).get("rc")
+            if rc and rc.get("st") in ("ANNOUNCED", "PENDING"):  # not a reported abort
                 new, how = self.apply_change(rc["d"], cur)
                 if how == "left":
                     self.say("LEFT", delta=rc["d"])
