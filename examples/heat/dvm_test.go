@@ -153,6 +153,10 @@ func TestResizeSchedules(t *testing.T) {
 		{"blocking grow and shrink by rank", 3, []string{"--blocking", "--schedule", "10:+3,50:-r2/4"}, []string{"3→6", "6→4"}},
 		// Checkpoints (no loss) across changes: every process takes the
 		// same ones, the new processes and the ones that stay included.
+		// The removal comes before the grow can have ended: it waits
+		// for it, its ranks counting among the 5 (it failed with
+		// "removes rank 3 of 2 processes" when it did not).
+		{"remove a rank the grow before adds", 2, []string{"--schedule", "20:+3,21:-r3"}, []string{"2→5", "5→4"}},
 		{"--buddy: grow then shrink", 2, []string{"--buddy", "--checkpoint-every", "15", "--blocking", "--schedule", "20:+3,60:-r1/3"}, []string{"2→5", "5→3"}},
 	}
 	for _, tc := range tests {

@@ -68,6 +68,7 @@ type heat struct {
 	reqs        chan wire.RC // requests to send (Type, N, Ranks)
 	reqDone     chan error
 	outstanding int
+	issued      int // requests of the schedule handed to the requester
 }
 
 // flight is a change between its first accept and its completion.
@@ -245,7 +246,14 @@ func (h *heat) startRequester(ctx context.Context) {
 func (h *heat) issue() error {
 	for len(h.sched) > 0 && h.sched[0].Step <= h.step {
 		r := h.sched[0]
+		if len(r.Ranks) > 0 && len(h.hist.Changes) < h.issued {
+			// Its ranks count in the set after the changes asked for
+			// before it, which may still be on their way (a request
+			// answers at once): it waits until they have ended.
+			return nil
+		}
 		h.sched = h.sched[1:]
+		h.issued++
 		req := wire.RC{Type: r.Type, N: uint32(r.N)}
 		for _, k := range r.Ranks {
 			if k >= h.c.Size() {
@@ -267,7 +275,9 @@ func (h *heat) issue() error {
 func (h *heat) loop(ctx context.Context) (left bool, err error) {
 	for {
 		finishing := h.step >= h.cfg.steps
-		if h.c.Rank() == 0 && h.reqs != nil && !finishing {
+		if h.c.Rank() == 0 && h.reqs != nil {
+			// Also when finishing: a request waiting for the changes
+			// before it goes out then.
 			if err := h.issue(); err != nil {
 				return false, err
 			}
@@ -384,7 +394,9 @@ func (h *heat) decide(ctx context.Context, finishing bool) (byte, string, error)
 		}
 	}
 	if finishing {
-		if h.outstanding > 0 || len(h.sched) > 0 && h.reqs != nil || len(h.hist.Changes) < h.cfg.wait {
+		// A request answers at once, queued or not: the run ends only
+		// once every change it asked for has ended too.
+		if h.outstanding > 0 || len(h.sched) > 0 && h.reqs != nil || len(h.hist.Changes) < max(h.cfg.wait, h.issued) {
 			return actWait, "", nil
 		}
 		return actFinish, "", nil

@@ -13,7 +13,7 @@ type Request struct {
 	Step  int
 	Type  string // wire.RCAdd or wire.RCSub
 	N     int    // processes to add or remove (SUB by rank: len(Ranks))
-	Ranks []int  // SUB: exactly these communicator ranks (as at Step)
+	Ranks []int  // SUB: exactly these communicator ranks (as at Step, once the changes asked for before have ended)
 }
 
 // parseSchedule reads "STEP:+N", "STEP:-N" and "STEP:-rA/B/..." items

@@ -524,7 +524,9 @@ func (a *app) decide(ctx context.Context, it int, line *report.Iter) (decision, 
 	}
 	// The run ends after -i iterations, or later: once every change of
 	// the plan (app trigger) or --changes changes (external) have ended.
-	stop := last && r.next == len(r.plan) && len(r.changes) >= a.c.changes
+	// A queued request answers at once: every change asked for must
+	// have ended (FINALIZED or ABORTED) too.
+	stop := last && r.next == len(r.plan) && len(r.changes) >= max(a.c.changes, r.next)
 	return decision{Stop: stop}, nil
 }
 
