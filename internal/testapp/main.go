@@ -107,6 +107,8 @@ func run(ctx context.Context, mode string, args []string) error {
 		return rcQuery(ctx, s)
 	case "fenceaftersub":
 		return fenceAfterSub(ctx, s)
+	case "rcatstart":
+		return rcAtStart(ctx, s)
 	}
 	return fmt.Errorf("unknown mode %q", mode)
 }
@@ -720,4 +722,19 @@ func outcome(err error) string {
 		return "ok"
 	}
 	return string(wire.CodeOf(err))
+}
+
+// rcAtStart: rank 0 asks for a SUB of one process as soon as it runs
+// (TestRequestDuringLaunch) and prints the answer; nobody accepts, so the
+// change is aborted when the job ends.
+func rcAtStart(ctx context.Context, s *session.Session) error {
+	if s.Rank() != 0 {
+		return nil
+	}
+	rec, err := s.RequestRC(ctx, wire.RCSub, 1, session.RequestOptions{})
+	if err != nil {
+		return err
+	}
+	fmt.Println("requested", rec.Type)
+	return nil
 }

@@ -1,12 +1,9 @@
 package master
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -14,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dynrt/dynrt/internal/leakcheck"
+	"github.com/dynrt/dynrt/internal/sigstop"
 	"github.com/dynrt/dynrt/lib/launcher"
 	"github.com/dynrt/dynrt/lib/pset"
 	"github.com/dynrt/dynrt/wire"
@@ -81,38 +79,8 @@ func (d *testDVM) stopDaemon(t *testing.T, idx int) int {
 		t.Fatal(err)
 	}
 	pid := st.Nodes[idx].PID
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
-	waitStopped(t, pid)
+	sigstop.Stop(t, pid)
 	return pid
-}
-
-// waitStopped waits until every thread of pid is stopped: kill returns
-// before a busy process's threads have all stopped, and one still running
-// can answer a request sent right after (a daemon so answered an ADD's set
-// push in about 1 of 15 runs of TestRCDeathBeforeAddLaunch).
-func waitStopped(t *testing.T, pid int) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
-		stopped := len(tasks) > 0
-		for _, f := range tasks {
-			b, err := os.ReadFile(f)
-			// The state follows the command name in parentheses.
-			if i := bytes.LastIndexByte(b, ')'); err != nil || i < 0 || i+2 >= len(b) || (b[i+2] != 'T' && b[i+2] != 't') {
-				stopped = false
-				break
-			}
-		}
-		if stopped {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d did not stop", pid)
-		}
-	}
 }
 
 // sleepers starts a job of n sleeping processes, waits until all run and

@@ -47,6 +47,7 @@ type job struct {
 	ended    time.Time
 	launched bool         // the launch round has completed
 	early    []earlyExit  // exits that arrived before the launch round completed
+	earlyRC  []func()     // resource change requests that arrived before it (rcSubmit)
 	live     int          // processes not yet ended
 	booking  int          // recordExit calls of this job on the stack (an exit's handling books others: an aborted ADD's unstarted ranks)
 	failure  *failure     // first process that failed
@@ -419,6 +420,11 @@ func (s *state) launchDone(j *job, calls []*nodeCall, reply func(*wire.JobLaunch
 	}
 	if j.kill != nil && !j.done {
 		s.sendKill(j, nil)
+	}
+	held := j.earlyRC
+	j.earlyRC = nil
+	for _, submit := range held {
+		submit()
 	}
 }
 

@@ -469,6 +469,13 @@ func (s *state) rcSubmit(b *wire.RCRequest, at time.Time, reply func(*wire.RC, e
 		reply(nil, err)
 		return
 	}
+	if !j.launched && !j.done && j.kill == nil && len(j.earlyRC) < maxEarlyRC {
+		// A process of the job may ask as soon as it runs, before the
+		// launch round has completed on every node: its request waits
+		// for that, then goes on as if it had arrived then.
+		j.earlyRC = append(j.earlyRC, func() { s.rcSubmit(b, at, reply) })
+		return
+	}
 	if err := s.rcJobOK(j); err != nil {
 		reply(nil, err)
 		return
@@ -500,6 +507,10 @@ func (s *state) rcSubmit(b *wire.RCRequest, at time.Time, reply func(*wire.RC, e
 	}
 	s.rcStart(jr, b, at, reply)
 }
+
+// maxEarlyRC bounds the requests a job being launched holds; beyond it
+// they are refused as before ("still being launched").
+const maxEarlyRC = 64
 
 // rcQueue puts b in line behind the change in flight. A request without
 // Wait is answered at once with status NULL (docs/rc.md): its requester

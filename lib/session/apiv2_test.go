@@ -1,10 +1,14 @@
 package session_test
 
 import (
+	"context"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/dynrt/dynrt/internal/sigstop"
 	"github.com/dynrt/dynrt/lib/session"
 )
 
@@ -74,5 +78,26 @@ func TestParseSetVersion(t *testing.T) {
 		case tt.want == "" && !strings.Contains(err.Error(), tt.err):
 			t.Errorf("ParseSetVersion(%q): %v, want it to mention %q", tt.in, err, tt.err)
 		}
+	}
+}
+
+// TestRequestDuringLaunch: a process that asks for a change as soon as it
+// runs, while the launch round still waits for another node (its daemon
+// stopped for a moment), gets its change once the launch has completed; it
+// was refused with "job ... is still being launched" (seen in a CI run of
+// spawnbench's TestSmoke).
+func TestRequestDuringLaunch(t *testing.T) {
+	d := startDVM(t, 2, 1)
+	st, err := d.c.State(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := st.Nodes[1].PID
+	sigstop.Stop(t, pid)
+	cont := time.AfterFunc(500*time.Millisecond, func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+	defer cont.Stop()
+	_, lines := d.run(2, "node", "rcatstart")
+	if got := lines[0]; !slices.Equal(got, []string{"requested SUB"}) {
+		t.Errorf("rank 0 printed %q, want the SUB it asked for", got)
 	}
 }
