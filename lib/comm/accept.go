@@ -36,7 +36,7 @@ func (c *Comm) agree(ctx context.Context, tag int32, root uint32, decide func(co
 	_, err := c.fanIn(fctx, tag, r, nil, func(acc, _ []byte, _ int) ([]byte, error) { return acc, nil })
 	cancel()
 	if c.me != r {
-		b, berr := c.bcast(ctx, tag, r, nil)
+		b, berr := c.bcastDecided(ctx, tag, r, nil)
 		if berr != nil {
 			return nil, berr
 		}
@@ -53,8 +53,8 @@ func (c *Comm) agree(ctx context.Context, tag int32, root uint32, decide func(co
 		c.cfail(bctx, realKids(c.me, r, len(c.ranks)), tag, err)
 		return nil, err
 	}
-	if _, err := c.bcast(bctx, tag, r, b); err != nil {
-		return nil, err
-	}
-	return b, nil
+	// The runtime has the decision: a member gone meanwhile does not
+	// make it the root's error (the application would not record a
+	// change that was made).
+	return c.bcastDecided(bctx, tag, r, b)
 }

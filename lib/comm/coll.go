@@ -76,6 +76,17 @@ func (c *Comm) Bcast(ctx context.Context, root int, data []byte) ([]byte, error)
 }
 
 func (c *Comm) bcast(ctx context.Context, tag int32, root int, data []byte) ([]byte, error) {
+	return c.bcastTree(ctx, tag, root, data, false)
+}
+
+// bcastDecided broadcasts a decision already made (an agreement's
+// answer): a member that has it keeps it, and passes it on to every child
+// it can still reach, even when one of them is gone.
+func (c *Comm) bcastDecided(ctx context.Context, tag int32, root int, data []byte) ([]byte, error) {
+	return c.bcastTree(ctx, tag, root, data, true)
+}
+
+func (c *Comm) bcastTree(ctx context.Context, tag int32, root int, data []byte, decided bool) ([]byte, error) {
 	n := len(c.ranks)
 	v := vrank(c.me, root, n)
 	kids := treeChildren(v, n)
@@ -91,7 +102,7 @@ func (c *Comm) bcast(ctx context.Context, tag int32, root int, data []byte) ([]b
 		data = b
 	}
 	for i, k := range kids {
-		if err := c.csend(ctx, k, tag, data); err != nil {
+		if err := c.csend(ctx, k, tag, data); err != nil && !decided {
 			c.cfail(ctx, kids[i+1:], tag, err)
 			return nil, err
 		}

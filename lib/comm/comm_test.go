@@ -155,3 +155,23 @@ func TestPeerExit(t *testing.T) {
 		t.Errorf("GONE lines %v: want one naming rank 2", gone)
 	}
 }
+
+// TestAgreementMemberGone: a member leaves an agreement (the accept over a
+// communicator) after its part of the fan-in; the root, whose decision
+// (the accept) the runtime has recorded, gets it as its answer although
+// its broadcast to the gone member fails, and the other member gets it
+// too. The root used to return the broadcast's error, so an application
+// did not record a change the runtime had made (seen as a missing failure
+// change in TestSurviveFailures of examples/synthetic).
+func TestAgreementMemberGone(t *testing.T) {
+	d := startDVM(t, 1, 3)
+	ls := only(d.run(3, wire.MapBySlot, "-mode", "agreegone"), "AGREED")
+	if len(ls) != 2 {
+		t.Fatalf("AGREED lines %v: want ranks 0 and 1", ls)
+	}
+	for _, l := range ls {
+		if l.Str("b") != "decided" {
+			t.Errorf("rank %d agreed on %q, want the root's decision", l.Rank, l.Str("b"))
+		}
+	}
+}

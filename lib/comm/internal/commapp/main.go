@@ -93,6 +93,8 @@ func run(ctx context.Context, c config) error {
 		err = p.exit(ctx)
 	case "killed":
 		err = p.killed(ctx)
+	case "agreegone":
+		err = p.agreeGone(ctx)
 	case "adapt":
 		err = p.adapt(ctx)
 	case "bench":
@@ -295,6 +297,49 @@ func ring(ctx context.Context, c *comm.Comm, w string, k int) error {
 // barrier; rank 0's receive from it must fail with a closed-connection
 // error, and 0 and 1 must still talk. Rank 1 also checks that a receive
 // that times out fails with a timeout and takes no later message.
+// agreeGone: rank 2 leaves an agreement (the accept over a communicator)
+// after its part of the fan-in, before the root's answer; the root's
+// decision stands and is its answer although the broadcast to rank 2
+// fails (TestAgreementMemberGone).
+func (p *proc) agreeGone(ctx context.Context) error {
+	c, err := p.world(ctx, "agreegone")
+	if err != nil {
+		return err
+	}
+	if c.Size() != 3 {
+		return fmt.Errorf("mode agreegone needs 3 processes, not %d", c.Size())
+	}
+	if err := c.Barrier(ctx); err != nil {
+		return err
+	}
+	agree := c.Agreement()
+	switch c.Rank() {
+	case 2:
+		go func() { _, _ = agree(ctx, 0, nil) }()
+		time.Sleep(200 * time.Millisecond) // its fan-in is sent
+		if err := p.s.Finalize(ctx); err != nil {
+			return err
+		}
+		os.Exit(0)
+	case 0:
+		b, err := agree(ctx, 0, func(context.Context) ([]byte, error) {
+			time.Sleep(600 * time.Millisecond) // rank 2 is gone meanwhile
+			return []byte("decided"), nil
+		})
+		if err != nil {
+			return fmt.Errorf("the root's own decision: %w", err)
+		}
+		say("AGREED", map[string]any{"rank": p.me, "b": string(b)})
+	default:
+		b, err := agree(ctx, 0, nil)
+		if err != nil {
+			return err
+		}
+		say("AGREED", map[string]any{"rank": p.me, "b": string(b)})
+	}
+	return nil
+}
+
 func (p *proc) exit(ctx context.Context) error {
 	c, err := p.world(ctx, "exit")
 	if err != nil {
