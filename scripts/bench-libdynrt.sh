@@ -32,12 +32,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${OUT:-$root/bench-out/libdynrt}
 . "$root/scripts/lib/common.sh"
 work_dir bench-libdynrt
-export DYNRT_DIR="$work/dvm" # a private rendezvous directory: the user's other DVMs stay out of it
-unset DYNRT_DVM
-mkdir -m 700 "$DYNRT_DIR"
-dvm="" master_pid="" job_pid=""
-
-load() { cut -d' ' -f1-3 /proc/loadavg; }
+private_dvm_dir
 
 note "building dynrun, rcplot, internal/malleable and libdynrt's programs in $work"
 (cd "$root" && go build -tags urfave_cli_no_docs,netgo -o "$work/" ./cmd/dynrun ./scripts/rcplot ./internal/malleable)

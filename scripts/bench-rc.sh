@@ -31,13 +31,7 @@ TIMEOUT=${TIMEOUT:-60s} # per change
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$root/scripts/lib/common.sh"
 work_dir bench-rc
-# A private rendezvous directory: the script never sees or touches the user's other DVMs.
-export DYNRT_DIR="$work/dvm"
-unset DYNRT_DVM
-mkdir -m 700 "$DYNRT_DIR"
-dvm=""
-master_pid=""
-job_pid=""
+private_dvm_dir
 
 
 command -v jq >/dev/null || die "jq is needed (apt-get install jq)"

@@ -44,8 +44,6 @@ out=${OUT:-$root/bench-out/spawn/$(date +%Y%m%d-%H%M%S)}
 work_dir bench-spawn
 dvm=""
 
-load() { cut -d" " -f1-3 /proc/loadavg; }
-
 # --- Open MPI --------------------------------------------------------------
 # mpicc.openmpi comes with openmpi-bin, mpi.h with libopenmpi-dev.
 if ! command -v mpicc.openmpi >/dev/null || ! command -v mpirun.openmpi >/dev/null ||

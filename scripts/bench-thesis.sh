@@ -45,12 +45,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${OUT:-$root/bench-out/thesis}
 . "$root/scripts/lib/common.sh"
 work_dir bench-thesis
-export DYNRT_DIR="$work/dvm" # a private rendezvous directory: the user's other DVMs stay out of it
-unset DYNRT_DVM
-mkdir -m 700 "$DYNRT_DIR"
-dvm="" master_pid="" job_pid=""
-
-load() { cut -d' ' -f1-3 /proc/loadavg; }
+private_dvm_dir
 
 note "building dynrun, the synthetic benchmark and rcplot in $work"
 (cd "$root" && go build -tags urfave_cli_no_docs,netgo -o "$work/" ./cmd/dynrun ./examples/synthetic ./scripts/rcplot)

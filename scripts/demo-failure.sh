@@ -21,12 +21,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${DEMO_OUT:-$root/bench-out/demo-failure}
 . "$root/scripts/lib/common.sh"
 work_dir dynrt-demo-failure
-export DYNRT_DIR="$work/dvm"
-unset DYNRT_DVM
-mkdir -m 700 "$DYNRT_DIR"
-dvm="" job_pid=""
-
-step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+private_dvm_dir
 
 step "building dynrun, dynrc, dyntop, the synthetic benchmark and rcplot"
 (cd "$root" && go build -tags urfave_cli_no_docs,netgo -o "$work/" ./cmd/dynrun ./cmd/dynrc ./cmd/dyntop \

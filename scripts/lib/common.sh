@@ -42,6 +42,21 @@ work_dir() {
 	trap 'exit 143' TERM
 }
 
+# private_dvm_dir makes $work/dvm the rendezvous directory of the DVMs
+# this script starts, a private one: the user's other DVMs stay out of it.
+private_dvm_dir() {
+	export DYNRT_DIR="$work/dvm"
+	unset DYNRT_DVM
+	mkdir -m 700 "$DYNRT_DIR"
+	dvm="" master_pid="" job_pid=""
+}
+
+# step prints the heading of a demo's step.
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+# load prints the load averages over 1, 5 and 15 minutes.
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+
 _common_cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
