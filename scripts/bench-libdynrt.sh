@@ -42,7 +42,7 @@ rm -f "$OUT"/*.jsonl "$OUT"/*.log "$OUT"/tables.txt "$OUT"/bench.txt
 load0=$(load)
 
 dvm=$("$work/dynrun" dvm start --nodes "$NODES" --slots "$SLOTS" --name libdynrt --daemonize)
-master_pid=$("$work/dynrun" dvm status --dvm "$dvm" --json | grep -o '"pid": *[0-9]*' | head -n 1 | grep -o '[0-9]*$')
+master_pid=$(master_pid_of "$dvm")
 note "DVM $dvm: $NODES virtual nodes x $SLOTS slots, load $load0"
 
 # job NAME N PROG ARGS...: one job of N processes, its output in $work/NAME.log.

@@ -42,7 +42,7 @@ note "building dynrun, dynrc and the malleable test program in $work"
 
 # --- DVM and job ------------------------------------------------------------
 dvm=$("$work/dynrun" dvm start --nodes "$NODES" --slots "$SLOTS" --daemonize)
-master_pid=$("$work/dynrun" dvm status --dvm "$dvm" --json | jq -r .pid)
+master_pid=$(master_pid_of "$dvm")
 note "DVM $dvm: $NODES nodes x $SLOTS slots, master pid $master_pid"
 
 # shellcheck disable=SC2086 # MALLEABLE_ARGS is a word list

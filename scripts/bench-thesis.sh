@@ -54,7 +54,7 @@ rm -f "$OUT"/*.jsonl "$OUT"/*.log "$OUT"/*.png "$OUT"/*.svg "$OUT"/tables.txt
 load0=$(load)
 
 dvm=$("$work/dynrun" dvm start --nodes "$NODES" --slots "$SLOTS" --name thesis --daemonize)
-master_pid=$("$work/dynrun" dvm status --dvm "$dvm" --json | grep -o '"pid": *[0-9]*' | head -n 1 | grep -o '[0-9]*$')
+master_pid=$(master_pid_of "$dvm")
 note "DVM $dvm: $NODES virtual nodes x $SLOTS slots, load $load0"
 
 # run NAME N ARGS...: one job of N processes; its JSON lines go to $OUT/NAME.jsonl, its tables to NAME.log.

@@ -51,6 +51,11 @@ private_dvm_dir() {
 	dvm="" master_pid="" job_pid=""
 }
 
+# master_pid_of DVM prints the pid of the master of DVM ($work/dynrun).
+master_pid_of() {
+	"$work/dynrun" dvm status --dvm "$1" --json | grep -o '"pid": *[0-9]*' | head -n 1 | grep -o '[0-9]*$'
+}
+
 # step prints the heading of a demo's step.
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
