@@ -1,0 +1,124 @@
+// Package pmix hosts a PMIx server (OpenPMIx's server library, through
+// cgo) for the node daemon: Open MPI processes speak PMIx only, so a
+// daemon that starts them registers their job and processes here, puts
+// the variables of SetupFork into their environment, and answers the
+// server's host callbacks (client connected/finalized, abort, fence,
+// direct modex, ...) through a Handler.
+//
+// All cgo of dynrt is in this package. Files with the build tag pmix use
+// libpmix (libpmix-dev, pkg-config pmix); without the tag the package
+// has the same API, Available reports false and Start returns
+// ErrUnavailable, so that the default build needs no C library.
+//
+// OpenPMIx allows one server per process, and cannot start it again once
+// finalised: Start initialises it on first use and returns the same
+// Server to every later caller; Finalize, at the end of the process,
+// stops it. Jobs (namespaces) each carry their own Handler, so several
+// daemons of one test process can share the server.
+//
+// Callbacks never block OpenPMIx's progress thread: every Handler method
+// runs on a goroutine of its own and reports its result through the
+// completion function it is given, exactly once.
+package pmix
+
+import (
+	"errors"
+	"fmt"
+)
+
+// RankWildcard is PMIx's rank of a whole namespace (PMIX_RANK_WILDCARD).
+const RankWildcard = ^uint32(0) - 1
+
+// Proc names a PMIx process: its namespace (the dynrt job) and rank.
+type Proc struct {
+	Nspace string
+	Rank   uint32
+}
+
+func (p Proc) String() string {
+	if p.Rank == RankWildcard {
+		return p.Nspace + ":*"
+	}
+	return fmt.Sprintf("%s:%d", p.Nspace, p.Rank)
+}
+
+// ErrUnavailable is returned by every operation of a dynrt built without
+// PMIx support.
+var ErrUnavailable = errors.New("this dynrun was built without PMIx support (libpmix-dev): rebuild with `make` on a machine with libpmix-dev, or go build -tags pmix")
+
+// Config configures the process's PMIx server.
+type Config struct {
+	// Dir is the server's own directory: its rendezvous files (the
+	// socket clients connect to) go there, so that several daemons of
+	// one host (virtual nodes) never share one. It must exist.
+	Dir string
+	// Nspace and Rank name the server itself (PMIX_SERVER_NSPACE/RANK).
+	Nspace string
+	Rank   uint32
+}
+
+// Job describes one namespace to the server: what its processes read at
+// PMIx_Init (sizes, maps, local peers, ...).
+type Job struct {
+	Nspace string
+	// Size is the number of processes of the job; Universe the
+	// universe size (MPI_UNIVERSE_SIZE), at least Size.
+	Size, Universe uint32
+	// Nodes names the job's nodes; RankNode gives the index in Nodes of
+	// every rank (len Size); Node is the index of this server's node.
+	Nodes    []string
+	RankNode []int
+	Node     int
+	// RankApp gives the application number of every rank (nil: all 0).
+	RankApp []uint32
+	// Tmpdir is a scratch directory for the job's processes
+	// (PMIX_TMPDIR, PMIX_NSDIR).
+	Tmpdir string
+	// Spawned marks a job started by another job (PMIX_SPAWNED).
+	Spawned bool
+}
+
+// LocalRanks returns the ranks of j on its server's node, in rank order.
+func (j *Job) LocalRanks() []uint32 { return j.ranksOn(j.Node) }
+
+func (j *Job) ranksOn(node int) []uint32 {
+	var rs []uint32
+	for r, n := range j.RankNode {
+		if n == node {
+			rs = append(rs, uint32(r))
+		}
+	}
+	return rs
+}
+
+// Handler answers the host callbacks of one job's processes. Each method
+// runs on its own goroutine and must call done exactly once (it may do
+// so later, from any goroutine). Errors given to done reach the client
+// as PMIx errors (a *StatusError keeps its status; others become
+// PMIX_ERROR).
+type Handler interface {
+	// ClientConnected: p completed PMIx_Init.
+	ClientConnected(p Proc, done func(error))
+	// ClientFinalized: p called PMIx_Finalize.
+	ClientFinalized(p Proc, done func(error))
+	// Abort: p called PMIx_Abort(status, msg) for procs (nil: its
+	// whole namespace).
+	Abort(p Proc, status int, msg string, procs []Proc, done func(error))
+	// Fence: the local processes of procs entered a fence; data is this
+	// server's contribution (opaque). done gets the concatenation of
+	// every participating server's contribution (collect or not: the
+	// server library needs at least the local part back).
+	Fence(procs []Proc, collect bool, data []byte, done func([]byte, error))
+	// DirectModex: a local client wants the data of p, a process of
+	// another node: done gets the blob that p's server returns from
+	// Server.DirectModexRequest.
+	DirectModex(p Proc, done func([]byte, error))
+}
+
+// StatusError is a PMIx status as a Go error.
+type StatusError struct {
+	Status int
+	Msg    string
+}
+
+func (e *StatusError) Error() string { return e.Msg }

@@ -1,0 +1,172 @@
+//go:build pmix
+
+#include <string.h>
+#include "glue.h"
+#include "_cgo_export.h"
+
+// The host module. Each callback copies what Go needs and returns at
+// once: the Go side answers on a goroutine of its own through cbfunc.
+
+static pmix_status_t client_connected(const pmix_proc_t *proc, void *server_object,
+                                      pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+    (void)server_object;
+    return dynGoClientConnected((char *)proc->nspace, proc->rank, cbfunc, cbdata);
+}
+
+static pmix_status_t client_finalized(const pmix_proc_t *proc, void *server_object,
+                                      pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+    (void)server_object;
+    return dynGoClientFinalized((char *)proc->nspace, proc->rank, cbfunc, cbdata);
+}
+
+static pmix_status_t abort_fn(const pmix_proc_t *proc, void *server_object, int status,
+                              const char msg[], pmix_proc_t procs[], size_t nprocs,
+                              pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+    (void)server_object;
+    return dynGoAbort((char *)proc->nspace, proc->rank, status, (char *)msg, procs, nprocs,
+                      cbfunc, cbdata);
+}
+
+static int info_true(const pmix_info_t info[], size_t ninfo, const char *key)
+{
+    for (size_t i = 0; i < ninfo; i++) {
+        if (PMIX_CHECK_KEY(&info[i], key)) {
+            return PMIX_INFO_TRUE(&info[i]);
+        }
+    }
+    return 0;
+}
+
+static pmix_status_t fence_nb(const pmix_proc_t procs[], size_t nprocs, const pmix_info_t info[],
+                              size_t ninfo, char *data, size_t ndata, pmix_modex_cbfunc_t cbfunc,
+                              void *cbdata)
+{
+    return dynGoFence((pmix_proc_t *)procs, nprocs, info_true(info, ninfo, PMIX_COLLECT_DATA),
+                      data, ndata, cbfunc, cbdata);
+}
+
+static pmix_status_t direct_modex(const pmix_proc_t *proc, const pmix_info_t info[], size_t ninfo,
+                                  pmix_modex_cbfunc_t cbfunc, void *cbdata)
+{
+    (void)info;
+    (void)ninfo;
+    return dynGoDirectModex((char *)proc->nspace, proc->rank, cbfunc, cbdata);
+}
+
+static pmix_server_module_t module = {
+    .client_connected = client_connected,
+    .client_finalized = client_finalized,
+    .abort = abort_fn,
+    .fence_nb = fence_nb,
+    .direct_modex = direct_modex,
+};
+
+pmix_status_t dyn_server_init(const char *tmpdir, const char *nspace, uint32_t rank)
+{
+    pmix_info_t *info;
+    size_t n = 4;
+    pmix_rank_t r = rank;
+    bool no = false;
+    pmix_status_t rc;
+
+    PMIX_INFO_CREATE(info, n);
+    PMIX_INFO_LOAD(&info[0], PMIX_SERVER_TMPDIR, tmpdir, PMIX_STRING);
+    PMIX_INFO_LOAD(&info[1], PMIX_SERVER_NSPACE, nspace, PMIX_STRING);
+    PMIX_INFO_LOAD(&info[2], PMIX_SERVER_RANK, &r, PMIX_PROC_RANK);
+    // No system-wide rendezvous file: tools find a daemon's server
+    // through its own directory only.
+    PMIX_INFO_LOAD(&info[3], PMIX_SERVER_SYSTEM_SUPPORT, &no, PMIX_BOOL);
+    rc = PMIx_server_init(&module, info, n);
+    PMIX_INFO_FREE(info, n);
+    return rc;
+}
+
+static void op_done(pmix_status_t st, void *cbdata)
+{
+    dynGoOpDone((uintptr_t)cbdata, st);
+}
+
+pmix_status_t dyn_register_nspace(const char *nspace, int nlocal, pmix_info_t *info, size_t ninfo,
+                                  uintptr_t h)
+{
+    return PMIx_server_register_nspace(nspace, nlocal, info, ninfo, op_done, (void *)h);
+}
+
+void dyn_deregister_nspace(const char *nspace, uintptr_t h)
+{
+    PMIx_server_deregister_nspace(nspace, op_done, (void *)h);
+}
+
+static void load_proc(pmix_proc_t *p, const char *nspace, uint32_t rank)
+{
+    PMIX_PROC_CONSTRUCT(p);
+    PMIX_LOAD_PROCID(p, nspace, rank);
+}
+
+pmix_status_t dyn_register_client(const char *nspace, uint32_t rank, uint32_t uid, uint32_t gid,
+                                  uintptr_t h)
+{
+    pmix_proc_t p;
+    load_proc(&p, nspace, rank);
+    return PMIx_server_register_client(&p, uid, gid, NULL, op_done, (void *)h);
+}
+
+void dyn_deregister_client(const char *nspace, uint32_t rank, uintptr_t h)
+{
+    pmix_proc_t p;
+    load_proc(&p, nspace, rank);
+    PMIx_server_deregister_client(&p, op_done, (void *)h);
+}
+
+static void dmodex_done(pmix_status_t st, char *data, size_t sz, void *cbdata)
+{
+    dynGoModexDone((uintptr_t)cbdata, st, data, sz);
+}
+
+pmix_status_t dyn_dmodex_request(const char *nspace, uint32_t rank, uintptr_t h)
+{
+    pmix_proc_t p;
+    load_proc(&p, nspace, rank);
+    return PMIx_server_dmodex_request(&p, dmodex_done, (void *)h);
+}
+
+void dyn_op_complete(pmix_op_cbfunc_t f, pmix_status_t st, void *cbdata)
+{
+    if (NULL != f) {
+        f(st, cbdata);
+    }
+}
+
+static void release_buf(void *p)
+{
+    free(p);
+}
+
+void dyn_modex_complete(pmix_modex_cbfunc_t f, pmix_status_t st, char *data, size_t n, void *cbdata)
+{
+    if (NULL == f) {
+        free(data);
+        return;
+    }
+    f(st, data, n, cbdata, release_buf, data);
+}
+
+pmix_status_t dyn_info_add(void *list, const char *key, const void *value, pmix_data_type_t type)
+{
+    return PMIx_Info_list_add(list, key, value, type);
+}
+
+
+void dyn_argv_free(char **argv)
+{
+    if (NULL == argv) {
+        return;
+    }
+    for (char **p = argv; NULL != *p; p++) {
+        free(*p);
+    }
+    free(argv);
+}

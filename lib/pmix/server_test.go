@@ -1,0 +1,275 @@
+//go:build pmix
+
+package pmix
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dynrt/dynrt/internal/leakcheck"
+)
+
+// serverDir is the directory of the tests' server, which lives as long
+// as the test process (see Start).
+var serverDir string
+
+func TestMain(m *testing.M) {
+	var err error
+	if serverDir, err = os.MkdirTemp("", "pmixtest"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := Finalize(); err != nil {
+		fmt.Fprintln(os.Stderr, "Finalize:", err)
+		code = 1
+	}
+	if _, err := Start(Config{Dir: serverDir}); err == nil || !strings.Contains(err.Error(), "finalized") {
+		fmt.Fprintf(os.Stderr, "Start after Finalize: %v, want the refusal\n", err)
+		code = 1
+	}
+	if left, _ := os.ReadDir(serverDir); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "left in the server's directory after Finalize: %v\n", left)
+		code = 1
+	}
+	os.RemoveAll(serverDir)
+	os.Exit(code)
+}
+
+// recorder is a Handler that records the callbacks. Its fence stands
+// for a job whose other nodes have no process: it returns the local
+// contribution alone.
+type recorder struct {
+	s         *Server
+	mu        sync.Mutex
+	connected []Proc
+	finalized []Proc
+	fences    []string // procs and collect flag of each fence
+	modex     []byte   // DirectModexRequest of rank 0 during the fence
+	modexErr  error
+	aborts    []string
+}
+
+func (r *recorder) ClientConnected(p Proc, done func(error)) {
+	r.mu.Lock()
+	r.connected = append(r.connected, p)
+	r.mu.Unlock()
+	done(nil)
+}
+
+func (r *recorder) ClientFinalized(p Proc, done func(error)) {
+	r.mu.Lock()
+	r.finalized = append(r.finalized, p)
+	r.mu.Unlock()
+	done(nil)
+}
+
+func (r *recorder) Abort(p Proc, status int, msg string, procs []Proc, done func(error)) {
+	r.mu.Lock()
+	r.aborts = append(r.aborts, fmt.Sprintf("%s %s %d %v", p, msg, status, procs))
+	r.mu.Unlock()
+	done(nil)
+}
+
+func (r *recorder) Fence(procs []Proc, collect bool, data []byte, done func([]byte, error)) {
+	// Every local client has committed its data by now.
+	modex, err := r.s.DirectModexRequest(Proc{Nspace: procs[0].Nspace, Rank: 0})
+	r.mu.Lock()
+	r.fences = append(r.fences, fmt.Sprintf("%v %v", procs, collect))
+	r.modex, r.modexErr = modex, err
+	r.mu.Unlock()
+	// Completing later, from another goroutine, as a daemon does after
+	// the master's round trip.
+	time.AfterFunc(10*time.Millisecond, func() { done(data, nil) })
+}
+
+func (r *recorder) DirectModex(p Proc, done func([]byte, error)) {
+	done(nil, &StatusError{Status: -46, Msg: "not found"})
+}
+
+// client compiles testdata/pmix/fence_client.c into dir.
+func client(t *testing.T, dir string) string {
+	t.Helper()
+	if _, err := exec.LookPath("pkg-config"); err != nil {
+		t.Skip("needs pkg-config and libpmix-dev (make deps)")
+	}
+	flags, err := exec.Command("pkg-config", "--cflags", "--libs", "pmix").Output()
+	if err != nil {
+		t.Skipf("needs libpmix-dev (pkg-config pmix: %v)", err)
+	}
+	bin := filepath.Join(dir, "fence_client")
+	args := append([]string{"-Wall", "-Wextra", "-o", bin, filepath.Join("..", "..", "testdata", "pmix", "fence_client.c")}, strings.Fields(string(flags))...)
+	if out, err := exec.Command("cc", args...).CombinedOutput(); err != nil {
+		t.Fatalf("cc: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// run starts the local processes of job with the server s, waits for
+// them and returns their outputs and exit codes by local index.
+func run(t *testing.T, s *Server, bin string, job *Job, h Handler, mark string, args ...string) ([]string, []int) {
+	t.Helper()
+	if err := s.RegisterJob(job, h); err != nil {
+		t.Fatal(err)
+	}
+	defer s.DeregisterJob(job.Nspace)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var cmds []*exec.Cmd
+	var outs []*bytes.Buffer
+	for _, r := range job.LocalRanks() {
+		p := Proc{Nspace: job.Nspace, Rank: r}
+		if err := s.RegisterClient(p, os.Getuid(), os.Getgid()); err != nil {
+			t.Fatal(err)
+		}
+		defer s.DeregisterClient(p)
+		env, err := s.SetupFork(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !hasPrefix(env, "PMIX_NAMESPACE="+job.Nspace) || !hasPrefix(env, "PMIX_RANK=") {
+			t.Fatalf("setup fork env lacks PMIX_NAMESPACE/PMIX_RANK: %q", env)
+		}
+		c := exec.CommandContext(ctx, bin, args...)
+		c.Env = append(append(os.Environ(), leakcheck.EnvMark+"="+mark), env...)
+		out := &bytes.Buffer{}
+		c.Stdout, c.Stderr = out, out
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds, outs = append(cmds, c), append(outs, out)
+	}
+	texts, codes := make([]string, len(cmds)), make([]int, len(cmds))
+	for i, c := range cmds {
+		_ = c.Wait()
+		texts[i], codes[i] = outs[i].String(), c.ProcessState.ExitCode()
+	}
+	return texts, codes
+}
+
+func hasPrefix(env []string, p string) bool {
+	for _, e := range env {
+		if strings.HasPrefix(e, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// setup returns the server, the test client and a mark for the
+// processes, which must all be gone when the test ends.
+func setup(t *testing.T) (*Server, string, string) {
+	t.Helper()
+	mark := leakcheck.NewMark(t)
+	t.Cleanup(func() { leakcheck.AssertClean(t, t.TempDir(), mark, nil) })
+	bin := client(t, t.TempDir())
+	s, err := Start(Config{Dir: serverDir, Nspace: "dynrt-test-server"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, bin, mark
+}
+
+// oneNode is a job of n ranks, all on this server's node.
+func oneNode(t *testing.T, ns string, n int) *Job {
+	return &Job{Nspace: ns, Size: uint32(n), Nodes: []string{"n0"}, RankNode: make([]int, n), Tmpdir: t.TempDir()}
+}
+
+// TestFenceLocal runs 3 real PMIx clients of one namespace against the
+// server: they connect, put, commit, fence with data collection, read
+// every rank's value and the job's sizes, and finalize; then a second
+// namespace does the same on the same server. With every process of the
+// job on this node, libpmix completes the fence itself: the Handler's
+// Fence is not called (a single-node job needs no master round trip).
+func TestFenceLocal(t *testing.T) {
+	s, bin, mark := setup(t)
+	for _, ns := range []string{"local-a", "local-b"} {
+		h := &recorder{s: s}
+		outs, codes := run(t, s, bin, oneNode(t, ns, 3), h, mark)
+		for r := range 3 {
+			want := fmt.Sprintf("rank %d of 3 (3 local): got 3 values\n", r)
+			if codes[r] != 0 || outs[r] != want {
+				t.Errorf("job %s rank %d: exit %d, output %q, want %q", ns, r, codes[r], outs[r], want)
+			}
+		}
+		h.mu.Lock()
+		if len(h.connected) != 3 || len(h.finalized) != 3 {
+			t.Errorf("job %s: %d connected, %d finalized callbacks, want 3 each", ns, len(h.connected), len(h.finalized))
+		}
+		if len(h.fences) != 0 {
+			t.Errorf("job %s: fences %v reached the host, want none", ns, h.fences)
+		}
+		h.mu.Unlock()
+	}
+}
+
+// TestFenceRemote: a job of 4 ranks with rank 3 on another node (which
+// the Handler stands for): the fence of the 3 local clients reaches the
+// Handler once, over the whole namespace, collecting, with their data;
+// DirectModexRequest returns rank 0's committed data meanwhile; the
+// clients complete with the data the Handler returned.
+func TestFenceRemote(t *testing.T) {
+	s, bin, mark := setup(t)
+	h := &recorder{s: s}
+	job := &Job{Nspace: "remote-a", Size: 4, Nodes: []string{"n0", "n1"}, RankNode: []int{0, 0, 0, 1}}
+	outs, codes := run(t, s, bin, job, h, mark, "3")
+	for r := range 3 {
+		want := fmt.Sprintf("rank %d of 4 (3 local): got 3 values\n", r)
+		if codes[r] != 0 || outs[r] != want {
+			t.Errorf("rank %d: exit %d, output %q, want %q", r, codes[r], outs[r], want)
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if want := "[remote-a:*] true"; len(h.fences) != 1 || h.fences[0] != want {
+		t.Errorf("fences %q, want one: %q", h.fences, want)
+	}
+	if h.modexErr != nil || !bytes.Contains(h.modex, []byte("hello from 0")) {
+		t.Errorf("direct modex of rank 0: %v, %q; want its value", h.modexErr, h.modex)
+	}
+}
+
+// TestAbort: PMIx_Abort(7, "test abort") of a client reaches the Handler
+// with its status and message.
+func TestAbort(t *testing.T) {
+	s, bin, mark := setup(t)
+	h := &recorder{s: s}
+	_, codes := run(t, s, bin, oneNode(t, "abort-a", 1), h, mark, "abort")
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.aborts) != 1 || h.aborts[0] != "abort-a:0 test abort 7 []" {
+		t.Errorf("aborts %q, want one from abort-a:0 with status 7", h.aborts)
+	}
+	// The handler let it live: PMIx_Abort returned and it exited 3.
+	if codes[0] != 3 {
+		t.Errorf("exit code %d, want 3", codes[0])
+	}
+}
+
+// TestJobValidate: a bad job description is refused with a message
+// naming what is wrong, before anything reaches libpmix.
+func TestJobValidate(t *testing.T) {
+	for _, tc := range []struct {
+		job  Job
+		want string
+	}{
+		{Job{Size: 1, Nodes: []string{"n0"}, RankNode: []int{0}}, "without a namespace"},
+		{Job{Nspace: "x", Nodes: []string{"n0"}}, "no processes"},
+		{Job{Nspace: "x", Size: 2, Nodes: []string{"n0"}, RankNode: []int{0}}, "1 ranks placed, size 2"},
+		{Job{Nspace: "x", Size: 1, Nodes: []string{"n0"}, RankNode: []int{1}}, "rank 0 on node index 1"},
+		{Job{Nspace: "x", Size: 1, Nodes: []string{"n0"}, RankNode: []int{0}, Node: 2}, "node index 2 out of 1"},
+	} {
+		err := tc.job.validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v, want %q", tc.job, err, tc.want)
+		}
+	}
+}

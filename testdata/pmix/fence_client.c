@@ -1,0 +1,91 @@
+/* A PMIx client for lib/pmix's tests: PMIx_Init, Put of a value naming
+ * the rank, Commit, Fence with data collection, Get of every rank's value
+ * and of the job's keys, Finalize. A number as argument checks the values
+ * of the first that many ranks only (the others may have no process).
+ * With the argument "abort" it calls PMIx_Abort(7, ...) after the init
+ * instead. Prints one line per check;
+ * exits 0 when all passed. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pmix.h>
+
+static int fail(const char *what, pmix_status_t rc)
+{
+    fprintf(stderr, "FAIL %s: %s\n", what, PMIx_Error_string(rc));
+    return 1;
+}
+
+static int get_u32(const pmix_proc_t *p, const char *key, uint32_t *out)
+{
+    pmix_value_t *v = NULL;
+    pmix_status_t rc = PMIx_Get(p, key, NULL, 0, &v);
+    if (PMIX_SUCCESS != rc) {
+        return fail(key, rc);
+    }
+    if (PMIX_UINT32 != v->type) {
+        fprintf(stderr, "FAIL %s: type %s\n", key, PMIx_Data_type_string(v->type));
+        PMIX_VALUE_RELEASE(v);
+        return 1;
+    }
+    *out = v->data.uint32;
+    PMIX_VALUE_RELEASE(v);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    pmix_proc_t me, wild, peer;
+    pmix_status_t rc;
+    pmix_value_t val, *v;
+    pmix_info_t collect;
+    uint32_t size, lsize, check;
+    char buf[64];
+    bool yes = true;
+
+    if (PMIX_SUCCESS != (rc = PMIx_Init(&me, NULL, 0))) {
+        return fail("PMIx_Init", rc);
+    }
+    if (argc > 1 && 0 == strcmp(argv[1], "abort")) {
+        PMIx_Abort(7, "test abort", NULL, 0);
+        return 3; /* not reached when the server kills us */
+    }
+    PMIX_PROC_LOAD(&wild, me.nspace, PMIX_RANK_WILDCARD);
+    if (get_u32(&wild, PMIX_JOB_SIZE, &size) || get_u32(&wild, PMIX_LOCAL_SIZE, &lsize)) {
+        return 1;
+    }
+    check = argc > 1 ? (uint32_t)atoi(argv[1]) : size;
+    snprintf(buf, sizeof(buf), "hello from %u", me.rank);
+    PMIX_VALUE_LOAD(&val, buf, PMIX_STRING);
+    if (PMIX_SUCCESS != (rc = PMIx_Put(PMIX_GLOBAL, "dyn.test", &val))) {
+        return fail("PMIx_Put", rc);
+    }
+    PMIX_VALUE_DESTRUCT(&val);
+    if (PMIX_SUCCESS != (rc = PMIx_Commit())) {
+        return fail("PMIx_Commit", rc);
+    }
+    PMIX_INFO_LOAD(&collect, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
+    if (PMIX_SUCCESS != (rc = PMIx_Fence(&wild, 1, &collect, 1))) {
+        return fail("PMIx_Fence", rc);
+    }
+    PMIX_INFO_DESTRUCT(&collect);
+    for (uint32_t r = 0; r < check; r++) {
+        char want[64];
+        PMIX_PROC_LOAD(&peer, me.nspace, r);
+        if (PMIX_SUCCESS != (rc = PMIx_Get(&peer, "dyn.test", NULL, 0, &v))) {
+            return fail("PMIx_Get dyn.test", rc);
+        }
+        snprintf(want, sizeof(want), "hello from %u", r);
+        if (PMIX_STRING != v->type || 0 != strcmp(v->data.string, want)) {
+            fprintf(stderr, "FAIL rank %u's value\n", r);
+            return 1;
+        }
+        PMIX_VALUE_RELEASE(v);
+    }
+    printf("rank %u of %u (%u local): got %u values\n", me.rank, size, lsize, check);
+    fflush(stdout);
+    if (PMIX_SUCCESS != (rc = PMIx_Finalize(NULL, 0))) {
+        return fail("PMIx_Finalize", rc);
+    }
+    return 0;
+}
