@@ -12,6 +12,13 @@ LDFLAGS := -X github.com/dynrt/dynrt/lib/buildinfo.version=$(VERSION)
 # here; host names resolve with Go's resolver), urfave_cli_no_docs drops the
 # CLI library's man/markdown generator. scripts/bench-launch.sh uses the same.
 BUILDTAGS := urfave_cli_no_docs,netgo
+# PMIx (Open MPI programs, docs/mpi.md "Open MPI (PMIx)"): lib/pmix's cgo
+# server is built in with the tag pmix when libpmix-dev is installed
+# (pkg-config knows pmix). Evaluated in the recipes' shell, not when make
+# reads this file, so `make test` sees what deps-openmpi just installed.
+# Without it the binaries stay static and pure Go, and --pmi pmix is refused.
+PMIXTAG = $$(pkg-config --exists pmix 2>/dev/null && echo pmix)
+GOTAGS = -tags "$(BUILDTAGS),$(PMIXTAG)"
 FUZZTIME ?= 10s
 # make test ends with every fuzz target for this many inputs (CI's short
 # run; the targets are meant to pass `make fuzz FUZZTIME=10m`). A count,
@@ -38,24 +45,24 @@ LIBDYNRT_SRC := $(wildcard libdynrt/src/*.c)
 LIBDYNRT_OBJ := $(patsubst libdynrt/src/%.c,$(LIBDYNRT_BUILD)/obj/%.o,$(LIBDYNRT_SRC))
 LIBDYNRT_OUT := $(LIBDYNRT_BUILD)/libdynrt.a $(LIBDYNRT_BUILD)/libdynrt.so $(LIBDYNRT_BUILD)/dynrt-unit $(LIBDYNRT_BUILD)/dynrt-malleable $(LIBDYNRT_BUILD)/c-synthetic
 
-.PHONY: help build install go-install test deps-tmux deps-msgpack deps-valgrind deps-pymsgpack libdynrt libdynrt-install deps-hosts deps-slurm deps-mpi deps-mpich-src mpich-suite bench bench-failure bench-hosts fuzz chaos verify demo demo-failure clean
+.PHONY: help build install go-install test deps-tmux deps-msgpack deps-valgrind deps-pymsgpack libdynrt libdynrt-install deps-hosts deps-slurm deps-mpi deps-openmpi deps-mpich-src mpich-suite bench bench-failure bench-hosts fuzz chaos verify demo demo-failure clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
 
-build: ## build the four binaries into bin/
+build: ## build the four binaries into bin/ (with the PMIx server when libpmix-dev is installed)
 	@mkdir -p $(BIN)
-	$(GO) build -tags '$(BUILDTAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./cmd/,$(CMDS))
+	$(GO) build $(GOTAGS) -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./cmd/,$(CMDS))
 
 install: build libdynrt-install ## install the four binaries into PREFIX/bin and libdynrt (header, libraries, dynrt.pc) under PREFIX (/usr/local)
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 755 $(addprefix $(BIN)/,$(CMDS)) $(DESTDIR)$(PREFIX)/bin/
 
 go-install: ## install the four binaries into $GOBIN (or $GOPATH/bin)
-	$(GO) install -tags '$(BUILDTAGS)' -ldflags '$(LDFLAGS)' $(addprefix ./cmd/,$(CMDS))
+	$(GO) install $(GOTAGS) -ldflags '$(LDFLAGS)' $(addprefix ./cmd/,$(CMDS))
 
-test: deps-tmux deps-hosts deps-slurm deps-mpi deps-mpich-src deps-msgpack deps-valgrind deps-pymsgpack ## run every test with the race detector, then each fuzz target for FUZZTIME_TEST (200000 inputs)
-	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(PKGS)
+test: deps-tmux deps-hosts deps-slurm deps-mpi deps-openmpi deps-mpich-src deps-msgpack deps-valgrind deps-pymsgpack ## run every test with the race detector (-tags pmix when libpmix-dev is installed), then each fuzz target for FUZZTIME_TEST (200000 inputs)
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -tags "$(PMIXTAG)" $(PKGS)
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME_TEST)
 
 deps-tmux: ## install tmux (Debian) for dyntop's end-to-end test, if missing
@@ -158,6 +165,15 @@ deps-mpi: ## install Debian's MPICH (mpich, libmpich-dev) for the MPI tests, if 
 	  { $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq mpich libmpich-dev >/dev/null; } \
 	    || echo "warning: could not install MPICH; the MPI tests will be skipped"; }
 
+# OpenPMIx 4.2 (libpmix-dev) is what the PMIx server of the daemons is built
+# against (cgo, -tags pmix); Debian's Open MPI 4.1 links the same library.
+deps-openmpi: ## install Debian's libpmix-dev, libopenmpi-dev and openmpi-bin for the PMIx server and the Open MPI tests, if missing
+	@{ pkg-config --exists pmix && command -v mpicc.openmpi && command -v mpirun.openmpi; } >/dev/null 2>&1 || { \
+	  echo "installing libpmix-dev, libopenmpi-dev and openmpi-bin for the PMIx server and the Open MPI tests"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  { $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq libpmix-dev libopenmpi-dev openmpi-bin pkg-config >/dev/null; } \
+	    || echo "warning: could not install them; dynrun is built without PMIx and the Open MPI tests will be skipped"; }
+
 deps-mpich-src: ## fetch MPICH's sources with its test suite (apt-get source mpich) into the cache, if missing
 	@scripts/mpich-suite.sh fetch \
 	  || echo "warning: could not fetch MPICH's sources; the MPICH test-suite tests will be skipped"
@@ -186,11 +202,17 @@ chaos: build ## long chaos run (STEPS=2000 SEED=1 FAULTS=all): faults and change
 	$(GO) build -o $(BIN)/malleable ./internal/malleable
 	$(GO) run ./scripts/chaos -seed $(SEED) -steps $(STEPS) -faults $(FAULTS) -dynrun $(BIN)/dynrun -malleable $(BIN)/malleable $(CHAOSFLAGS)
 
-verify: ## gofmt, go vet, staticcheck, go.mod tidiness, wire/ import rule
+verify: ## gofmt, go vet and staticcheck (without and, with libpmix-dev, with -tags pmix), the pure-Go build, go.mod tidiness, wire/ import rule
 	@out=$$(gofmt -l $$(git ls-files '*.go') $$(git ls-files --others --exclude-standard '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) run $(STATICCHECK) $(PKGS)
+	@# The default build must need neither cgo nor libpmix-dev.
+	CGO_ENABLED=0 $(GO) build $(PKGS)
+	@if pkg-config --exists pmix 2>/dev/null; then \
+	  echo "$(GO) vet -tags pmix $(PKGS)" && $(GO) vet -tags pmix $(PKGS) && \
+	  echo "$(GO) run $(STATICCHECK) -tags pmix $(PKGS)" && $(GO) run $(STATICCHECK) -tags pmix $(PKGS); \
+	else echo "verify: libpmix-dev is missing: -tags pmix not checked (make deps-openmpi)"; fi
 	$(GO) mod tidy -diff
 	@bad=$$($(GO) list -deps ./wire/... | grep '^github.com/dynrt/dynrt/lib' || true); \
 	  if [ -n "$$bad" ]; then echo "wire/ must not import lib/: $$bad"; exit 1; fi

@@ -57,6 +57,8 @@ type JobLaunchReq struct {
 	TimeoutMS     int64       `msgpack:"tmo,omitempty"`  // kill the job after this many ms (0 = no limit)
 	Output        OutputFlags `msgpack:"out,omitempty"`  // output handling
 	PMI           string      `msgpack:"pmi,omitempty"`  // PMI service for MPI programs: PMIAuto (default), PMIFD, PMIPort or PMINone
+	PMINeed       string      `msgpack:"pmin,omitempty"` // PMIAuto: what the launcher found the program needs, a PMINeed* value ("" = unknown: a script, an interpreter)
+	PMIWhy        string      `msgpack:"pmiw,omitempty"` // what PMINeed was found from, for messages (e.g. "links libmpi.so.40 (Open MPI)")
 	Stdin         bool        `msgpack:"in,omitempty"`   // rank 0 reads what the launcher sends with job.stdin (else /dev/null)
 	Universe      int32       `msgpack:"usz,omitempty"`  // MPI_UNIVERSE_SIZE: 0 = unset (Hydra's default), UniverseSlots = the DVM's slot count, else that number
 	OnFailure     string      `msgpack:"onf,omitempty"`  // what a lost process does to the job: one of the OnFailure* values; empty = OnFailureAbort, or OnFailureContinue with KeepGoing
@@ -79,10 +81,20 @@ const UniverseSlots = -1
 // PMI service modes (JobLaunchReq.PMI): how MPI programs (MPICH's PMI-1
 // and PMI-2 wire protocols) reach their node daemon.
 const (
-	PMIAuto = "auto" // the default: PMIFD
+	PMIAuto = "auto" // the default: PMIPMIx for a program that links Open MPI, else PMIFD (PMINeed)
 	PMIFD   = "fd"   // one socketpair per process, PMI_FD=3 with PMI_RANK and PMI_SIZE (like Hydra)
 	PMIPort = "port" // TCP: PMI_PORT=host:port and PMI_ID
 	PMINone = "none" // no PMI service, no PMI_* variables
+	PMIPMIx = "pmix" // PMIx (Open MPI): the daemon's PMIx server (lib/pmix, a dynrun built with -tags pmix)
+)
+
+// What a launcher found a program needs (JobLaunchReq.PMINeed, for
+// PMIAuto): the master offers that service, or refuses a program that
+// needs PMIx on daemons without it instead of starting singletons.
+const (
+	PMINeedPMIx = "pmix" // links Open MPI or libpmix: PMIx only
+	PMINeedPMI  = "pmi"  // links MPICH or its ABI (libmpich, libmpi.so.12): PMI-1/PMI-2
+	PMINeedNone = "none" // an ELF program that links no MPI library
 )
 
 // JobLaunchReply identifies the new job.

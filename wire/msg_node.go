@@ -25,11 +25,12 @@ const (
 
 // NodeRegister is a daemon's first request to the master.
 type NodeRegister struct {
-	Name  string `msgpack:"n,omitempty"`   // node name (unique in the DVM)
-	Host  string `msgpack:"h,omitempty"`   // host name
-	Slots uint32 `msgpack:"s,omitempty"`   // process slots
-	PID   int    `msgpack:"pid,omitempty"` // daemon pid
-	Addr  string `msgpack:"a,omitempty"`   // the daemon's client socket (unix path or host:port)
+	Name  string `msgpack:"n,omitempty"`    // node name (unique in the DVM)
+	Host  string `msgpack:"h,omitempty"`    // host name
+	Slots uint32 `msgpack:"s,omitempty"`    // process slots
+	PID   int    `msgpack:"pid,omitempty"`  // daemon pid
+	Addr  string `msgpack:"a,omitempty"`    // the daemon's client socket (unix path or host:port)
+	PMIx  bool   `msgpack:"pmix,omitempty"` // the daemon can host a PMIx server (built with -tags pmix): it serves Open MPI jobs
 }
 
 // NodeRegisterReply admits a daemon. From then on the master pings the

@@ -125,7 +125,7 @@ func samples() map[string]any {
 
 		"OutputFlags": &outFlags,
 		"JobLaunchReq": &JobLaunchReq{Argv: []string{"./lu", "-n", "64"}, N: 8, MapBy: MapByNode, Oversubscribe: true,
-			Name: "lu", Env: []string{"OMP_NUM_THREADS=1", "A=b"}, Wdir: "/home/u", KeepGoing: true, TimeoutMS: 60000, Output: outFlags, PMI: PMIPort,
+			Name: "lu", Env: []string{"OMP_NUM_THREADS=1", "A=b"}, Wdir: "/home/u", KeepGoing: true, TimeoutMS: 60000, Output: outFlags, PMI: PMIPort, PMINeed: PMINeedPMIx, PMIWhy: "links libmpi.so.40 (Open MPI)",
 			Stdin: true, Universe: UniverseSlots, OnFailure: OnFailureShrink},
 		"JobLaunchReply": &JobLaunchReply{ID: 7, Job: "dvm1.7", App: "lu", Placement: pl},
 		"ProcInfo":       &proc,
@@ -137,7 +137,7 @@ func samples() map[string]any {
 		"JobWaitReq":     &JobWaitReq{Job: "dvm1.7", TimeoutMS: 9000},
 		"JobStdin":       &JobStdin{Job: "dvm1.7", Rank: 3, Data: []byte("line 1\n\x00"), EOF: true},
 
-		"NodeRegister":      &NodeRegister{Name: "n1", Host: "h1", Slots: 4, PID: 55, Addr: "/run/n1.sock"},
+		"NodeRegister":      &NodeRegister{Name: "n1", Host: "h1", Slots: 4, PID: 55, Addr: "/run/n1.sock", PMIx: true},
 		"NodeRegisterReply": &NodeRegisterReply{Index: 1, DVM: "ab12cd", HeartbeatMS: 1000, DeadMS: 4000, Net: "198.18.1.0/24"},
 		"NodeInfo":          &node,
 		"JobData":           &jobData,

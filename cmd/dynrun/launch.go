@@ -18,6 +18,7 @@ import (
 	"github.com/dynrt/dynrt/lib/dvmdir"
 	"github.com/dynrt/dynrt/lib/launcher"
 	"github.com/dynrt/dynrt/lib/master"
+	"github.com/dynrt/dynrt/lib/mpidetect"
 	"github.com/dynrt/dynrt/lib/tool"
 	"github.com/dynrt/dynrt/wire"
 )
@@ -55,6 +56,10 @@ func runLaunch(c *cli.Context, e *env) error {
 	env := jobEnv(e.list(), o.xs)
 	if o.programPath, err = resolveProgram(o.argv[0], o.wdir, env); err != nil {
 		return programExit(err)
+	}
+	if o.pmi == wire.PMIAuto {
+		// An unreadable program is Unknown here; its start reports why.
+		o.pmiNeed, _ = mpidetect.Detect(o.programPath)
 	}
 	req := o.launchReq(env, cwd)
 

@@ -15,6 +15,7 @@ import (
 	"github.com/dynrt/dynrt/lib/alloc"
 	"github.com/dynrt/dynrt/lib/cliutil"
 	"github.com/dynrt/dynrt/lib/launcher"
+	"github.com/dynrt/dynrt/lib/mpidetect"
 	"github.com/dynrt/dynrt/wire"
 )
 
@@ -36,7 +37,7 @@ func launchFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "keep-going", Usage: "the same as --on-failure continue (MPI: the peers of a failed process are told, see docs/mpi.md)"},
 		&cli.BoolFlag{Name: "disable-auto-cleanup", Usage: "mpiexec.hydra's name for --keep-going (--on-failure continue); dynrun then also prints no report of failed processes, as Hydra"},
 		&cli.StringFlag{Name: "usize", Usage: "MPI_UNIVERSE_SIZE as Hydra's -usize: `U` = INFINITE (unset, the default), SYSTEM (the DVM's slot count) or a number"},
-		&cli.StringFlag{Name: "pmi", Value: wire.PMIAuto, Usage: "PMI service for MPI programs (docs/mpi.md): auto (PMI_FD socketpair, like Hydra), fd, port (TCP PMI_PORT + PMI_ID) or none"},
+		&cli.StringFlag{Name: "pmi", Value: wire.PMIAuto, Usage: "PMI service for MPI programs (docs/mpi.md): auto (pmix for a program linking Open MPI, else fd), pmix (the daemons' PMIx server, Open MPI), fd (PMI_FD socketpair, like Hydra), port (TCP PMI_PORT + PMI_ID) or none"},
 		&cli.IntFlag{Name: "nodes", Usage: "private DVM only: `K` virtual nodes (default 1)"},
 		&cli.IntFlag{Name: "slots", Usage: "private DVM only: `S` slots per node (default: CPUs)"},
 		heartbeatFlag("private DVM only: "), heartbeatMissesFlag("private DVM only: "),
@@ -55,12 +56,13 @@ type launchOpts struct {
 	wdir        string   // absolute
 	stdin       string
 	timeout     time.Duration
-	keepGoing   bool   // --keep-going, --disable-auto-cleanup: --on-failure continue
-	onFailure   string // --on-failure, a wire.OnFailure* value
-	hydraQuiet  bool   // --disable-auto-cleanup: no report line for processes that failed by themselves
-	pmi         string // --pmi
-	universe    int32  // --usize (wire.JobLaunchReq.Universe)
-	private     bool   // --nodes or --slots: always a private DVM
+	keepGoing   bool              // --keep-going, --disable-auto-cleanup: --on-failure continue
+	onFailure   string            // --on-failure, a wire.OnFailure* value
+	hydraQuiet  bool              // --disable-auto-cleanup: no report line for processes that failed by themselves
+	pmi         string            // --pmi
+	pmiNeed     mpidetect.Verdict // --pmi auto: what the program's file says it needs
+	universe    int32             // --usize (wire.JobLaunchReq.Universe)
+	private     bool              // --nodes or --slots: always a private DVM
 	nodes       int
 	slots       int
 	cluster     clusterOpts   // --host, --launcher etc.: a private DVM
@@ -102,9 +104,9 @@ func parseLaunch(c *cli.Context, cwd string, lim wire.Limits, e *env) (launchOpt
 	}
 	o.mapBy = strings.ToLower(o.mapBy)
 	switch o.pmi {
-	case wire.PMIAuto, wire.PMIFD, wire.PMIPort, wire.PMINone:
+	case wire.PMIAuto, wire.PMIPMIx, wire.PMIFD, wire.PMIPort, wire.PMINone:
 	default:
-		return o, cliutil.Usagef("--pmi %q: want auto, fd, port or none", o.pmi)
+		return o, cliutil.Usagef("--pmi %q: want auto, pmix, fd, port or none", o.pmi)
 	}
 	if o.universe, err = parseUsize(c.String("usize")); err != nil {
 		return o, err
@@ -336,6 +338,9 @@ func (o *launchOpts) launchReq(env []string, cwd string) wire.JobLaunchReq {
 		Argv: argv, N: uint32(o.n), MapBy: o.mapBy, Oversubscribe: o.over, Name: o.appName(),
 		Env: env, Wdir: o.wdir, OnFailure: o.onFailure, Output: wire.OutputFlags{Forward: true}, PMI: o.pmi,
 		Stdin: o.stdin == "0", Universe: o.universe,
+	}
+	if o.pmi == wire.PMIAuto {
+		req.PMINeed, req.PMIWhy = string(o.pmiNeed.Need), o.pmiNeed.Why
 	}
 	if o.timeout > 0 {
 		req.TimeoutMS = max(o.timeout.Milliseconds(), 1) // never 0, which means no limit

@@ -314,6 +314,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	var reg wire.NodeRegisterReply
 	err = mc.Call(ctx, wire.KindNodeRegister, &wire.NodeRegister{
 		Name: d.node, Host: d.cfg.Host, Slots: uint32(max(d.cfg.Slots, 0)), PID: os.Getpid(), Addr: d.sock,
+		PMIx: hostsPMIx(),
 	}, &reg)
 	if err != nil {
 		return fmt.Errorf("daemon %s: register with master: %w", d.node, err)

@@ -284,6 +284,11 @@ func (s *state) launch(c *wire.Conn, b *wire.JobLaunchReq, reply func(*wire.JobL
 			return
 		}
 	}
+	if b.PMI, err = pmiSelect(b, s.withoutPMIx(placed)); err != nil {
+		_ = s.alloc.ReleaseJob(ns)
+		reply(nil, err)
+		return
+	}
 	s.lastJob = id
 	app := s.appName(b, id)
 	ranks := make([]uint32, len(placed))

@@ -28,6 +28,7 @@ type node struct {
 	joined  bool             // a daemon has registered at least once
 	local   bool             // the daemon runs inside the master process
 	proc    *launcher.Daemon // the started daemon process (nil: in-process or join)
+	pmix    bool             // its daemon can host a PMIx server (NodeRegister.PMIx)
 
 	// A DVM that grows and shrinks (grow.go). Placement skips a node that
 	// is pending, leaving or gone.
@@ -83,7 +84,7 @@ func (s *state) register(c *wire.Conn, b *wire.NodeRegister) (*wire.NodeRegister
 	}
 	n.conn, n.up, n.suspect = c, true, false
 	n.out = newNodeOut(s.m, c)
-	n.host, n.pid, n.addr = b.Host, b.PID, b.Addr
+	n.host, n.pid, n.addr, n.pmix = b.Host, b.PID, b.Addr, b.PMIx
 	msg := ""
 	if n.joined {
 		msg = "rejoined"

@@ -1,0 +1,68 @@
+//go:build !pmix
+
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestAutoWithoutPMIx: on a dynrun built without PMIx, --pmi auto (the
+// default) refuses a program that links Open MPI with the fix, instead of
+// starting N singletons that each say "rank 0 of 1" and exit 0; MPICH
+// programs, directly or through a script, still get PMI_FD.
+func TestAutoWithoutPMIx(t *testing.T) {
+	tmp := t.TempDir()
+	compile := func(t *testing.T, cc string) string {
+		t.Helper()
+		if _, err := exec.LookPath(cc); err != nil {
+			t.Skipf("no %s (make deps-mpi deps-openmpi)", cc)
+		}
+		out := filepath.Join(tmp, "hello-"+cc)
+		if _, err := os.Stat(out); err == nil {
+			return out
+		}
+		if msg, err := exec.Command(cc, "-O1", "-o", out, "../../testdata/mpi/hello_mpi.c").CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", cc, err, msg)
+		}
+		return out
+	}
+	both := "hello rank=0 size=2 appnum=0 universe=-1\nhello rank=1 size=2 appnum=0 universe=-1"
+	for _, tc := range []struct {
+		name    string
+		args    func(t *testing.T) []string
+		code    int
+		out     string   // sorted stdout
+		errPart []string // in stderr
+	}{
+		{"Open MPI refused", func(t *testing.T) []string { return []string{compile(t, "mpicc.openmpi")} }, 1, "",
+			[]string{"links libmpi.so.40 (Open MPI), which speaks PMIx only", "built without PMIx support", "go build -tags pmix"}},
+		{"Open MPI with --pmi pmix refused", func(t *testing.T) []string {
+			return []string{"--pmi", "pmix", compile(t, "mpicc.openmpi")}
+		}, 1, "", []string{"--pmi pmix: the daemon of node node0 was built without PMIx support"}},
+		{"Open MPI with --pmi none: singletons", func(t *testing.T) []string {
+			return []string{"--pmi", "none", compile(t, "mpicc.openmpi")}
+		}, 0, "hello rank=0 size=1 appnum=0 universe=1\nhello rank=0 size=1 appnum=0 universe=1", nil},
+		{"MPICH", func(t *testing.T) []string { return []string{compile(t, "mpicc.mpich")} }, 0, both, nil},
+		{"MPICH through a script", func(t *testing.T) []string {
+			return []string{"sh", "-c", "exec " + compile(t, "mpicc.mpich")}
+		}, 0, both, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.args(t)
+			dynDir(t)
+			code, out, errOut := run(append([]string{"-n", "2", "--slots", "2"}, args...)...)
+			if code != tc.code || sortedLines(out) != tc.out {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want exit %d and stdout %q", code, out, errOut, tc.code, tc.out)
+			}
+			for _, s := range tc.errPart {
+				if !strings.Contains(errOut, s) {
+					t.Errorf("stderr %q lacks %q", errOut, s)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,157 @@
+// Package mpidetect tells, from a program's file, which PMI service its MPI
+// library speaks: what `dynrun --pmi auto` (docs/mpi.md) offers a job.
+//
+// Open MPI speaks PMIx only; MPICH (and its ABI family: Intel MPI,
+// MVAPICH) speaks PMI-1/PMI-2 over PMI_FD. A dynamically linked program
+// names its MPI library in the ELF dynamic section (DT_NEEDED), which is
+// cheap to read: one open and a few pages, whatever the size of the program.
+// Scripts and interpreters (python3 running mpi4py, a shell wrapper) name
+// nothing useful: they are Unknown, and the caller offers every mechanism.
+//
+// Classify is the pure part (sonames in, verdict out); Detect reads a file.
+package mpidetect
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// Need is what a program needs from the PMI service.
+type Need string
+
+const (
+	// Unknown: a script, an interpreter or an unreadable file; it may
+	// start any MPI (offer every mechanism).
+	Unknown Need = ""
+	// PMIx: the program links Open MPI (or libpmix itself).
+	PMIx Need = "pmix"
+	// PMI: the program links MPICH or a library of MPICH's ABI (PMI-1/PMI-2).
+	PMI Need = "pmi"
+	// None: an ELF program that links no MPI library.
+	None Need = "none"
+)
+
+// Verdict is what Detect found out and why.
+type Verdict struct {
+	Need Need
+	// Why says what decided, for messages: "links libmpi.so.40 (Open MPI)",
+	// "a script (#!/usr/bin/env python3)", "python3 is an interpreter".
+	Why string
+}
+
+var (
+	// Open MPI's libraries carry the soname version 40 since 3.0 (20 in
+	// 2.x); ORTE and OPAL are Open MPI's runtime layers, PRRTE its 5.x
+	// successor; libpmix is the PMIx client itself.
+	openMPISoname = regexp.MustCompile(`^(libmpi(_[a-z0-9_+-]+)?\.so\.(20|40)|libopen-(rte|pal)\.so|libprrte\.so|libpmix\.so)(\.|$)`)
+	// MPICH's own libraries, the MPICH ABI's libmpi.so.12 (Intel MPI,
+	// MVAPICH, MPICH installed with the ABI names) and the PMI client
+	// libraries of Slurm and MPICH.
+	mpichSoname = regexp.MustCompile(`^(libmpich[a-z]*\.so|lib(mpi|mpifort|mpicxx|mpi_[a-z0-9_]+)\.so\.12|libpmi2?\.so)(\.|$)`)
+)
+
+// family names the MPI of a matched soname, for messages.
+func family(soname string) string {
+	switch {
+	case strings.HasPrefix(soname, "libpmix."):
+		return "PMIx"
+	case openMPISoname.MatchString(soname):
+		return "Open MPI"
+	case strings.HasPrefix(soname, "libpmi"):
+		return "PMI"
+	default:
+		return "MPICH ABI"
+	}
+}
+
+// Classify decides from the DT_NEEDED entries of a dynamically linked ELF
+// program. A program that links both kinds (which no MPI build does) is
+// Unknown: every mechanism is offered and the library picks.
+func Classify(needed []string) Verdict {
+	var x, p string
+	for _, so := range needed {
+		switch {
+		case x == "" && openMPISoname.MatchString(so):
+			x = so
+		case p == "" && mpichSoname.MatchString(so):
+			p = so
+		}
+	}
+	switch {
+	case x != "" && p != "":
+		return Verdict{Unknown, fmt.Sprintf("links both %s (%s) and %s (%s)", x, family(x), p, family(p))}
+	case x != "":
+		return Verdict{PMIx, fmt.Sprintf("links %s (%s)", x, family(x))}
+	case p != "":
+		return Verdict{PMI, fmt.Sprintf("links %s (%s)", p, family(p))}
+	}
+	return Verdict{None, "links no MPI library"}
+}
+
+// interpreters are programs that run other code which may load any MPI
+// (mpi4py, Rmpi, MPI.jl, a shell wrapper): their own libraries say nothing.
+var interpreters = regexp.MustCompile(`^(python[0-9.]*|pypy[0-9.]*|perl[0-9.]*|ruby[0-9.]*|julia|R|Rscript|node|nodejs|java|lua[0-9.]*|luajit|tclsh[0-9.]*|octave[a-z-]*|sh|bash|dash|zsh|ksh|mksh|csh|tcsh|fish|env|busybox|time|nice|taskset|numactl|valgrind|gdb|strace|ltrace|perf|xterm)$`)
+
+// Detect reads the program at path (already resolved against PATH). Only
+// a file it cannot open or read is an error; anything it cannot classify
+// is Unknown with the reason in Why.
+func Detect(path string) (Verdict, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Verdict{Unknown, "unreadable"}, err
+	}
+	defer f.Close()
+	var magic [4]byte
+	if _, err := io.ReadFull(f, magic[:]); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return Verdict{Unknown, "not an ELF program (too short)"}, nil
+		}
+		return Verdict{Unknown, "unreadable"}, fmt.Errorf("mpidetect: read %s: %w", path, err)
+	}
+	if string(magic[:2]) == "#!" {
+		line, _ := readLine(f, 2)
+		return Verdict{Unknown, "a script (#!" + line + ")"}, nil
+	}
+	if string(magic[:]) != elf.ELFMAG {
+		return Verdict{Unknown, "not an ELF program"}, nil
+	}
+	ef, err := elf.NewFile(f)
+	if err != nil {
+		return Verdict{Unknown, "not a readable ELF program"}, nil
+	}
+	defer ef.Close()
+	if base := filepath.Base(path); interpreters.MatchString(base) {
+		return Verdict{Unknown, base + " is an interpreter"}, nil
+	}
+	needed, err := ef.ImportedLibraries()
+	if err != nil {
+		return Verdict{Unknown, "unreadable dynamic section"}, nil
+	}
+	if len(needed) == 0 {
+		// Statically linked: an MPI inside cannot be told from the
+		// dynamic section (and Debian ships no static Open MPI).
+		return Verdict{None, "statically linked"}, nil
+	}
+	return Classify(needed), nil
+}
+
+// readLine returns the rest of the first line after offset off (at most
+// 120 bytes), for a script's interpreter in messages.
+func readLine(f *os.File, off int64) (string, error) {
+	buf := make([]byte, 120)
+	n, err := f.ReadAt(buf, off)
+	if n == 0 {
+		return "", err
+	}
+	s := string(buf[:n])
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return strings.TrimSpace(s), nil
+}
