@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynrt/dynrt/internal/gobuild"
 	"github.com/dynrt/dynrt/internal/leakcheck"
 )
 
@@ -55,7 +56,7 @@ func testMain(m *testing.M) int {
 func build() {
 	buildOnce.Do(func() {
 		dynrunBin = filepath.Join(binDir, "dynrun")
-		if out, err := exec.Command("go", "build", "-o", dynrunBin, "github.com/dynrt/dynrt/cmd/dynrun").CombinedOutput(); err != nil {
+		if out, err := exec.Command("go", gobuild.Args("-o", dynrunBin, "github.com/dynrt/dynrt/cmd/dynrun")...).CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("building dynrun: %v\n%s", err, out)
 		}
 		malleableBin = filepath.Join(binDir, "malleable")

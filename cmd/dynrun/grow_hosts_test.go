@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynrt/dynrt/internal/gobuild"
 	"github.com/dynrt/dynrt/internal/nshosts"
 )
 
@@ -17,7 +18,7 @@ import (
 func goBuild(t *testing.T, dir, pkg string) string {
 	t.Helper()
 	out := filepath.Join(dir, filepath.Base(pkg))
-	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd := exec.Command("go", gobuild.Args("-o", out, pkg)...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
 	}

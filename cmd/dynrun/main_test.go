@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynrt/dynrt/internal/gobuild"
 	"github.com/dynrt/dynrt/internal/leakcheck"
 )
 
@@ -42,7 +43,7 @@ func testMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(tmp)
 	bin = filepath.Join(tmp, "dynrun")
-	build := exec.Command("go", "build", "-o", bin, ".")
+	build := exec.Command("go", gobuild.Args("-o", bin, ".")...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building dynrun:", err)

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/dynrt/dynrt/internal/gobuild"
 )
 
 // Programs builds the Go programs the tests of a package run, each once
@@ -72,7 +74,7 @@ func (p *Programs) build(importPath string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	args := []string{"build", "-o", exe}
+	args := gobuild.Args("-o", exe)
 	if p.Race {
 		args = append(args, "-race")
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynrt/dynrt/internal/gobuild"
 	"github.com/dynrt/dynrt/internal/leakcheck"
 	"github.com/dynrt/dynrt/internal/slurmhosts"
 )
@@ -47,7 +48,7 @@ func testMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "go env GOMOD:", err)
 		return 1
 	}
-	build := exec.Command("go", "build", "-o", dir+"/", "./cmd/dynrun", "./internal/testapp")
+	build := exec.Command("go", gobuild.Args("-o", dir+"/", "./cmd/dynrun", "./internal/testapp")...)
 	build.Dir = filepath.Dir(strings.TrimSpace(string(out)))
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {

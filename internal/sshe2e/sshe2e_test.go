@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynrt/dynrt/internal/gobuild"
 	"github.com/dynrt/dynrt/internal/leakcheck"
 	"github.com/dynrt/dynrt/internal/nshosts"
 )
@@ -55,8 +56,8 @@ func testMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "bin")+"/",
-		"./cmd/dynrun", "./cmd/dynrc", "./internal/testapp", "./lib/comm/internal/commapp")
+	build := exec.Command("go", gobuild.Args("-o", filepath.Join(dir, "bin")+"/",
+		"./cmd/dynrun", "./cmd/dynrc", "./internal/testapp", "./lib/comm/internal/commapp")...)
 	build.Dir = root
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
