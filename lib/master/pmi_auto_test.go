@@ -66,3 +66,40 @@ func TestPMISelect(t *testing.T) {
 		})
 	}
 }
+
+// TestStaticErr: a job whose processes began a PMI or PMIx session refuses
+// resource changes, and says which MPI it is and what works instead.
+func TestStaticErr(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pmi  *pmiJob
+		want []string // substrings; nil = no error
+	}{
+		{"no PMI", nil, nil},
+		{"PMI service never used", &pmiJob{info: &wire.PMIJob{Mode: wire.PMIFD}}, nil},
+		{"PMIx service never used", &pmiJob{info: &wire.PMIJob{Mode: wire.PMIPMIx}}, nil},
+		{"MPICH", &pmiJob{used: true, info: &wire.PMIJob{Mode: wire.PMIFD}},
+			[]string{"job hello (dvm1.3) was launched as an MPI job without dynrt's session API", "MPI_Comm_spawn through PMI works"}},
+		{"Open MPI", &pmiJob{used: true, info: &wire.PMIJob{Mode: wire.PMIPMIx}},
+			[]string{"job hello (dvm1.3) is an Open MPI job (its processes speak PMIx)", "cannot carry a resource change through to Open MPI yet", "MPI_Comm_spawn works", "session API"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j := &job{app: "hello", ns: "dvm1.3", pmi: tc.pmi}
+			err := j.staticErr()
+			if tc.want == nil {
+				if err != nil {
+					t.Fatalf("staticErr = %v, want nil", err)
+				}
+				return
+			}
+			if !errors.Is(err, wire.ErrState) {
+				t.Fatalf("staticErr = %v, want ErrState", err)
+			}
+			for _, s := range tc.want {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("staticErr %q lacks %q", err, s)
+				}
+			}
+		})
+	}
+}

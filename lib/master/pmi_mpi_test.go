@@ -240,7 +240,8 @@ func TestMPIPublishLookup(t *testing.T) {
 	if got := lines(d, cli.Job); !slices.Contains(got, "pubsub client found svc-"+d.mark+"=port-of-svc-"+d.mark) {
 		t.Errorf("client output %q", got)
 	}
-	if got := lines(d, srv.Job); !slices.Contains(got, "pubsub server got svc-"+d.mark+"-ack=thanks") {
+	if got := lines(d, srv.Job); !slices.Contains(got, "pubsub server got svc-"+d.mark+"-ack=thanks") ||
+		!slices.Contains(got, "pubsub server second publish of svc-"+d.mark+" refused") {
 		t.Errorf("server output %q", got)
 	}
 }
