@@ -15,7 +15,8 @@
 #    directories under the three runners, prints the table and the summary,
 #    and writes bench-out/mpich-suite/results.tsv.
 #
-# Exits non-zero iff a test passes under Hydra but not under dynrun (listed).
+# Exits non-zero iff a test passes under its reference (Hydra; Hydra over the
+# same hosts for dynrun-hosts) but not under dynrun (listed).
 # `scripts/mpich-suite.sh fetch` only does step 1 (make test uses it).
 #
 # Environment:
@@ -27,9 +28,13 @@
 #   TIMEOUT=30         at most this many seconds per test (default: the
 #                      testlist's timeLimit, else 180)
 #   LISTS=testlist,testlist.dtp,testlist.cvar  testlist files (default testlist)
-#   RUNNERS=hydra,dynrun-private,dynrun-warm,dynrun-hosts   (default: all
-#                      four; dynrun-hosts only as root, where namespace hosts
-#                      can be built: internal/nshosts)
+#   RUNNERS=hydra,dynrun-private,dynrun-warm,hydra-hosts,dynrun-hosts
+#                      (default: all five; the two over namespace hosts only
+#                      as root, where they can be built: internal/nshosts).
+#                      dynrun-hosts is compared with hydra-hosts (Hydra over
+#                      the same hosts and placement), the others with hydra
+#   HOSTS_PREFIX=dyn-x the hosts' namespace names start with it (default
+#                      dyn-mpichsuite; runs at the same time need their own)
 #   VERBOSE=1          print each result as it comes
 #   RESUME=FILE        a results file or journal (bench-out/mpich-suite/
 #                      journal-*.tsv, written as results come) of a run that
@@ -119,6 +124,7 @@ args=(-cache "$CACHE" -dynrun "$work/bin/dynrun" -out "$root/bench-out/mpich-sui
 [[ -n ${TIMEOUT:-} ]] && args+=(-timeout "${TIMEOUT}s")
 [[ -n ${LISTS:-} ]] && args+=(-lists "$LISTS")
 [[ -n ${RUNNERS:-} ]] && args+=(-runners "$RUNNERS")
+[[ -n ${HOSTS_PREFIX:-} ]] && args+=(-hosts-prefix "$HOSTS_PREFIX")
 [[ -n ${VERBOSE:-} ]] && args+=(-v)
 [[ -n ${RESUME:-} ]] && args+=(-resume "$RESUME")
 [[ ${AFTER_HYDRA_LIMIT:-60} != 0 ]] && args+=(-after-hydra-limit "${AFTER_HYDRA_LIMIT:-60}s")

@@ -2,7 +2,9 @@ package mpichsuite
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -14,14 +16,51 @@ const (
 	Hydra         Runner = "hydra"           // the build's own mpiexec.hydra
 	DynrunPrivate Runner = "dynrun-private"  // dynrun starting a private DVM per test
 	DynrunWarm    Runner = "dynrun-warm"     // dynrun on a DVM of 4 virtual nodes started once
+	HydraHosts    Runner = "hydra-hosts"     // the build's mpiexec.hydra over the same hosts and placement as DynrunHosts
 	DynrunHosts   Runner = "dynrun-hosts"    // dynrun on a DVM over 3 namespace hosts (ssh), ranks spread by node
 	WarmNodes            = 4                 // virtual nodes of the warm DVM
 	HostCount            = 3                 // namespace hosts of the dynrun-hosts DVM
 	DefaultLimit         = 180 * time.Second // runtests' default time limit
 )
 
-// Runners lists every runner in table order.
-var Runners = []Runner{Hydra, DynrunPrivate, DynrunWarm, DynrunHosts}
+// Runners lists every runner in table order (and run order: a test's
+// references run before the dynrun runners compared with them).
+var Runners = []Runner{Hydra, DynrunPrivate, DynrunWarm, HydraHosts, DynrunHosts}
+
+// Dynrun reports whether r launches with dynrun (is compared with a
+// reference) rather than with mpiexec.hydra (is a reference).
+func (r Runner) Dynrun() bool { return r != Hydra && r != HydraHosts }
+
+// Reference is the runner r is compared with: Hydra on the same hosts and
+// placement. dynrun-hosts' own reference is hydra-hosts; when have (the
+// runners of a run) lacks it, Hydra on one host stands in. A reference is
+// its own.
+func (r Runner) Reference(have func(Runner) bool) Runner {
+	if r == DynrunHosts && have(HydraHosts) {
+		return HydraHosts
+	}
+	if r.Dynrun() {
+		return Hydra
+	}
+	return r
+}
+
+// Sorted returns rs in table order, without duplicates; unknown runners
+// come last, in their order.
+func Sorted(rs []Runner) []Runner {
+	var out []Runner
+	for _, r := range Runners {
+		if slices.Contains(rs, r) {
+			out = append(out, r)
+		}
+	}
+	for _, r := range rs {
+		if !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
 
 // mpiexecToDynrun maps the mpiexec.hydra arguments MPICH's testlists use to
 // dynrun's. A test with any other mpiexecarg cannot be run under dynrun and
@@ -42,25 +81,46 @@ type Launch struct {
 	Env  []string
 }
 
+// Place is where a runner launches, for the runners that share something
+// between tests.
+type Place struct {
+	DVM string // the DVM's id (DynrunWarm, DynrunHosts)
+	// HydraHosts: the ssh command for mpiexec.hydra's -launcher-exec (one
+	// executable: a script adding the hosts' ssh config), and the hosts.
+	LauncherExec string
+	Hosts        []string
+}
+
 // Command returns the command line starting t under runner r. bin is the
-// launcher (mpiexec.hydra or dynrun), dvm the id of the DVM the runner
-// shares between tests (DynrunWarm, DynrunHosts). Like runtests, the test's env= entries go into the launcher's
+// launcher (mpiexec.hydra or dynrun), at what the runner shares between
+// tests. Like runtests, the test's env= entries go into the launcher's
 // environment (both launchers forward it to the processes) and the program
 // is started as ./name from the test's directory.
-func Command(r Runner, t Test, bin, dvm string) (Launch, error) {
+func Command(r Runner, t Test, bin string, at Place) (Launch, error) {
 	argv := []string{bin}
 	switch r {
 	case Hydra:
 		argv = append(argv, "-n", strconv.Itoa(t.NP))
 		argv = append(argv, t.MpiexecArgs...)
+	case HydraHosts:
+		if at.LauncherExec == "" || len(at.Hosts) == 0 {
+			return Launch{}, fmt.Errorf("runner %s needs the hosts and their ssh command", r)
+		}
+		// One slot per host in Hydra's list: it places rank i on host
+		// i mod len(hosts), round after round, which is where
+		// dynrun-hosts' --map-by node puts it (its S slots per host
+		// hold the largest -n; Hydra never limits).
+		argv = append(argv, "-launcher", "ssh", "-launcher-exec", at.LauncherExec,
+			"-hosts", strings.Join(at.Hosts, ","), "-n", strconv.Itoa(t.NP))
+		argv = append(argv, t.MpiexecArgs...)
 	case DynrunPrivate, DynrunWarm, DynrunHosts:
 		if r != DynrunPrivate {
-			if dvm == "" {
+			if at.DVM == "" {
 				return Launch{}, fmt.Errorf("runner %s needs its DVM's id", r)
 			}
 			// --dvm by id: a DVM that died is an error, not a silent
 			// private DVM.
-			argv = append(argv, "--dvm", dvm)
+			argv = append(argv, "--dvm", at.DVM)
 		}
 		argv = append(argv, "-n", strconv.Itoa(t.NP))
 		if r == DynrunHosts {
@@ -81,7 +141,7 @@ func Command(r Runner, t Test, bin, dvm string) (Launch, error) {
 			argv = append(argv, m...)
 		}
 	default:
-		return Launch{}, fmt.Errorf("unknown runner %q (want hydra, dynrun-private, dynrun-warm or dynrun-hosts)", r)
+		return Launch{}, fmt.Errorf("unknown runner %q (want hydra, dynrun-private, dynrun-warm, hydra-hosts or dynrun-hosts)", r)
 	}
 	argv = append(argv, "./"+t.Name)
 	argv = append(argv, t.Args...)
@@ -105,7 +165,8 @@ func Limit(t Test, def, ceiling time.Duration) time.Duration {
 // process count of tests fits on its WarmNodes nodes (at least 2).
 func WarmSlots(tests []Test) int { return slotsFor(tests, WarmNodes) }
 
-// HostSlots is WarmSlots for the HostCount hosts of DynrunHosts.
+// HostSlots is WarmSlots for the HostCount hosts of DynrunHosts (and
+// HydraHosts, whose placement is the same).
 func HostSlots(tests []Test) int { return slotsFor(tests, HostCount) }
 
 func slotsFor(tests []Test, nodes int) int {

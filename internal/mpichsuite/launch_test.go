@@ -9,30 +9,33 @@ import (
 func TestCommand(t *testing.T) {
 	ft := Test{Dir: "ft", Name: "senddead", NP: 2, Env: []string{"MPIR_CVAR_ENABLE_FT=1"},
 		MpiexecArgs: []string{"-disable-auto-cleanup"}, Args: []string{"-v"}}
+	hostsAt := Place{LauncherExec: "/c/ssh", Hosts: []string{"h0", "h1", "h2"}}
 	odd := Test{Dir: "ckpoint", Name: "ck", NP: 2, MpiexecArgs: []string{"-ckpointlib", "blcr"}}
 	cases := []struct {
 		name   string
 		runner Runner
 		test   Test
-		dvm    string
+		at     Place
 		want   string // argv joined by spaces, or the error's beginning
 	}{
-		{"hydra keeps mpiexec arguments", Hydra, ft, "", "mpiexec.hydra -n 2 -disable-auto-cleanup ./senddead -v"},
-		{"private maps to --disable-auto-cleanup, oversubscribes", DynrunPrivate, ft, "", "dynrun -n 2 --oversubscribe --disable-auto-cleanup ./senddead -v"},
-		{"warm names its DVM", DynrunWarm, ft, "abc", "dynrun --dvm abc -n 2 --disable-auto-cleanup ./senddead -v"},
-		{"warm without a DVM", DynrunWarm, ft, "", "error: runner dynrun-warm needs its DVM's id"},
-		{"hosts name their DVM, spread by node", DynrunHosts, ft, "abc", "dynrun --dvm abc -n 2 --map-by node --disable-auto-cleanup ./senddead -v"},
-		{"hosts without a DVM", DynrunHosts, ft, "", "error: runner dynrun-hosts needs its DVM's id"},
-		{"unmapped argument", DynrunPrivate, odd, "", `error: mpiexec argument "-ckpointlib" of ckpoint/ck 2 has no dynrun equivalent`},
-		{"hydra passes any argument", Hydra, odd, "", "mpiexec.hydra -n 2 -ckpointlib blcr ./ck"},
-		{"unknown runner", Runner("srun"), ft, "", `error: unknown runner "srun"`},
+		{"hydra keeps mpiexec arguments", Hydra, ft, Place{}, "mpiexec.hydra -n 2 -disable-auto-cleanup ./senddead -v"},
+		{"private maps to --disable-auto-cleanup, oversubscribes", DynrunPrivate, ft, Place{}, "dynrun -n 2 --oversubscribe --disable-auto-cleanup ./senddead -v"},
+		{"warm names its DVM", DynrunWarm, ft, Place{DVM: "abc"}, "dynrun --dvm abc -n 2 --disable-auto-cleanup ./senddead -v"},
+		{"warm without a DVM", DynrunWarm, ft, Place{}, "error: runner dynrun-warm needs its DVM's id"},
+		{"hosts name their DVM, spread by node", DynrunHosts, ft, Place{DVM: "abc"}, "dynrun --dvm abc -n 2 --map-by node --disable-auto-cleanup ./senddead -v"},
+		{"hosts without a DVM", DynrunHosts, ft, Place{}, "error: runner dynrun-hosts needs its DVM's id"},
+		{"unmapped argument", DynrunPrivate, odd, Place{}, `error: mpiexec argument "-ckpointlib" of ckpoint/ck 2 has no dynrun equivalent`},
+		{"hydra passes any argument", Hydra, odd, Place{}, "mpiexec.hydra -n 2 -ckpointlib blcr ./ck"},
+		{"hydra over the hosts: one slot each, round robin", HydraHosts, ft, hostsAt, "mpiexec.hydra -launcher ssh -launcher-exec /c/ssh -hosts h0,h1,h2 -n 2 -disable-auto-cleanup ./senddead -v"},
+		{"hydra over the hosts without them", HydraHosts, ft, Place{DVM: "abc"}, "error: runner hydra-hosts needs the hosts and their ssh command"},
+		{"unknown runner", Runner("srun"), ft, Place{}, `error: unknown runner "srun"`},
 	}
 	for _, c := range cases {
 		bin := "dynrun"
-		if c.runner == Hydra {
+		if !c.runner.Dynrun() {
 			bin = "mpiexec.hydra"
 		}
-		l, err := Command(c.runner, c.test, bin, c.dvm)
+		l, err := Command(c.runner, c.test, bin, c.at)
 		got := strings.Join(l.Argv, " ")
 		if err != nil {
 			got = "error: " + err.Error()

@@ -21,11 +21,13 @@ type Result struct {
 	Elapsed time.Duration
 }
 
-// Difference is a test that passed under Hydra but not under a dynrun runner.
+// Difference is a test that passed under its reference (Hydra, or
+// hydra-hosts for dynrun-hosts) but not under a dynrun runner.
 type Difference struct {
 	Build   string
 	Test    Test
 	Runner  Runner
+	Ref     Runner
 	Verdict Verdict
 }
 
@@ -55,35 +57,50 @@ func rows(results []Result) ([]rowKey, map[rowKey]*row) {
 	return order, m
 }
 
-// Differences lists, in run order, every test that passed under Hydra and
-// did not pass under a dynrun runner of the same build, or passed there only
-// by lasting until the time limit: the comparison the suite is about (a
-// test Hydra fails may fail under dynrun too).
+// Differences lists, in run order, every test that passed under a dynrun
+// runner's reference (Runner.Reference) and did not pass under that runner
+// with the same build, or passed there only by lasting until the time
+// limit: the comparison the suite is about (a test the reference fails may
+// fail under dynrun too).
 func Differences(results []Result) []Difference {
 	order, m := rows(results)
+	have := haveRunner(results)
 	var out []Difference
 	for _, k := range order {
 		rw := m[k]
-		h, ok := rw.by[Hydra]
-		if !ok || !h.Verdict.Passed() {
-			continue
-		}
-		for _, rn := range Runners[1:] {
+		for _, rn := range Runners {
 			d, ok := rw.by[rn]
+			if !ok || !rn.Dynrun() {
+				continue
+			}
+			ref := rn.Reference(have)
+			h, ok := rw.by[ref]
+			if !ok || !h.Verdict.Passed() {
+				continue
+			}
 			switch {
-			case !ok:
 			case !d.Verdict.Passed():
-				out = append(out, Difference{k.build, rw.test, rn, d.Verdict})
+				out = append(out, Difference{k.build, rw.test, rn, ref, d.Verdict})
 			case d.Verdict.AtLimit && !h.Verdict.AtLimit:
 				// runtests counts it, but the job hung until the
-				// launcher's time limit ended it where Hydra's did not.
+				// launcher's time limit ended it where the
+				// reference's did not.
 				v := d.Verdict
-				v.Reason = fmt.Sprintf("passed only when the time limit ended it (Hydra: %.1fs)", h.Elapsed.Seconds())
-				out = append(out, Difference{k.build, rw.test, rn, v})
+				v.Reason = fmt.Sprintf("passed only when the time limit ended it (%s: %.1fs)", ref, h.Elapsed.Seconds())
+				out = append(out, Difference{k.build, rw.test, rn, ref, v})
 			}
 		}
 	}
 	return out
+}
+
+// haveRunner reports whether results hold runs of a runner.
+func haveRunner(results []Result) func(Runner) bool {
+	seen := map[Runner]bool{}
+	for _, r := range results {
+		seen[r.Runner] = true
+	}
+	return func(r Runner) bool { return seen[r] }
 }
 
 // Count is a runner's tally with one build.
@@ -117,22 +134,24 @@ func (c Count) String() string {
 }
 
 // Summary writes, per build (in builds order) and dynrun runner, the line
-// "<build>, <runner>: dynrun: X passed, Y failed of Z; hydra: X passed, Y
-// failed of Z", then how many failures were expected (xfail=).
+// "<build>, <runner>: dynrun: X passed, Y failed of Z; <reference>: X
+// passed, Y failed of Z" (the reference: hydra, or hydra-hosts for
+// dynrun-hosts), then how many failures were expected (xfail=).
 func Summary(w io.Writer, builds []string, results []Result) {
 	counts := Counts(results)
+	have := haveRunner(results)
 	for _, b := range builds {
 		c, ok := counts[b]
 		if !ok {
 			continue
 		}
-		h := c[Hydra]
-		for _, rn := range Runners[1:] {
+		for _, rn := range Runners {
 			d, ok := c[rn]
-			if !ok {
+			if !ok || !rn.Dynrun() {
 				continue
 			}
-			fmt.Fprintf(w, "%s, %s: dynrun: %s; hydra: %s\n", b, rn, d, h)
+			ref := rn.Reference(have)
+			fmt.Fprintf(w, "%s, %s: dynrun: %s; %s: %s\n", b, rn, d, ref, c[ref])
 		}
 		var xs []string
 		for _, rn := range Runners {
@@ -177,13 +196,10 @@ func Table(w io.Writer, results []Result) error {
 // without a runner (RUNNERS=, or dynrun-hosts where it cannot run) gets no
 // empty column for it.
 func present(results []Result) []Runner {
-	seen := map[Runner]bool{}
-	for _, r := range results {
-		seen[r.Runner] = true
-	}
+	have := haveRunner(results)
 	var out []Runner
 	for _, rn := range Runners {
-		if seen[rn] {
+		if have(rn) {
 			out = append(out, rn)
 		}
 	}

@@ -1,6 +1,7 @@
 package mpichsuite
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +34,16 @@ func sample() []Result {
 	add("ch3-pmi1", ftdie, pass, atLimit, pass)     // hangs until the limit under private only
 	add("ch3-pmi1", tmo, atLimit, atLimit, atLimit) // meant to run into the limit
 	add("debian", spawnD, fail, fail, fail)         // cannot spawn anywhere
+	// Over the hosts: dynrun-hosts is compared with hydra-hosts.
+	shm := Test{Dir: "rma", Name: "win_shared_create_allocshm", NP: 4}
+	put := Test{Dir: "rma", Name: "win_shared_noncontig_put", NP: 4}
+	hostsAdd := func(t Test, h, p, w, hh, dh Verdict) {
+		add("ch3-pmi1", t, h, p, w)
+		rs = append(rs, Result{"ch3-pmi1", t, HydraHosts, hh, 300 * time.Millisecond},
+			Result{"ch3-pmi1", t, DynrunHosts, dh, 400 * time.Millisecond})
+	}
+	hostsAdd(shm, pass, pass, pass, hang, hang) // fails over hosts under both: no difference
+	hostsAdd(put, hang, hang, hang, pass, fail) // passes over hosts under Hydra only: a difference
 	return rs
 }
 
@@ -45,10 +56,36 @@ func TestDifferences(t *testing.T) {
 		"ch3-pmi1 dynrun-private spawn/spaconacc 1: timeout (killed at the time limit)",
 		"ch3-pmi1 dynrun-warm spawn/spaconacc 1: fail (exit status 1)",
 		"ch3-pmi1 dynrun-warm pt2pt/sendrecv3 2 -isendrecv: fail (exit status 1)",
-		"ch3-pmi1 dynrun-private ft/senddead 2: pass@limit (passed only when the time limit ended it (Hydra: 0.5s))",
+		"ch3-pmi1 dynrun-private ft/senddead 2: pass@limit (passed only when the time limit ended it (hydra: 0.5s))",
+		"ch3-pmi1 dynrun-hosts rma/win_shared_noncontig_put 4: fail (exit status 1)",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("differences:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestReference(t *testing.T) {
+	all := func(Runner) bool { return true }
+	noHydraHosts := func(r Runner) bool { return r != HydraHosts }
+	cases := []struct {
+		r    Runner
+		have func(Runner) bool
+		want Runner
+	}{
+		{DynrunPrivate, all, Hydra},
+		{DynrunWarm, all, Hydra},
+		{DynrunHosts, all, HydraHosts},
+		{DynrunHosts, noHydraHosts, Hydra}, // Hydra on one host stands in
+		{Hydra, all, Hydra},
+		{HydraHosts, all, HydraHosts},
+	}
+	for _, c := range cases {
+		if got := c.r.Reference(c.have); got != c.want {
+			t.Errorf("%s.Reference = %s, want %s", c.r, got, c.want)
+		}
+	}
+	if got := Sorted([]Runner{DynrunHosts, "x", Hydra, HydraHosts, Hydra}); fmt.Sprint(got) != "[hydra hydra-hosts dynrun-hosts x]" {
+		t.Errorf("Sorted = %v", got)
 	}
 }
 
@@ -69,11 +106,11 @@ func TestReportGolden(t *testing.T) {
 	golden(t, "report.golden", []byte(b.String()))
 
 	c := Counts(rs)["ch3-pmi1"]
-	if h := c[Hydra]; h.Passed != 5 || h.Failed != 1 || h.XFailed != 1 {
-		t.Errorf("hydra ch3-pmi1 count %+v, want 5 passed, 1 failed, 1 of them xfail", h)
+	if h := c[Hydra]; h.Passed != 6 || h.Failed != 2 || h.XFailed != 1 {
+		t.Errorf("hydra ch3-pmi1 count %+v, want 6 passed, 2 failed, 1 of them xfail", h)
 	}
-	if p := c[DynrunPrivate]; p.Passed != 4 || p.Failed != 2 || p.XFailed != 1 {
-		t.Errorf("dynrun-private ch3-pmi1 count %+v, want 4 passed, 2 failed, 1 xfail", p)
+	if p := c[DynrunPrivate]; p.Passed != 5 || p.Failed != 3 || p.XFailed != 1 {
+		t.Errorf("dynrun-private ch3-pmi1 count %+v, want 5 passed, 3 failed, 1 xfail", p)
 	}
 }
 

@@ -46,6 +46,10 @@ type exec1 struct {
 	// dvmExe is the warm DVM's executable: a child of the DVM running it
 	// is the DVM's own helper (a daemon's process guard), not a stray.
 	dvmExe string
+	// netns: network namespaces ("net:[inode]") of the test's hosts; a
+	// process there that started during the run is the test's, mark or
+	// not (Hydra's proxies, started through sshd, carry none).
+	netns map[string]bool
 }
 
 // run starts e and waits for it, killing its process group at the limit,
@@ -141,9 +145,10 @@ func (e exec1) sweep(pgid int, since uint64) []string {
 
 // find lists live processes (not zombies) of the test: those carrying its
 // mark, those in the launcher's process group, children of the warm DVM
-// other than its own helpers, and those running a program of the suite's
+// other than its own helpers, those running a program of the suite's
 // build tree that started during the run and carry no other run's mark
-// (other people may run the same programs at the same time).
+// (other people may run the same programs at the same time), and those in
+// the test's namespace hosts that started during the run.
 func (e exec1) find(pgid int, since uint64) []int {
 	mark := []byte(leakcheck.EnvMark + "=" + e.mark + "\x00")
 	anyMark := []byte(leakcheck.EnvMark + "=")
@@ -167,12 +172,19 @@ func (e exec1) find(pgid int, since uint64) []int {
 		switch {
 		case st.pgrp == pgid, e.dvm[st.ppid], bytes.Contains(env, mark):
 		case e.progRoot != "" && strings.HasPrefix(exe, e.progRoot+"/") && st.start >= since && !bytes.Contains(env, anyMark):
+		case len(e.netns) > 0 && st.start >= since && e.netns[netnsOf(pid)]:
 		default:
 			continue
 		}
 		out = append(out, pid)
 	}
 	return out
+}
+
+// netnsOf is pid's network namespace as /proc/<pid>/ns/net names it.
+func netnsOf(pid int) string {
+	ns, _ := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/net")
+	return ns
 }
 
 // procStat is what the runner reads of /proc/<pid>/stat.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,13 +23,16 @@ import (
 // cluster adds its pid, and a new run reaps the clusters of runs that died.
 const HostsPrefix = "dyn-mpichsuite"
 
-// HostsDVM is the DVM of the dynrun-hosts runner: mpichsuite.HostCount
-// network-namespace hosts with their own sshd (internal/nshosts), the
-// master on h0 and one daemon per other host started by dynrun's ssh
-// launcher, as on a small cluster with a shared filesystem. Tests are
-// launched on h0 and their ranks spread over the hosts (--map-by node).
-type HostsDVM struct {
-	ID     string
+// Hosts are the namespace hosts of the runners dynrun-hosts and
+// hydra-hosts, one cluster per build shared by both: mpichsuite.HostCount
+// network-namespace hosts with their own sshd (internal/nshosts), as a
+// small cluster with a shared filesystem. Commands are typed on h0.
+// With the DVM (dynrun-hosts), its master runs on h0 and one daemon per
+// other host is started by dynrun's ssh launcher; tests are launched on h0
+// and their ranks spread over the hosts (--map-by node). hydra-hosts runs
+// mpiexec.hydra on h0 with its ssh launcher over the same hosts.
+type Hosts struct {
+	ID     string // the DVM's id; "" without the DVM
 	c      *nshosts.Cluster
 	dynrun string
 	prefix string   // dynrun is prefix/bin/dynrun (--prefix)
@@ -40,54 +44,96 @@ type HostsDVM struct {
 	wrap   []string       // runs a command on h0
 	config string
 	slots  int
+	// hosts are the hostnames, sshExec the script mpiexec.hydra's
+	// -launcher-exec runs (ssh with the cluster's config: Hydra takes
+	// one executable there, no arguments).
+	hosts   []string
+	sshExec string
+	// netns are the hosts' network namespaces ("net:[inode]" as
+	// /proc/<pid>/ns/net shows them): a process of a test may run there
+	// without the test's mark (Hydra's proxies started by sshd).
+	netns map[string]bool
 }
 
-// HostsUnsupported says why the dynrun-hosts runner cannot run here ("" if
-// it can): the namespace hosts need root, or dynrun is not in a bin/
-// directory that can serve as the remote --prefix.
+// HostsUnsupported says why the namespace hosts cannot be built here (""
+// if they can): they need root. With dynrun set (the DVM of dynrun-hosts),
+// dynrun must also be in a bin/ directory that can serve as the remote
+// --prefix.
 func HostsUnsupported(dynrun string) string {
 	if why := nshosts.Unsupported(true); why != "" {
 		return why
 	}
-	if filepath.Base(filepath.Dir(dynrun)) != "bin" {
+	if dynrun != "" && filepath.Base(filepath.Dir(dynrun)) != "bin" {
 		return fmt.Sprintf("dynrun (%s) must be in a directory named bin: the hosts run PREFIX/bin/dynrun (--prefix)", dynrun)
 	}
 	return ""
 }
 
-// StartHosts builds the hosts and starts the DVM with slots slots per
-// host. env is the environment of the build.
-func StartHosts(ctx context.Context, log *slog.Logger, dynrun string, slots int, env []string) (*HostsDVM, error) {
-	if why := HostsUnsupported(dynrun); why != "" {
-		return nil, fmt.Errorf("runner %s: %s", mpichsuite.DynrunHosts, why)
+// HostsConfig describes the hosts to start.
+type HostsConfig struct {
+	// Prefix starts the cluster's names (default HostsPrefix); the pid
+	// is added.
+	Prefix string
+	// Dynrun, if set, starts the DVM of dynrun-hosts with this binary
+	// and Slots slots per host.
+	Dynrun string
+	Slots  int
+	Env    []string // the environment of the build
+}
+
+// StartHosts builds the hosts and, with cfg.Dynrun, starts the DVM.
+func StartHosts(ctx context.Context, log *slog.Logger, cfg HostsConfig) (*Hosts, error) {
+	if why := HostsUnsupported(cfg.Dynrun); why != "" {
+		return nil, fmt.Errorf("runners %s/%s: %s", mpichsuite.HydraHosts, mpichsuite.DynrunHosts, why)
 	}
-	dynrun, err := filepath.Abs(dynrun)
-	if err != nil {
-		return nil, err
+	prefix := cfg.Prefix
+	if prefix == "" {
+		prefix = HostsPrefix
 	}
-	if err := nshosts.Reap(ctx, HostsPrefix, log); err != nil {
+	if err := nshosts.Reap(ctx, prefix, log); err != nil {
 		log.Warn("reaping the hosts of an earlier run", "err", err)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	c, err := nshosts.New(cctx, nshosts.Config{
-		Prefix: HostsPrefix + "-" + strconv.Itoa(os.Getpid()), K: mpichsuite.HostCount, SSH: true,
+		Prefix: prefix + "-" + strconv.Itoa(os.Getpid()), K: mpichsuite.HostCount, SSH: true,
 		Owner: os.Getpid(), Logger: log,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("runner %s: build the hosts: %w", mpichsuite.DynrunHosts, err)
+		return nil, fmt.Errorf("runners %s/%s: build the hosts: %w", mpichsuite.HydraHosts, mpichsuite.DynrunHosts, err)
 	}
 	h0 := c.Hosts()[0]
-	w := &HostsDVM{c: c, dynrun: dynrun, prefix: filepath.Dir(filepath.Dir(dynrun)), mark: randomHex(8), slots: slots}
+	w := &Hosts{c: c, mark: randomHex(8), slots: cfg.Slots, netns: map[string]bool{}}
 	// c.Command(ctx, "h0") alone is the wrapper that puts a command on h0.
 	w.wrap = c.Command(ctx, h0.Name).Args
-	w.env = append(env, nshosts.EnvDir+"="+h0.Dir)
+	w.env = append(slices.Clone(cfg.Env), nshosts.EnvDir+"="+h0.Dir)
 	var hostList []string
 	for _, h := range c.Hosts() {
-		hostList = append(hostList, h.Name+":"+strconv.Itoa(slots))
+		w.hosts = append(w.hosts, h.Name)
+		hostList = append(hostList, h.Name+":"+strconv.Itoa(cfg.Slots))
+		var st syscall.Stat_t
+		if err := syscall.Stat(filepath.Join("/run/netns", h.NetNS), &st); err != nil {
+			_ = c.Close()
+			return nil, fmt.Errorf("the network namespace of host %s: %w", h.Name, err)
+		}
+		w.netns[fmt.Sprintf("net:[%d]", st.Ino)] = true
 	}
-	w.config = fmt.Sprintf("%d hosts × %d slots, ssh launcher", len(hostList), slots)
-	if w.exe, err = filepath.EvalSymlinks(dynrun); err != nil {
+	w.sshExec = filepath.Join(c.Dir(), "hydra-ssh")
+	script := "#!/bin/sh\n# mpiexec.hydra -launcher-exec: ssh with the hosts' config\nexec ssh -F '" + c.SSHConfig() + "' \"$@\"\n"
+	if err := os.WriteFile(w.sshExec, []byte(script), 0o755); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	if cfg.Dynrun == "" {
+		return w, nil
+	}
+	if w.dynrun, err = filepath.Abs(cfg.Dynrun); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	w.prefix = filepath.Dir(filepath.Dir(w.dynrun))
+	w.config = fmt.Sprintf("%d hosts × %d slots, ssh launcher", len(hostList), cfg.Slots)
+	if w.exe, err = filepath.EvalSymlinks(w.dynrun); err != nil {
 		_ = c.Close()
 		return nil, err
 	}
@@ -99,7 +145,7 @@ func StartHosts(ctx context.Context, log *slog.Logger, dynrun string, slots int,
 	return w, nil
 }
 
-func (w *HostsDVM) start(ctx context.Context, hostList, bind string) error {
+func (w *Hosts) start(ctx context.Context, hostList, bind string) error {
 	argv := append(append([]string(nil), w.wrap...), w.dynrun, "dvm", "start", "--launcher", "ssh", "--host", hostList,
 		"--launch-agent", "ssh -F "+w.c.SSHConfig(), "--prefix", w.prefix, "--bind", bind+":0", "--daemonize")
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
@@ -136,14 +182,18 @@ func (w *HostsDVM) start(ctx context.Context, hostList, bind string) error {
 }
 
 // Lost describes the processes of the DVM that no longer run.
-func (w *HostsDVM) Lost() []string { return lost(w.procs, w.names) }
+func (w *Hosts) Lost() []string { return lost(w.procs, w.names) }
 
-// Alive reports whether every process of the DVM still runs.
-func (w *HostsDVM) Alive() bool { return allAlive(w.procs) }
+// Alive reports whether every process of the DVM still runs (true without
+// the DVM).
+func (w *Hosts) Alive() bool { return allAlive(w.procs) }
 
 // Stop stops the DVM, tears the hosts down and reports what was left.
-func (w *HostsDVM) Stop(ctx context.Context) error {
-	errs := w.stopDVM(ctx)
+func (w *Hosts) Stop(ctx context.Context) error {
+	var errs []string
+	if w.ID != "" {
+		errs = w.stopDVM(ctx)
+	}
 	if err := w.c.Close(); err != nil {
 		errs = append(errs, "tearing down the hosts: "+err.Error())
 	}
@@ -153,7 +203,7 @@ func (w *HostsDVM) Stop(ctx context.Context) error {
 	return nil
 }
 
-func (w *HostsDVM) stopDVM(ctx context.Context) []string {
+func (w *Hosts) stopDVM(ctx context.Context) []string {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	argv := append(append([]string(nil), w.wrap...), w.dynrun, "dvm", "stop", "--dvm", w.ID)
@@ -174,7 +224,7 @@ func (w *HostsDVM) stopDVM(ctx context.Context) []string {
 	return errs
 }
 
-func (w *HostsDVM) gone() bool {
+func (w *Hosts) gone() bool {
 	for p := range w.procs {
 		if leakcheck.Alive(p) {
 			return false
@@ -184,7 +234,7 @@ func (w *HostsDVM) gone() bool {
 }
 
 // kill kills the DVM's processes still running and describes them.
-func (w *HostsDVM) kill() []string {
+func (w *Hosts) kill() []string {
 	var desc []string
 	seen := map[int]bool{}
 	for _, p := range leakcheck.MarkedProcs(w.mark) {
@@ -203,7 +253,7 @@ func (w *HostsDVM) kill() []string {
 }
 
 // restart replaces a DVM that lost a process, on the same hosts.
-func (w *HostsDVM) restart(ctx context.Context) error {
+func (w *Hosts) restart(ctx context.Context) error {
 	_ = w.stopDVM(ctx) // what it says is about the broken DVM
 	w.mark = randomHex(8)
 	var hostList []string

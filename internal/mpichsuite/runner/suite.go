@@ -34,11 +34,14 @@ type Config struct {
 	AfterHydraLimit time.Duration
 	// Done holds results of an earlier, interrupted run (mpichsuite.Key):
 	// those runs are not repeated; their results are returned as they are.
-	Done     map[string]mpichsuite.Result
-	Jobs     int    // make -j
-	WorkDir  string // for the warm DVM's directory (default os.TempDir)
-	Log      *slog.Logger
-	Progress func(mpichsuite.Result) // called after each run, if set
+	Done map[string]mpichsuite.Result
+	// HostsPrefix starts the names of the hosts' namespaces (default
+	// HostsPrefix): runs at the same time need their own.
+	HostsPrefix string
+	Jobs        int    // make -j
+	WorkDir     string // for the warm DVM's directory (default os.TempDir)
+	Log         *slog.Logger
+	Progress    func(mpichsuite.Result) // called after each run, if set
 }
 
 // TestDir is where build b's test programs are configured and built.
@@ -78,36 +81,16 @@ func (c Config) lists() []string {
 }
 
 // Run runs every test of every build under every runner, one at a time,
-// and returns the results in run order. A runner that cannot start (the
-// warm DVM) fails the whole run.
+// and returns the results in run order. The runners run in table order
+// (mpichsuite.Runners), so that a test's references run before the dynrun
+// runners compared with them. A runner that cannot start (the warm DVM,
+// the hosts) fails the whole run.
 func (c Config) Run(ctx context.Context, tests map[string][]mpichsuite.Test) ([]mpichsuite.Result, error) {
+	c.Runners = mpichsuite.Sorted(c.Runners)
 	var results []mpichsuite.Result
 	for _, b := range c.Builds {
-		var dvms shared
-		if !c.pending(b, tests[b.Name]) {
-			rs, err := c.runBuild(ctx, b, tests[b.Name], &dvms) // all recorded: no DVM needed
-			results = append(results, rs...)
-			if err != nil {
-				return results, err
-			}
-			continue
-		}
-		if slices.Contains(c.Runners, mpichsuite.DynrunWarm) {
-			w, err := StartWarm(ctx, c.Dynrun, c.workDir(), mpichsuite.WarmSlots(tests[b.Name]), b.environ())
-			if err != nil {
-				return results, err
-			}
-			dvms.warm = w
-		}
-		if slices.Contains(c.Runners, mpichsuite.DynrunHosts) {
-			h, err := StartHosts(ctx, c.log(), c.Dynrun, mpichsuite.HostSlots(tests[b.Name]), b.environ())
-			if err != nil {
-				dvms.stop(ctx)
-				return results, err
-			}
-			dvms.hosts = h
-		}
-		rs, err := c.runBuild(ctx, b, tests[b.Name], &dvms)
+		dvms := &shared{c: c, b: b, tests: tests[b.Name]}
+		rs, err := c.runBuild(ctx, b, tests[b.Name], dvms)
 		results = append(results, rs...)
 		if serr := dvms.stop(ctx); serr != nil && err == nil {
 			err = serr
@@ -119,11 +102,44 @@ func (c Config) Run(ctx context.Context, tests map[string][]mpichsuite.Test) ([]
 	return results, nil
 }
 
-// shared holds the DVMs that the runners dynrun-warm and dynrun-hosts
-// start once per build.
+// shared holds what runners share between the tests of a build: the warm
+// DVM of dynrun-warm, the hosts of hydra-hosts and dynrun-hosts (with the
+// DVM of dynrun-hosts when it runs). Each is started when first needed, so
+// that a resumed run whose runs are all recorded starts nothing.
 type shared struct {
+	c     Config
+	b     Build
+	tests []mpichsuite.Test
 	warm  *WarmDVM
-	hosts *HostsDVM
+	hosts *Hosts
+}
+
+func (s *shared) warmDVM(ctx context.Context) (*WarmDVM, error) {
+	if s.warm == nil {
+		w, err := StartWarm(ctx, s.c.Dynrun, s.c.workDir(), mpichsuite.WarmSlots(s.tests), s.b.environ())
+		if err != nil {
+			return nil, err
+		}
+		s.warm = w
+	}
+	return s.warm, nil
+}
+
+// hostsFor returns the build's hosts, with the DVM when dynrun-hosts is
+// among the runners (one cluster for both hosts runners).
+func (s *shared) hostsFor(ctx context.Context) (*Hosts, error) {
+	if s.hosts == nil {
+		cfg := HostsConfig{Prefix: s.c.HostsPrefix, Slots: mpichsuite.HostSlots(s.tests), Env: s.b.environ()}
+		if slices.Contains(s.c.Runners, mpichsuite.DynrunHosts) {
+			cfg.Dynrun = s.c.Dynrun
+		}
+		h, err := StartHosts(ctx, s.c.log(), cfg)
+		if err != nil {
+			return nil, err
+		}
+		s.hosts = h
+	}
+	return s.hosts, nil
 }
 
 func (s *shared) stop(ctx context.Context) error {
@@ -151,37 +167,36 @@ func (c Config) workDir() string {
 	return os.TempDir()
 }
 
-// pending reports whether a run of build b is not in c.Done.
-func (c Config) pending(b Build, tests []mpichsuite.Test) bool {
-	for _, t := range tests {
-		for _, rn := range c.Runners {
-			if _, ok := c.Done[mpichsuite.Key(b.Name, t, rn)]; !ok {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 func (c Config) runBuild(ctx context.Context, b Build, tests []mpichsuite.Test, dvms *shared) ([]mpichsuite.Result, error) {
 	var results []mpichsuite.Result
 	td := c.TestDir(b)
 	progRoot := td
 	for _, t := range tests {
 		missing := Missing(td, t)
-		hydraAtLimit := false
+		// The references that ran into their limit with this test.
+		atLimit := map[mpichsuite.Runner]bool{}
 		for _, rn := range c.Runners {
 			if ctx.Err() != nil {
 				return results, ctx.Err()
 			}
 			if old, ok := c.Done[mpichsuite.Key(b.Name, t, rn)]; ok {
-				hydraAtLimit = hydraAtLimit || (rn == mpichsuite.Hydra && old.Verdict.RanIntoLimit())
+				atLimit[rn] = old.Verdict.RanIntoLimit()
 				results = append(results, old)
 				continue
 			}
 			res := mpichsuite.Result{Build: b.Name, Test: t, Runner: rn}
 			limit := mpichsuite.Limit(t, mpichsuite.DefaultLimit, c.Ceiling)
-			cut := rn != mpichsuite.Hydra && hydraAtLimit && c.AfterHydraLimit > 0 && c.AfterHydraLimit < limit
+			// Every runner but Hydra is cut when Hydra ran into its
+			// limit, a dynrun runner also when its own reference did.
+			ref := rn.Reference(func(r mpichsuite.Runner) bool { return slices.Contains(c.Runners, r) })
+			why := ""
+			switch {
+			case rn != mpichsuite.Hydra && atLimit[mpichsuite.Hydra]:
+				why = "Hydra"
+			case ref != rn && atLimit[ref]:
+				why = string(ref)
+			}
+			cut := why != "" && c.AfterHydraLimit > 0 && c.AfterHydraLimit < limit
 			if cut {
 				limit = c.AfterHydraLimit
 			}
@@ -201,9 +216,9 @@ func (c Config) runBuild(ctx context.Context, b Build, tests []mpichsuite.Test, 
 			}
 			res.Verdict = mpichsuite.Judge(t, run)
 			if cut {
-				res.Verdict.Reason = strings.TrimSpace(fmt.Sprintf("%s [limit %v: Hydra ran into its limit]", res.Verdict.Reason, limit))
+				res.Verdict.Reason = strings.TrimSpace(fmt.Sprintf("%s [limit %v: %s ran into its limit]", res.Verdict.Reason, limit, why))
 			}
-			hydraAtLimit = hydraAtLimit || (rn == mpichsuite.Hydra && res.Verdict.RanIntoLimit())
+			atLimit[rn] = res.Verdict.RanIntoLimit()
 			results = append(results, res)
 			if c.Progress != nil {
 				c.Progress(res)
@@ -214,36 +229,43 @@ func (c Config) runBuild(ctx context.Context, b Build, tests []mpichsuite.Test, 
 }
 
 func (c Config) runOne(ctx context.Context, b Build, t mpichsuite.Test, rn mpichsuite.Runner, dvms *shared, progRoot string, limit time.Duration) (mpichsuite.Run, time.Duration, error) {
-	bin, dvmID := b.Mpiexec, ""
-	env := b.environ()
-	var dvmProcs map[int]bool
-	var wrap []string
-	dvmExe := ""
-	if rn != mpichsuite.Hydra {
+	bin := b.Mpiexec
+	if rn.Dynrun() {
 		bin = c.Dynrun
 	}
-	switch rn {
-	case mpichsuite.DynrunWarm:
-		dvmID, env, dvmProcs, dvmExe = dvms.warm.ID, dvms.warm.env, dvms.warm.procs, dvms.warm.exe
-	case mpichsuite.DynrunHosts:
-		h := dvms.hosts
-		dvmID, env, dvmProcs, dvmExe, wrap = h.ID, h.env, h.procs, h.exe, h.wrap
-	}
-	l, err := mpichsuite.Command(rn, t, bin, dvmID)
-	if err != nil {
-		return mpichsuite.Run{NotRun: err.Error()}, 0, nil
-	}
 	e := exec1{
-		argv:     append(slices.Clone(wrap), l.Argv...),
 		dir:      filepath.Join(c.TestDir(b), t.Dir, path.Dir(t.Name)),
-		env:      append(slices.Clone(env), l.Env...),
+		env:      b.environ(),
 		limit:    limit,
 		backstop: Backstop,
 		mark:     randomHex(8),
 		progRoot: progRoot,
-		dvm:      dvmProcs,
-		dvmExe:   dvmExe,
 	}
+	var at mpichsuite.Place
+	var hosts *Hosts
+	switch rn {
+	case mpichsuite.DynrunWarm:
+		w, err := dvms.warmDVM(ctx)
+		if err != nil {
+			return mpichsuite.Run{}, 0, err
+		}
+		at.DVM, e.env, e.dvm, e.dvmExe = w.ID, w.env, w.procs, w.exe
+	case mpichsuite.HydraHosts, mpichsuite.DynrunHosts:
+		h, err := dvms.hostsFor(ctx)
+		if err != nil {
+			return mpichsuite.Run{}, 0, err
+		}
+		hosts = h
+		at = mpichsuite.Place{DVM: h.ID, LauncherExec: h.sshExec, Hosts: h.hosts}
+		e.env, e.dvm, e.dvmExe, e.netns = h.env, h.procs, h.exe, h.netns
+		e.argv = slices.Clone(h.wrap)
+	}
+	l, err := mpichsuite.Command(rn, t, bin, at)
+	if err != nil {
+		return mpichsuite.Run{NotRun: err.Error()}, 0, nil
+	}
+	e.argv = append(e.argv, l.Argv...)
+	e.env = append(slices.Clone(e.env), l.Env...)
 	run, elapsed := e.run(ctx)
 	// A test that broke its DVM fails, and the rest needs a new one.
 	switch {
@@ -252,9 +274,9 @@ func (c Config) runOne(ctx context.Context, b Build, t mpichsuite.Test, rn mpich
 		if err := dvms.warm.restart(ctx); err != nil {
 			return run, elapsed, fmt.Errorf("restart the warm DVM after %s: %w", t.ID(), err)
 		}
-	case rn == mpichsuite.DynrunHosts && !dvms.hosts.Alive():
-		run.Harm = "the DVM over the hosts lost a process during this test (restarted): " + strings.Join(dvms.hosts.Lost(), ", ")
-		if err := dvms.hosts.restart(ctx); err != nil {
+	case hosts != nil && !hosts.Alive():
+		run.Harm = "the DVM over the hosts lost a process during this test (restarted): " + strings.Join(hosts.Lost(), ", ")
+		if err := hosts.restart(ctx); err != nil {
 			return run, elapsed, fmt.Errorf("restart the DVM over the hosts after %s: %w", t.ID(), err)
 		}
 	}

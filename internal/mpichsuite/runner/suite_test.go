@@ -37,8 +37,9 @@ func cacheDir() string {
 var knownDifferences = map[string]string{}
 
 // runSubset runs a named subset with build b under every runner (the
-// namespace hosts' only where they can be built) and
-// fails naming every test that passes under Hydra but not under dynrun.
+// namespace hosts' only where they can be built) and fails naming every
+// test that passes under a dynrun runner's reference (Hydra; hydra-hosts
+// for dynrun-hosts) but not under that runner.
 // With strictHydra, a test Hydra fails fails the test too (the subset is
 // meant to hold tests Hydra passes; the ci subset has xfail= tests).
 func runSubset(t *testing.T, b Build, subset string, ceiling time.Duration, known map[string]string, strictHydra bool) {
@@ -53,23 +54,24 @@ func runSubset(t *testing.T, b Build, subset string, ceiling time.Duration, know
 	dynrun := progs.Build(t, "github.com/dynrt/dynrt/cmd/dynrun")
 	runners := []mpichsuite.Runner{mpichsuite.Hydra, mpichsuite.DynrunPrivate, mpichsuite.DynrunWarm}
 	if why := nshosts.Unsupported(true); why != "" {
-		t.Logf("runner %s skipped: %s", mpichsuite.DynrunHosts, why)
+		t.Logf("runners %s and %s skipped: %s", mpichsuite.HydraHosts, mpichsuite.DynrunHosts, why)
 	} else {
 		dynrun = binDynrun(t)
-		runners = append(runners, mpichsuite.DynrunHosts)
+		runners = append(runners, mpichsuite.HydraHosts, mpichsuite.DynrunHosts)
 	}
 	cfg := Config{
-		SrcDir:  src,
-		Cache:   cacheDir(),
-		Dynrun:  dynrun,
-		Builds:  []Build{b},
-		Dirs:    mpichsuite.Dirs(names),
-		Subset:  names,
-		Runners: runners,
-		Ceiling: ceiling,
-		Jobs:    2,
-		WorkDir: t.TempDir(),
-		Log:     slog.New(slog.NewTextHandler(testWriter{t}, nil)),
+		SrcDir:      src,
+		Cache:       cacheDir(),
+		Dynrun:      dynrun,
+		Builds:      []Build{b},
+		Dirs:        mpichsuite.Dirs(names),
+		Subset:      names,
+		Runners:     runners,
+		Ceiling:     ceiling,
+		HostsPrefix: testHostsPrefix,
+		Jobs:        2,
+		WorkDir:     t.TempDir(),
+		Log:         slog.New(slog.NewTextHandler(testWriter{t}, nil)),
 	}
 	ctx := context.Background()
 	tests, err := cfg.Prepare(ctx)
@@ -104,7 +106,7 @@ func runSubset(t *testing.T, b Build, subset string, ceiling time.Duration, know
 		}
 	}
 	for _, r := range results {
-		if r.Runner == mpichsuite.Hydra && !r.Verdict.Passed() && strictHydra {
+		if !r.Runner.Dynrun() && !r.Verdict.Passed() && strictHydra {
 			t.Errorf("Hydra fails %s (%s): subset %s should hold tests Hydra passes", r.Test.ID(), r.Verdict.Reason, subset)
 		}
 	}
