@@ -178,7 +178,7 @@ deps-mpich-src: ## fetch MPICH's sources with its test suite (apt-get source mpi
 	@scripts/mpich-suite.sh fetch \
 	  || echo "warning: could not fetch MPICH's sources; the MPICH test-suite tests will be skipped"
 
-mpich-suite: deps-mpi ## MPICH's test suite under Hydra and dynrun, all builds, building what is missing (BUILDS= DIRS= SUBSET= TIMEOUT=; docs/mpi.md)
+mpich-suite: deps-mpi ## MPICH's test suite under Hydra and dynrun, all builds, building what is missing (BUILDS= DIRS= SUBSET= TESTS= RUNNERS= RECHECK= TIMEOUT=; docs/mpi.md)
 	scripts/mpich-suite.sh
 
 bench: ## run the Go benchmarks (figures go to docs/BENCHMARKS.md)

@@ -25,6 +25,8 @@
 #                      ch3 ones are built when missing)
 #   DIRS=spawn,ft      directories of test/mpi (default: the issue's eleven)
 #   SUBSET=fast|ci     a named subset (internal/mpichsuite/subset.go)
+#   TESTS=rma/win_shared,ft/die   only these programs (dir/program; every
+#                      testlist line of each)
 #   TIMEOUT=30         at most this many seconds per test (default: the
 #                      testlist's timeLimit, else 180)
 #   LISTS=testlist,testlist.dtp,testlist.cvar  testlist files (default testlist)
@@ -39,6 +41,11 @@
 #   RESUME=FILE        a results file or journal (bench-out/mpich-suite/
 #                      journal-*.tsv, written as results come) of a run that
 #                      was cut short: its runs are not repeated
+#   RECHECK=3          when a dynrun runner's verdict differs from its
+#                      reference's, run that pair again, alternating, up to
+#                      3 more times each (default 0); the report tells real
+#                      differences (the reference passed every try) from
+#                      tests flaky in MPICH itself (with each side's passes)
 #   AFTER_HYDRA_LIMIT=60  the dynrun runners' limit in seconds for a test
 #                      whose Hydra run lasted until its limit (default 60;
 #                      0 gives them the full limit)
@@ -121,12 +128,14 @@ args=(-cache "$CACHE" -dynrun "$work/bin/dynrun" -out "$root/bench-out/mpich-sui
 [[ -n ${BUILDS:-} ]] && args+=(-builds "$BUILDS")
 [[ -n ${DIRS:-} ]] && args+=(-dirs "$DIRS")
 [[ -n ${SUBSET:-} ]] && args+=(-subset "$SUBSET")
+[[ -n ${TESTS:-} ]] && args+=(-tests "$TESTS")
 [[ -n ${TIMEOUT:-} ]] && args+=(-timeout "${TIMEOUT}s")
 [[ -n ${LISTS:-} ]] && args+=(-lists "$LISTS")
 [[ -n ${RUNNERS:-} ]] && args+=(-runners "$RUNNERS")
 [[ -n ${HOSTS_PREFIX:-} ]] && args+=(-hosts-prefix "$HOSTS_PREFIX")
 [[ -n ${VERBOSE:-} ]] && args+=(-v)
 [[ -n ${RESUME:-} ]] && args+=(-resume "$RESUME")
+[[ ${RECHECK:-0} != 0 ]] && args+=(-recheck "$RECHECK")
 [[ ${AFTER_HYDRA_LIMIT:-60} != 0 ]] && args+=(-after-hydra-limit "${AFTER_HYDRA_LIMIT:-60}s")
 # Not exec: the EXIT trap removes $work afterwards.
 "$work/mpichsuite" "${args[@]}"

@@ -19,28 +19,41 @@ type Result struct {
 	Runner  Runner
 	Verdict Verdict
 	Elapsed time.Duration
+	// Try numbers the runs of this test under this runner: 1 the first,
+	// more for rechecks (Recheck); 0 reads as 1.
+	Try int
 }
 
+// TryNo is r's try number, 1 for the first.
+func (r Result) TryNo() int { return max(r.Try, 1) }
+
 // Difference is a test that passed under its reference (Hydra, or
-// hydra-hosts for dynrun-hosts) but not under a dynrun runner.
+// hydra-hosts for dynrun-hosts) in every try but not under a dynrun runner
+// in one at least.
 type Difference struct {
 	Build   string
 	Test    Test
 	Runner  Runner
 	Ref     Runner
-	Verdict Verdict
+	Verdict Verdict // of dynrun's first failed try
+	Pair    Pair
 }
 
 func (d Difference) String() string {
-	return fmt.Sprintf("%s %s %s: %s (%s)", d.Build, d.Runner, d.Test.ID(), d.Verdict.Label(d.Test), d.Verdict.Reason)
+	s := fmt.Sprintf("%s %s %s: %s (%s)", d.Build, d.Runner, d.Test.ID(), d.Verdict.Label(d.Test), d.Verdict.Reason)
+	if len(d.Pair.Tries) > 1 || len(d.Pair.RefTries) > 1 {
+		s += "; " + d.Pair.Counts()
+	}
+	return s
 }
 
 type rowKey struct{ build, id string }
 
 // row gathers the results of one test of one build.
 type row struct {
-	test Test
-	by   map[Runner]Result
+	test  Test
+	by    map[Runner]Result   // the first try
+	tries map[Runner][]Result // every try, in try order
 }
 
 func rows(results []Result) ([]rowKey, map[rowKey]*row) {
@@ -49,46 +62,42 @@ func rows(results []Result) ([]rowKey, map[rowKey]*row) {
 	for _, r := range results {
 		k := rowKey{r.Build, r.Test.ID()}
 		if m[k] == nil {
-			m[k] = &row{test: r.Test, by: map[Runner]Result{}}
+			m[k] = &row{test: r.Test, by: map[Runner]Result{}, tries: map[Runner][]Result{}}
 			order = append(order, k)
 		}
-		m[k].by[r.Runner] = r
+		rw := m[k]
+		rw.tries[r.Runner] = append(rw.tries[r.Runner], r)
+		slices.SortStableFunc(rw.tries[r.Runner], func(a, b Result) int { return a.TryNo() - b.TryNo() })
+		rw.by[r.Runner] = rw.tries[r.Runner][0]
 	}
 	return order, m
 }
 
 // Differences lists, in run order, every test that passed under a dynrun
-// runner's reference (Runner.Reference) and did not pass under that runner
-// with the same build, or passed there only by lasting until the time
-// limit: the comparison the suite is about (a test the reference fails may
-// fail under dynrun too).
+// runner's reference (Runner.Reference) in every try and did not pass under
+// that runner in one try at least, with the same build, or passed there only
+// by lasting until the time limit: the comparison the suite is about (a
+// test the reference fails may fail under dynrun too; one it passes only
+// sometimes is flaky, see WriteComparison).
 func Differences(results []Result) []Difference {
-	order, m := rows(results)
-	have := haveRunner(results)
 	var out []Difference
-	for _, k := range order {
-		rw := m[k]
-		for _, rn := range Runners {
-			d, ok := rw.by[rn]
-			if !ok || !rn.Dynrun() {
+	for _, p := range Pairs(results) {
+		if p.Outcome() != Differs {
+			continue
+		}
+		for _, d := range p.Tries {
+			if p.counts(d) {
 				continue
 			}
-			ref := rn.Reference(have)
-			h, ok := rw.by[ref]
-			if !ok || !h.Verdict.Passed() {
-				continue
-			}
-			switch {
-			case !d.Verdict.Passed():
-				out = append(out, Difference{k.build, rw.test, rn, ref, d.Verdict})
-			case d.Verdict.AtLimit && !h.Verdict.AtLimit:
+			v := d.Verdict
+			if v.Passed() {
 				// runtests counts it, but the job hung until the
 				// launcher's time limit ended it where the
 				// reference's did not.
-				v := d.Verdict
-				v.Reason = fmt.Sprintf("passed only when the time limit ended it (%s: %.1fs)", ref, h.Elapsed.Seconds())
-				out = append(out, Difference{k.build, rw.test, rn, ref, v})
+				v.Reason = fmt.Sprintf("passed only when the time limit ended it (%s: %.1fs)", p.Ref, p.RefTries[0].Elapsed.Seconds())
 			}
+			out = append(out, Difference{p.Build, p.Test, p.Runner, p.Ref, v, p})
+			break
 		}
 	}
 	return out
@@ -106,12 +115,15 @@ func haveRunner(results []Result) func(Runner) bool {
 // Count is a runner's tally with one build.
 type Count struct{ Passed, Failed, XFailed int }
 
-// Counts tallies the results per build and runner. XFailed counts the
-// failures of tests marked xfail= (they are among Failed, as runtests
-// counts them).
+// Counts tallies the results' first tries per build and runner (rechecks
+// are Pairs'). XFailed counts the failures of tests marked xfail= (they
+// are among Failed, as runtests counts them).
 func Counts(results []Result) map[string]map[Runner]Count {
 	out := map[string]map[Runner]Count{}
 	for _, r := range results {
+		if r.TryNo() > 1 {
+			continue
+		}
 		if out[r.Build] == nil {
 			out[r.Build] = map[Runner]Count{}
 		}
@@ -166,7 +178,8 @@ func Summary(w io.Writer, builds []string, results []Result) {
 }
 
 // Table writes one line per test and build: each runner's verdict and
-// time in seconds.
+// time in seconds of the first try, and for a rechecked runner the passes
+// of all its tries ("fail 1/4").
 func Table(w io.Writer, results []Result) error {
 	order, m := rows(results)
 	runners := present(results)
@@ -185,7 +198,18 @@ func Table(w io.Writer, results []Result) error {
 				cells = append(cells, "-", "-")
 				continue
 			}
-			cells = append(cells, r.Verdict.Label(r.Test), fmt.Sprintf("%.1f", r.Elapsed.Seconds()))
+			label := r.Verdict.Label(r.Test)
+			if ts := rw.tries[rn]; len(ts) > 1 {
+				// Rechecked: the passes of all tries.
+				n := 0
+				for _, t := range ts {
+					if t.Verdict.Passed() {
+						n++
+					}
+				}
+				label += fmt.Sprintf(" %d/%d", n, len(ts))
+			}
+			cells = append(cells, label, fmt.Sprintf("%.1f", r.Elapsed.Seconds()))
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
@@ -215,7 +239,12 @@ func testCell(t Test) string {
 }
 
 // TSVHeader is the first line of the result file.
-const TSVHeader = "build\tdir\ttest\tnp\targs\tenv\trunner\tverdict\tat_limit\txfail\tseconds\treason"
+const TSVHeader = "build\tdir\ttest\tnp\targs\tenv\trunner\ttry\tverdict\tat_limit\txfail\tseconds\treason"
+
+// tsvHeaderNoTry is the header of result files and journals written
+// before rechecks (no try column: every row a first try); ReadTSV reads
+// them too.
+const tsvHeaderNoTry = "build\tdir\ttest\tnp\targs\tenv\trunner\tverdict\tat_limit\txfail\tseconds\treason"
 
 // WriteTSV writes the results as tab-separated values, one run a line, for
 // the docs and for comparing runs. Tabs and newlines in fields become
@@ -243,7 +272,7 @@ func WriteTSVRow(w io.Writer, r Result) error {
 		}, s)
 	}
 	f := []string{r.Build, r.Test.Dir, r.Test.Name, strconv.Itoa(r.Test.NP),
-		strings.Join(r.Test.Args, " "), strings.Join(r.Test.Env, " "), string(r.Runner), string(r.Verdict.Kind),
+		strings.Join(r.Test.Args, " "), strings.Join(r.Test.Env, " "), string(r.Runner), strconv.Itoa(r.TryNo()), string(r.Verdict.Kind),
 		atLimit(r.Verdict), r.Test.XFail, fmt.Sprintf("%.3f", r.Elapsed.Seconds()), r.Verdict.Reason}
 	for i := range f {
 		f[i] = clean(f[i])
@@ -253,13 +282,15 @@ func WriteTSVRow(w io.Writer, r Result) error {
 }
 
 // ReadTSV reads a result file of WriteTSV, or the journal of a run that was
-// cut short (a last line without its newline was being written: dropped).
+// cut short (a last line without its newline was being written: dropped),
+// also those written before the try column (every row a first try).
 // What the file does not keep (the test's checks, time limit, ...) is zero
 // in the results: they serve the table, the summary, the differences and
 // resuming a run.
 func ReadTSV(r io.Reader) ([]Result, error) {
 	br := bufio.NewReader(r)
 	var out []Result
+	withTry := true
 	for n := 1; ; n++ {
 		line, err := br.ReadString('\n')
 		if err == io.EOF {
@@ -273,12 +304,16 @@ func ReadTSV(r io.Reader) ([]Result, error) {
 		}
 		line = strings.TrimSuffix(line, "\n")
 		if n == 1 {
-			if line != TSVHeader {
+			switch line {
+			case TSVHeader:
+			case tsvHeaderNoTry:
+				withTry = false
+			default:
 				return nil, fmt.Errorf("not a result file of the suite: the first line is not %q", TSVHeader)
 			}
 			continue
 		}
-		res, err := parseRow(line)
+		res, err := parseRow(line, withTry)
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", n, err)
 		}
@@ -286,9 +321,19 @@ func ReadTSV(r io.Reader) ([]Result, error) {
 	}
 }
 
-func parseRow(line string) (Result, error) {
+func parseRow(line string, withTry bool) (Result, error) {
 	f := strings.Split(line, "\t")
-	if len(f) != 12 {
+	try := 1
+	if withTry {
+		if len(f) != 13 {
+			return Result{}, fmt.Errorf("%d fields, want 13", len(f))
+		}
+		var err error
+		if try, err = strconv.Atoi(f[7]); err != nil || try < 1 {
+			return Result{}, fmt.Errorf("try %q", f[7])
+		}
+		f = slices.Delete(f, 7, 8)
+	} else if len(f) != 12 {
 		return Result{}, fmt.Errorf("%d fields, want 12", len(f))
 	}
 	np, err := strconv.Atoi(f[3])
@@ -309,11 +354,14 @@ func parseRow(line string) (Result, error) {
 	t := Test{Dir: f[1], Name: f[2], NP: np, Args: strings.Fields(f[4]), Env: strings.Fields(f[5]), XFail: f[9]}
 	return Result{Build: f[0], Test: t, Runner: Runner(f[6]),
 		Verdict: Verdict{Kind: kind, AtLimit: f[8] == "yes", Reason: f[11]},
-		Elapsed: time.Duration(math.Round(secs*1e3)) * time.Millisecond}, nil
+		Elapsed: time.Duration(math.Round(secs*1e3)) * time.Millisecond, Try: try}, nil
 }
 
-// Key names one run of a suite: build, test and runner.
-func Key(build string, t Test, r Runner) string { return build + "\x00" + t.ID() + "\x00" + string(r) }
+// Key names one run of a suite: build, test, runner and try (1 the
+// first).
+func Key(build string, t Test, r Runner, try int) string {
+	return build + "\x00" + t.ID() + "\x00" + string(r) + "\x00" + strconv.Itoa(max(try, 1))
+}
 
 // RanIntoLimit reports whether a run lasted until its time limit (ended
 // by the launcher at the limit, or killed by the harness).

@@ -23,9 +23,9 @@ func sample() []Result {
 	var rs []Result
 	add := func(b string, t Test, h, p, w Verdict) {
 		rs = append(rs,
-			Result{b, t, Hydra, h, 500 * time.Millisecond},
-			Result{b, t, DynrunPrivate, p, 600 * time.Millisecond},
-			Result{b, t, DynrunWarm, w, 200 * time.Millisecond})
+			Result{b, t, Hydra, h, 500 * time.Millisecond, 1},
+			Result{b, t, DynrunPrivate, p, 600 * time.Millisecond, 1},
+			Result{b, t, DynrunWarm, w, 200 * time.Millisecond, 1})
 	}
 	add("ch3-pmi1", spawn1, pass, pass, pass)       // same
 	add("ch3-pmi1", conacc, pass, hang, fail)       // differs under both dynrun runners
@@ -39,8 +39,8 @@ func sample() []Result {
 	put := Test{Dir: "rma", Name: "win_shared_noncontig_put", NP: 4}
 	hostsAdd := func(t Test, h, p, w, hh, dh Verdict) {
 		add("ch3-pmi1", t, h, p, w)
-		rs = append(rs, Result{"ch3-pmi1", t, HydraHosts, hh, 300 * time.Millisecond},
-			Result{"ch3-pmi1", t, DynrunHosts, dh, 400 * time.Millisecond})
+		rs = append(rs, Result{"ch3-pmi1", t, HydraHosts, hh, 300 * time.Millisecond, 1},
+			Result{"ch3-pmi1", t, DynrunHosts, dh, 400 * time.Millisecond, 1})
 	}
 	hostsAdd(shm, pass, pass, pass, hang, hang) // fails over hosts under both: no difference
 	hostsAdd(put, hang, hang, hang, pass, fail) // passes over hosts under Hydra only: a difference
@@ -151,7 +151,7 @@ func TestReadTSV(t *testing.T) {
 	}
 	for i := range want {
 		g, w := got[i], want[i]
-		if Key(g.Build, g.Test, g.Runner) != Key(w.Build, w.Test, w.Runner) || g.Verdict != w.Verdict || g.Elapsed != w.Elapsed || g.Test.XFail != w.Test.XFail {
+		if Key(g.Build, g.Test, g.Runner, g.Try) != Key(w.Build, w.Test, w.Runner, w.Try) || g.Verdict != w.Verdict || g.Elapsed != w.Elapsed || g.Test.XFail != w.Test.XFail {
 			t.Errorf("result %d: read %+v, wrote %+v", i, g, w)
 		}
 	}

@@ -32,9 +32,15 @@ type Config struct {
 	// (4–10 busy-polling ranks on 2 cores) would otherwise cost its full
 	// limit once per runner. The result's reason says so.
 	AfterHydraLimit time.Duration
-	// Done holds results of an earlier, interrupted run (mpichsuite.Key):
-	// those runs are not repeated; their results are returned as they are.
+	// Done holds results of an earlier, interrupted run (mpichsuite.Key,
+	// by try): those runs are not repeated; their results are returned
+	// as they are. Rechecks follow the same order again, so a resumed
+	// run takes its recorded tries where they come.
 	Done map[string]mpichsuite.Result
+	// Recheck: when a dynrun runner's first try disagrees with its
+	// reference's, the pair runs again, alternating, up to Recheck more
+	// times each (mpichsuite.Recheck).
+	Recheck int
 	// HostsPrefix starts the names of the hosts' namespaces (default
 	// HostsPrefix): runs at the same time need their own.
 	HostsPrefix string
@@ -169,63 +175,108 @@ func (c Config) workDir() string {
 
 func (c Config) runBuild(ctx context.Context, b Build, tests []mpichsuite.Test, dvms *shared) ([]mpichsuite.Result, error) {
 	var results []mpichsuite.Result
-	td := c.TestDir(b)
-	progRoot := td
+	have := func(r mpichsuite.Runner) bool { return slices.Contains(c.Runners, r) }
 	for _, t := range tests {
-		missing := Missing(td, t)
-		// The references that ran into their limit with this test.
-		atLimit := map[mpichsuite.Runner]bool{}
+		tr := testRun{c: c, b: b, t: t, dvms: dvms, missing: Missing(c.TestDir(b), t),
+			atLimit: map[mpichsuite.Runner]bool{}, tries: map[mpichsuite.Runner][]mpichsuite.Result{}}
 		for _, rn := range c.Runners {
-			if ctx.Err() != nil {
-				return results, ctx.Err()
+			res, err := tr.try(ctx, rn)
+			if err != nil {
+				return results, err
 			}
-			if old, ok := c.Done[mpichsuite.Key(b.Name, t, rn)]; ok {
-				atLimit[rn] = old.Verdict.RanIntoLimit()
-				results = append(results, old)
+			tr.atLimit[rn] = res.Verdict.RanIntoLimit()
+			results = append(results, res)
+		}
+		// A dynrun runner whose first try disagrees with its
+		// reference's runs again with it, alternating (Recheck).
+		for _, rn := range c.Runners {
+			ref := rn.Reference(have)
+			if ref == rn || !have(ref) {
 				continue
 			}
-			res := mpichsuite.Result{Build: b.Name, Test: t, Runner: rn}
-			limit := mpichsuite.Limit(t, mpichsuite.DefaultLimit, c.Ceiling)
-			// Every runner but Hydra is cut when Hydra ran into its
-			// limit, a dynrun runner also when its own reference did.
-			ref := rn.Reference(func(r mpichsuite.Runner) bool { return slices.Contains(c.Runners, r) })
-			why := ""
-			switch {
-			case rn != mpichsuite.Hydra && atLimit[mpichsuite.Hydra]:
-				why = "Hydra"
-			case ref != rn && atLimit[ref]:
-				why = string(ref)
-			}
-			cut := why != "" && c.AfterHydraLimit > 0 && c.AfterHydraLimit < limit
-			if cut {
-				limit = c.AfterHydraLimit
-			}
-			var run mpichsuite.Run
-			switch {
-			case missing != "":
-				run.NotRun = missing
-			default:
-				var err error
-				run, res.Elapsed, err = c.runOne(ctx, b, t, rn, dvms, progRoot, limit)
+			for {
+				p := mpichsuite.Pair{Build: b.Name, Test: t, Runner: rn, Ref: ref, Tries: tr.tries[rn], RefTries: tr.tries[ref]}
+				isRef, ok := mpichsuite.Recheck(p, c.Recheck)
+				if !ok {
+					break
+				}
+				side := rn
+				if isRef {
+					side = ref
+				}
+				res, err := tr.try(ctx, side)
 				if err != nil {
 					return results, err
 				}
-				if ctx.Err() != nil { // cut short: not a result (a resumed run repeats it)
-					return results, ctx.Err()
-				}
-			}
-			res.Verdict = mpichsuite.Judge(t, run)
-			if cut {
-				res.Verdict.Reason = strings.TrimSpace(fmt.Sprintf("%s [limit %v: %s ran into its limit]", res.Verdict.Reason, limit, why))
-			}
-			atLimit[rn] = res.Verdict.RanIntoLimit()
-			results = append(results, res)
-			if c.Progress != nil {
-				c.Progress(res)
+				results = append(results, res)
 			}
 		}
 	}
 	return results, nil
+}
+
+// testRun is one test of one build under the runners, with its tries.
+type testRun struct {
+	c       Config
+	b       Build
+	t       mpichsuite.Test
+	dvms    *shared
+	missing string // why its program is missing, if it is
+	// atLimit: the runners whose first try ran into the limit.
+	atLimit map[mpichsuite.Runner]bool
+	tries   map[mpichsuite.Runner][]mpichsuite.Result
+}
+
+// try runs the test's next try under rn, or takes it from c.Done.
+func (tr *testRun) try(ctx context.Context, rn mpichsuite.Runner) (mpichsuite.Result, error) {
+	c, b, t := tr.c, tr.b, tr.t
+	n := len(tr.tries[rn]) + 1
+	if ctx.Err() != nil {
+		return mpichsuite.Result{}, ctx.Err()
+	}
+	if old, ok := c.Done[mpichsuite.Key(b.Name, t, rn, n)]; ok {
+		tr.tries[rn] = append(tr.tries[rn], old)
+		return old, nil
+	}
+	res := mpichsuite.Result{Build: b.Name, Test: t, Runner: rn, Try: n}
+	limit := mpichsuite.Limit(t, mpichsuite.DefaultLimit, c.Ceiling)
+	// Every runner but Hydra is cut when Hydra's first try ran into its
+	// limit, a dynrun runner also when its own reference's did.
+	ref := rn.Reference(func(r mpichsuite.Runner) bool { return slices.Contains(c.Runners, r) })
+	why := ""
+	switch {
+	case rn != mpichsuite.Hydra && tr.atLimit[mpichsuite.Hydra]:
+		why = "Hydra"
+	case ref != rn && tr.atLimit[ref]:
+		why = string(ref)
+	}
+	cut := why != "" && c.AfterHydraLimit > 0 && c.AfterHydraLimit < limit
+	if cut {
+		limit = c.AfterHydraLimit
+	}
+	var run mpichsuite.Run
+	switch {
+	case tr.missing != "":
+		run.NotRun = tr.missing
+	default:
+		var err error
+		run, res.Elapsed, err = c.runOne(ctx, b, t, rn, tr.dvms, c.TestDir(b), limit)
+		if err != nil {
+			return res, err
+		}
+		if ctx.Err() != nil { // cut short: not a result (a resumed run repeats it)
+			return res, ctx.Err()
+		}
+	}
+	res.Verdict = mpichsuite.Judge(t, run)
+	if cut {
+		res.Verdict.Reason = strings.TrimSpace(fmt.Sprintf("%s [limit %v: %s ran into its limit]", res.Verdict.Reason, limit, why))
+	}
+	tr.tries[rn] = append(tr.tries[rn], res)
+	if c.Progress != nil {
+		c.Progress(res)
+	}
+	return res, nil
 }
 
 func (c Config) runOne(ctx context.Context, b Build, t mpichsuite.Test, rn mpichsuite.Runner, dvms *shared, progRoot string, limit time.Duration) (mpichsuite.Run, time.Duration, error) {

@@ -166,24 +166,14 @@ func TestResumeAndHydraLimit(t *testing.T) {
 		"tests-fake/x/quick":       "#!/bin/sh\necho ' No Errors'\n",
 		"tests-fake/x/quick-again": "#!/bin/sh\necho ' No Errors'\n",
 	}
-	for p, text := range files {
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(cache, p)
-		}
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, cache, files)
 	slow := mpichsuite.Test{Dir: "x", Name: "slow", NP: 1, TimeLimit: 3}
 	quick := mpichsuite.Test{Dir: "x", Name: "quick", NP: 1}
 	again := mpichsuite.Test{Dir: "x", Name: "quick-again", NP: 1}
 	recorded := mpichsuite.Verdict{Kind: mpichsuite.Fail, Reason: "recorded earlier"}
 	done := map[string]mpichsuite.Result{}
 	for _, rn := range []mpichsuite.Runner{mpichsuite.Hydra, mpichsuite.DynrunPrivate} {
-		done[mpichsuite.Key(b.Name, quick, rn)] = mpichsuite.Result{Build: b.Name, Test: quick, Runner: rn, Verdict: recorded}
+		done[mpichsuite.Key(b.Name, quick, rn, 0)] = mpichsuite.Result{Build: b.Name, Test: quick, Runner: rn, Verdict: recorded}
 	}
 	var ran []string
 	cfg := Config{
@@ -268,5 +258,84 @@ func TestWarmLostNamesProcess(t *testing.T) {
 	lost := w.Lost()
 	if len(lost) != 1 || !strings.Contains(lost[0], fmt.Sprintf("pid %d (", victim)) || !strings.Contains(lost[0], "daemon") {
 		t.Errorf("lost %q, want the daemon pid %d named", lost, victim)
+	}
+}
+
+// With rechecks, a dynrun runner that disagrees with Hydra on its first try
+// runs again with it, alternating, each try recorded with its number; a
+// test they agree on runs once; a run resumed from the first tries takes
+// them and runs only the rest. Hydra is a stand-in (as above); dynrun is
+// the real one. flip passes under Hydra always and under dynrun from its
+// second run on (a counter file).
+func TestRecheckTries(t *testing.T) {
+	cache := t.TempDir()
+	count := filepath.Join(cache, "dynrun-runs")
+	b := Build{Name: "fake", Mpiexec: filepath.Join(cache, "mpiexec")}
+	files := map[string]string{
+		b.Mpiexec: "#!/bin/sh\nshift 2\nexec timeout \"$MPIEXEC_TIMEOUT\" \"$@\"\n",
+		"tests-fake/x/flip": "#!/bin/sh\nif [ -n \"$DYNRT_RANK\" ]; then echo x >> " + count +
+			"; [ \"$(wc -l < " + count + ")\" -gt 1 ] || exit 1; fi\necho ' No Errors'\n",
+		"tests-fake/x/steady": "#!/bin/sh\necho ' No Errors'\n",
+	}
+	writeFiles(t, cache, files)
+	flip := mpichsuite.Test{Dir: "x", Name: "flip", NP: 1}
+	steady := mpichsuite.Test{Dir: "x", Name: "steady", NP: 1}
+	var ran []string
+	cfg := Config{
+		Cache:   cache,
+		Dynrun:  progs.Build(t, "github.com/dynrt/dynrt/cmd/dynrun"),
+		Builds:  []Build{b},
+		Runners: []mpichsuite.Runner{mpichsuite.DynrunPrivate, mpichsuite.Hydra},
+		Recheck: 2,
+		WorkDir: t.TempDir(),
+		Progress: func(r mpichsuite.Result) {
+			ran = append(ran, fmt.Sprintf("%s %s %d %s", r.Test.Name, r.Runner, r.Try, r.Verdict.Kind))
+		},
+	}
+	tests := map[string][]mpichsuite.Test{b.Name: {flip, steady}}
+	results, err := cfg.Run(context.Background(), tests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "flip hydra 1 pass,flip dynrun-private 1 fail,flip hydra 2 pass,flip dynrun-private 2 pass,flip hydra 3 pass,flip dynrun-private 3 pass," +
+		"steady hydra 1 pass,steady dynrun-private 1 pass"
+	if got := strings.Join(ran, ","); got != want {
+		t.Errorf("ran\n%s\nwant\n%s", got, want)
+	}
+	diffs := mpichsuite.Differences(results)
+	if len(diffs) != 1 || !strings.HasSuffix(diffs[0].String(), "; hydra 3/3, dynrun-private 2/3") {
+		t.Errorf("differences %v, want flip's with hydra 3/3, dynrun-private 2/3", diffs)
+	}
+
+	// Resumed from the first three tries of flip: the rest runs.
+	cfg.Done = map[string]mpichsuite.Result{}
+	for _, r := range results[:3] {
+		cfg.Done[mpichsuite.Key(r.Build, r.Test, r.Runner, r.Try)] = r
+	}
+	ran = nil
+	resumed, err := cfg.Run(context.Background(), tests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = "flip dynrun-private 2 pass,flip hydra 3 pass,flip dynrun-private 3 pass,steady hydra 1 pass,steady dynrun-private 1 pass"
+	if got := strings.Join(ran, ","); got != want || len(resumed) != len(results) {
+		t.Errorf("resumed: ran\n%s\nwant\n%s\n(%d results, want %d)", got, want, len(resumed), len(results))
+	}
+}
+
+// writeFiles writes executable files, paths relative to dir unless
+// absolute.
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for p, text := range files {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -54,6 +54,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	builds := fs.String("builds", "", "MPICH builds, comma-separated, of "+strings.Join(runner.BuildNames, ",")+" (default: every one present)")
 	dirs := fs.String("dirs", "", "directories of test/mpi (default "+DefaultDirs+", or the subset's)")
 	subset := fs.String("subset", "", "a named subset of tests (fast, ci)")
+	only := fs.String("tests", "", "only these tests, comma-separated dir/program names (e.g. rma/win_shared,ft/die)")
 	lists := fs.String("lists", "testlist", "testlist files per directory (runtests' make testing also reads testlist.dtp,testlist.cvar)")
 	runners := fs.String("runners", "", "runners (default hydra,dynrun-private,dynrun-warm, and hydra-hosts,dynrun-hosts where namespace hosts can be built)")
 	hostsPrefix := fs.String("hosts-prefix", runner.HostsPrefix, "prefix of the namespace hosts' names (the pid is added; runs at the same time need their own)")
@@ -62,6 +63,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", "bench-out/mpich-suite", "directory for the result file (results-<time>.tsv and results.tsv)")
 	verbose := fs.Bool("v", false, "print each result as it comes")
 	resume := fs.String("resume", "", "a result file or journal of an earlier run: its runs are not repeated, its results count")
+	recheck := fs.Int("recheck", 0, "when a dynrun runner's first try disagrees with its reference's, run the pair again, alternating, up to this many more times each")
 	afterHydra := fs.Duration("after-hydra-limit", 0, "if set, the dynrun runners' time limit for a test whose Hydra run lasted until its limit")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -114,6 +116,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cfg.Subset = names
 		cfg.Dirs = mpichsuite.Dirs(names)
 	}
+	if *only != "" {
+		cfg.Subset = append(cfg.Subset, split(*only)...)
+		cfg.Dirs = mpichsuite.Dirs(cfg.Subset)
+	}
 	if *dirs != "" {
 		cfg.Dirs = split(*dirs)
 	} else if cfg.Dirs == nil {
@@ -142,6 +148,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fail(errors.New("no MPICH build present"))
 	}
 	cfg.AfterHydraLimit = *afterHydra
+	if *recheck < 0 {
+		return fail(fmt.Errorf("-recheck %d: want 0 or more tries", *recheck))
+	}
+	cfg.Recheck = *recheck
 	var done []mpichsuite.Result
 	if *resume != "" {
 		var err error
@@ -150,7 +160,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		cfg.Done = map[string]mpichsuite.Result{}
 		for _, r := range done {
-			cfg.Done[mpichsuite.Key(r.Build, r.Test, r.Runner)] = r
+			cfg.Done[mpichsuite.Key(r.Build, r.Test, r.Runner, r.Try)] = r
 		}
 		fmt.Fprintf(stderr, "mpichsuite: resuming: %d runs recorded in %s are not repeated\n", len(cfg.Done), *resume)
 	}
@@ -172,7 +182,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "mpichsuite: journal:", err)
 		}
 		if *verbose {
-			fmt.Fprintf(stdout, "%-9s %-15s %-40s %-14s %6.1fs %s\n", r.Build, r.Runner, r.Test.ID(), r.Verdict.Label(r.Test), r.Elapsed.Seconds(), r.Verdict.Reason)
+			runner := string(r.Runner)
+			if r.TryNo() > 1 {
+				runner += fmt.Sprintf(" #%d", r.TryNo())
+			}
+			fmt.Fprintf(stdout, "%-9s %-15s %-40s %-14s %6.1fs %s\n", r.Build, runner, r.Test.ID(), r.Verdict.Label(r.Test), r.Elapsed.Seconds(), r.Verdict.Reason)
 		}
 	}
 	start := time.Now()
@@ -200,6 +214,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if runErr != nil {
 		return fail(runErr)
 	}
+	mpichsuite.WriteComparison(stdout, results)
 	diffs := mpichsuite.Differences(results)
 	if len(diffs) > 0 {
 		fmt.Fprintf(stdout, "\n%d runs pass under their reference (hydra; hydra-hosts for dynrun-hosts) but not under dynrun:\n", len(diffs))
