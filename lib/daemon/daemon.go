@@ -118,6 +118,7 @@ type Daemon struct {
 
 	sess *sessionState // session services (session.go)
 	pmi  *pmiService   // PMI service for MPI programs (pmi.go)
+	pmix *pmixService  // PMIx service for Open MPI programs (pmix.go)
 
 	stdin stdinTable // stdin streams fed by job.stdin (stdin.go)
 }
@@ -357,6 +358,7 @@ func (d *Daemon) run(ctx context.Context) error {
 		mc.Close()
 	}
 	d.shutdown(d.grace)
+	d.pmix.close()
 	return result
 }
 

@@ -224,10 +224,15 @@ func (d *Daemon) startRank(b *wire.LaunchReq, base []string, rank uint32, e *pro
 	// The start is not bound to the request: a process, once forked, is
 	// reported whatever happens to the master's call.
 	pp, err := d.pmiAttach(b, rank, &spec) // PMI service (pmi.go): PMI_FD etc.
+	var xp *pmixProc
+	if err == nil {
+		xp, err = d.pmixAttach(b, rank, &spec) // PMIx service (pmix.go)
+	}
 	var p *proc.Proc
 	if err == nil {
 		p, err = d.procs.Start(context.Background(), key, spec)
 		pp.started(p, err)
+		xp.started(err)
 	}
 	if err != nil {
 		d.unreserve(key, e, err)
@@ -267,7 +272,8 @@ func (d *Daemon) reportStartFailure(key procKey, err error) {
 // process's output has been delivered, so the master sees every line of a
 // process before its exit.
 func (d *Daemon) onExit(key procKey, p *proc.Proc, st proc.ExitStatus) {
-	d.pmiExited(key, st) // settle its PMI session first (pmi.go)
+	d.pmiExited(key, st)  // settle its PMI session first (pmi.go)
+	d.pmixExited(key, st) // and its PMIx client (pmix.go)
 	d.stdin.drop(key)
 	d.mu.Lock()
 	e := d.live[key]

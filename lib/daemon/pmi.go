@@ -78,19 +78,13 @@ type pmiProc struct {
 // the socketpair. It returns nil when the job has no PMI service.
 func (d *Daemon) pmiAttach(b *wire.LaunchReq, rank uint32, spec *proc.Spec) (*pmiProc, error) {
 	spec.Env = withoutPMIEnv(spec.Env)
-	if b.PMI == nil || d.pmi == nil {
+	if b.PMI == nil || d.pmi == nil || b.PMI.Mode == wire.PMIPMIx {
 		return nil, nil
 	}
 	svc := d.pmi
 	job := svc.job(b)
 	pp := &pmiProc{job: job, key: procKey{b.Job, rank}, ended: make(chan struct{})}
-	if i, blk := job.block(rank); blk != nil {
-		pp.appnum = i
-		spec.Path, spec.Args = blk.Argv[0], blk.Argv
-		if blk.Wdir != "" {
-			spec.Dir = blk.Wdir
-		}
-	}
+	pp.appnum = applyBlock(b.PMI, rank, spec)
 	local, idx := job.localRanks(rank)
 	env := append(spec.Env,
 		"PMI_RANK="+strconv.FormatUint(uint64(rank), 10),

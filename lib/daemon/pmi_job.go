@@ -112,17 +112,6 @@ func placementNodes(pl []wire.Placement, n int) []int {
 	return node
 }
 
-// block returns the executable block of rank and its index (appnum), or
-// nil for a job of one block.
-func (j *pmiJob) block(rank uint32) (int, *wire.PMIBlock) {
-	for i := range j.spec.Blocks {
-		if j.spec.Blocks[i].Ranks.Contains(rank) && len(j.spec.Blocks[i].Argv) > 0 {
-			return i, &j.spec.Blocks[i]
-		}
-	}
-	return 0, nil
-}
-
 // localRanks returns how many ranks of the job this node runs and the
 // index of rank among them.
 func (j *pmiJob) localRanks(rank uint32) (int, int) {

@@ -33,7 +33,8 @@ func (d *Daemon) routes() {
 	// From application processes, relayed to the master.
 	relay(d, wire.KindSessionAbort, func(b *wire.AbortReq, c Caller) { b.Job, b.Rank = c.Job, c.Rank })
 	d.sessionRoutes()
-	d.pmi = newPMIService(d) // MPI programs: PMI over PMI_FD/PMI_PORT (pmi.go)
+	d.pmi = newPMIService(d)   // MPI programs: PMI over PMI_FD/PMI_PORT (pmi.go)
+	d.pmix = newPMIxService(d) // Open MPI programs: PMIx (pmix.go)
 	d.rcRoutes()
 }
 

@@ -37,18 +37,30 @@ func mpiCC() (string, error) {
 	return p, nil
 }
 
-var mpiBuild struct {
+// progBuild is a set of test programs compiled once per test binary.
+type progBuild struct {
 	once sync.Once
 	dir  string
 	err  error
 }
+
+// mpiBuild holds testdata/mpi built with MPICH, ompiBuild with Open MPI,
+// pmixBuild testdata/pmix (pmix_mpi_test.go).
+var mpiBuild, ompiBuild, pmixBuild progBuild
 
 // mpiProgram returns the path of a testdata/mpi program, compiling them
 // once per test binary into a temporary directory that TestMain removes
 // (removeMPIBuild); it skips the test when MPICH is missing.
 func mpiProgram(t *testing.T, name string) string {
 	t.Helper()
-	mpiBuild.once.Do(func() { mpiBuild.dir, mpiBuild.err = buildMPI() })
+	mpiBuild.once.Do(func() {
+		cc, err := mpiCC()
+		if err != nil {
+			mpiBuild.err = err
+			return
+		}
+		mpiBuild.dir, mpiBuild.err = buildProgs(cc, "../../testdata/mpi/*.c")
+	})
 	if mpiBuild.err != nil {
 		if _, err := mpiCC(); err != nil {
 			t.Skipf("MPICH is not installed (%v): run `make deps-mpi` (Debian packages mpich, libmpich-dev)", err)
@@ -58,14 +70,13 @@ func mpiProgram(t *testing.T, name string) string {
 	return filepath.Join(mpiBuild.dir, name)
 }
 
-func buildMPI() (string, error) {
-	cc, err := mpiCC()
-	if err != nil {
-		return "", err
-	}
-	srcs, _ := filepath.Glob("../../testdata/mpi/*.c")
+// buildProgs compiles every source matching glob with the compiler
+// command cc (its first word the program, then flags) into a new
+// temporary directory.
+func buildProgs(cc, glob string, extra ...string) (string, error) {
+	srcs, _ := filepath.Glob(glob)
 	if len(srcs) == 0 {
-		return "", fmt.Errorf("no sources in testdata/mpi")
+		return "", fmt.Errorf("no sources %s", glob)
 	}
 	tmp, err := os.MkdirTemp(os.TempDir(), "dynrt-mpi-build-")
 	if err != nil {
@@ -78,7 +89,7 @@ func buildMPI() (string, error) {
 		go func() {
 			defer wg.Done()
 			out := filepath.Join(tmp, strings.TrimSuffix(filepath.Base(src), ".c"))
-			if b, err := exec.Command(cc, "-O1", "-o", out, src).CombinedOutput(); err != nil {
+			if b, err := exec.Command(cc, append([]string{"-O1", "-o", out, src}, extra...)...).CombinedOutput(); err != nil {
 				errs[i] = fmt.Errorf("%s %s: %v\n%s", cc, src, err, b)
 			}
 		}()
@@ -130,15 +141,26 @@ func TestMPIHello(t *testing.T) {
 			if end.Code != 0 {
 				t.Fatalf("job ended %d: %s\n%s", end.Code, end.Msg, stderrOf(d, rep.Job))
 			}
-			var want []string
-			for r := range tc.n {
-				want = append(want, fmt.Sprintf("hello rank=%d size=%d appnum=0 universe=%d", r, tc.n, tc.universe))
-			}
-			slices.Sort(want)
-			if got := lines(d, rep.Job); !slices.Equal(got, want) {
-				t.Errorf("output\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-			}
+			checkLines(t, "", lines(d, rep.Job), helloWant(tc.n, tc.universe))
 		})
+	}
+}
+
+// helloWant is the sorted output of hello_mpi for n ranks.
+func helloWant(n, universe int) []string {
+	var want []string
+	for r := range n {
+		want = append(want, fmt.Sprintf("hello rank=%d size=%d appnum=0 universe=%d", r, n, universe))
+	}
+	slices.Sort(want)
+	return want
+}
+
+// checkLines compares a job's sorted output with want.
+func checkLines(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Errorf("%soutput\n%s\nwant\n%s", what, strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 
@@ -152,14 +174,19 @@ func TestMPIAllreduce(t *testing.T) {
 		if end.Code != 0 {
 			t.Fatalf("%s: job ended %d: %s\n%s", mode, end.Code, end.Msg, stderrOf(d, rep.Job))
 		}
-		got := lines(d, rep.Job)
-		if len(got) != 8 {
-			t.Fatalf("%s: output %q", mode, got)
-		}
-		for _, l := range got {
-			if !strings.HasSuffix(l, " sum=28 token="+tokenOf(l)+" ok") {
-				t.Errorf("%s: %q", mode, l)
-			}
+		checkAllreduce(t, mode, lines(d, rep.Job))
+	}
+}
+
+// checkAllreduce checks the output of allreduce on 8 ranks.
+func checkAllreduce(t *testing.T, what string, got []string) {
+	t.Helper()
+	if len(got) != 8 {
+		t.Fatalf("%s: output %q", what, got)
+	}
+	for _, l := range got {
+		if !strings.HasSuffix(l, " sum=28 token="+tokenOf(l)+" ok") {
+			t.Errorf("%s: %q", what, l)
 		}
 	}
 }
@@ -189,24 +216,29 @@ func TestMPISplitType(t *testing.T) {
 		if end.Code != 0 {
 			t.Fatalf("%s: job ended %d: %s\n%s", tc.mapBy, end.Code, end.Msg, stderrOf(d, rep.Job))
 		}
-		var want []string
-		for r := range tc.n {
-			var members []string
-			for _, p := range rep.Placement {
-				if p.Ranks.Contains(r) {
-					for m := range p.Ranks.All() {
-						members = append(members, strconv.FormatUint(uint64(m), 10))
-					}
-					idx := slices.Index(members, strconv.FormatUint(uint64(r), 10))
-					want = append(want, fmt.Sprintf("split rank=%d local=%d/%d members=%s", r, idx, len(members), strings.Join(members, ",")))
-				}
+		checkLines(t, fmt.Sprintf("%s (placement %v): ", tc.mapBy, rep.Placement), lines(d, rep.Job), splitWant(rep.Placement, tc.n))
+	}
+}
+
+// splitWant is the sorted output of split for n ranks placed so: every
+// rank's group is the ranks of its node.
+func splitWant(placement []wire.Placement, n uint32) []string {
+	var want []string
+	for r := range n {
+		for _, p := range placement {
+			if !p.Ranks.Contains(r) {
+				continue
 			}
-		}
-		slices.Sort(want)
-		if got := lines(d, rep.Job); !slices.Equal(got, want) {
-			t.Errorf("%s (placement %v):\n%s\nwant\n%s", tc.mapBy, rep.Placement, strings.Join(got, "\n"), strings.Join(want, "\n"))
+			var members []string
+			for m := range p.Ranks.All() {
+				members = append(members, strconv.FormatUint(uint64(m), 10))
+			}
+			idx := slices.Index(members, strconv.FormatUint(uint64(r), 10))
+			want = append(want, fmt.Sprintf("split rank=%d local=%d/%d members=%s", r, idx, len(members), strings.Join(members, ",")))
 		}
 	}
+	slices.Sort(want)
+	return want
 }
 
 // TestMPIAbort: MPI_Abort(MPI_COMM_WORLD, 7) ends the job with code 7.
@@ -214,11 +246,17 @@ func TestMPIAbort(t *testing.T) {
 	prog := mpiProgram(t, "abort")
 	d := startDVM(t, 2, 2)
 	rep, end := d.run(wire.JobLaunchReq{Argv: []string{prog, "7"}, N: 4})
+	checkAbort(t, "", end, lines(d, rep.Job))
+}
+
+// checkAbort checks the end and output of abort 7.
+func checkAbort(t *testing.T, what string, end wire.JobInfo, got []string) {
+	t.Helper()
 	if end.Code != 7 || end.State != wire.JobStateKilled || !strings.Contains(end.Msg, "rank 0 called abort") {
-		t.Errorf("end = %d %s: %s", end.Code, end.State, end.Msg)
+		t.Errorf("%send = %d %s: %s", what, end.Code, end.State, end.Msg)
 	}
-	if got := lines(d, rep.Job); !slices.Contains(got, "abort rank=0 code=7") {
-		t.Errorf("output %q", got)
+	if !slices.Contains(got, "abort rank=0 code=7") {
+		t.Errorf("%soutput %q", what, got)
 	}
 }
 
@@ -269,7 +307,9 @@ func TestMPISession(t *testing.T) {
 // removeMPIBuild deletes the compiled MPI programs; TestMain calls it after
 // the tests so nothing is left in the temporary directory.
 func removeMPIBuild() {
-	if mpiBuild.dir != "" {
-		os.RemoveAll(mpiBuild.dir)
+	for _, b := range []*progBuild{&mpiBuild, &ompiBuild, &pmixBuild} {
+		if b.dir != "" {
+			os.RemoveAll(b.dir)
+		}
 	}
 }

@@ -115,6 +115,12 @@ type Handler interface {
 	DirectModex(p Proc, done func([]byte, error))
 }
 
+// PMIx statuses for Handler errors (pmix_common.h).
+const (
+	CodeNotFound     = -46 // PMIX_ERR_NOT_FOUND
+	CodeNotSupported = -47 // PMIX_ERR_NOT_SUPPORTED
+)
+
 // StatusError is a PMIx status as a Go error.
 type StatusError struct {
 	Status int

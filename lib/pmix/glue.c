@@ -72,6 +72,11 @@ pmix_status_t dyn_server_init(const char *tmpdir, const char *nspace, uint32_t r
     bool no = false;
     pmix_status_t rc;
 
+    // Job data in the server's own memory (gds/hash), not in shared
+    // memory segments under the server's directory (gds/ds21, ds12):
+    // nothing of the server is left on disk, whatever ends the daemon.
+    // A choice made in the environment (PMIX_MCA_gds) stands.
+    setenv("PMIX_MCA_gds", "hash", 0);
     PMIX_INFO_CREATE(info, n);
     PMIX_INFO_LOAD(&info[0], PMIX_SERVER_TMPDIR, tmpdir, PMIX_STRING);
     PMIX_INFO_LOAD(&info[1], PMIX_SERVER_NSPACE, nspace, PMIX_STRING);

@@ -55,6 +55,7 @@ type recorder struct {
 	fences    []string // procs and collect flag of each fence
 	modex     []byte   // DirectModexRequest of rank 0 during the fence
 	modexErr  error
+	files     []string // in the server's directory during the fence
 	aborts    []string
 }
 
@@ -85,6 +86,10 @@ func (r *recorder) Fence(procs []Proc, collect bool, data []byte, done func([]by
 	r.mu.Lock()
 	r.fences = append(r.fences, fmt.Sprintf("%v %v", procs, collect))
 	r.modex, r.modexErr = modex, err
+	ents, _ := os.ReadDir(serverDir)
+	for _, e := range ents {
+		r.files = append(r.files, e.Name())
+	}
 	r.mu.Unlock()
 	// Completing later, from another goroutine, as a daemon does after
 	// the master's round trip.
@@ -92,7 +97,7 @@ func (r *recorder) Fence(procs []Proc, collect bool, data []byte, done func([]by
 }
 
 func (r *recorder) DirectModex(p Proc, done func([]byte, error)) {
-	done(nil, &StatusError{Status: -46, Msg: "not found"})
+	done(nil, &StatusError{Status: CodeNotFound, Msg: "not found"})
 }
 
 // client compiles testdata/pmix/fence_client.c into dir.
@@ -215,7 +220,8 @@ func TestFenceLocal(t *testing.T) {
 // the Handler stands for): the fence of the 3 local clients reaches the
 // Handler once, over the whole namespace, collecting, with their data;
 // DirectModexRequest returns rank 0's committed data meanwhile; the
-// clients complete with the data the Handler returned.
+// clients complete with the data the Handler returned. The server keeps
+// nothing on disk meanwhile (gds/hash, no shared-memory files).
 func TestFenceRemote(t *testing.T) {
 	s, bin, mark := setup(t)
 	h := &recorder{s: s}
@@ -231,6 +237,9 @@ func TestFenceRemote(t *testing.T) {
 	defer h.mu.Unlock()
 	if want := "[remote-a:*] true"; len(h.fences) != 1 || h.fences[0] != want {
 		t.Errorf("fences %q, want one: %q", h.fences, want)
+	}
+	if len(h.files) > 0 {
+		t.Errorf("files in the server's directory during the job: %q", h.files)
 	}
 	if h.modexErr != nil || !bytes.Contains(h.modex, []byte("hello from 0")) {
 		t.Errorf("direct modex of rank 0: %v, %q; want its value", h.modexErr, h.modex)

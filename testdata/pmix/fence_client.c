@@ -3,7 +3,7 @@
  * and of the job's keys, Finalize. A number as argument checks the values
  * of the first that many ranks only (the others may have no process).
  * With the argument "abort" it calls PMIx_Abort(7, ...) after the init
- * instead. Prints one line per check;
+ * instead; with "nofinalize", rank 1 exits 0 without PMIx_Finalize. Prints one line per check;
  * exits 0 when all passed. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +54,10 @@ int main(int argc, char **argv)
     if (get_u32(&wild, PMIX_JOB_SIZE, &size) || get_u32(&wild, PMIX_LOCAL_SIZE, &lsize)) {
         return 1;
     }
-    check = argc > 1 ? (uint32_t)atoi(argv[1]) : size;
+    check = size;
+    if (argc > 1 && 0 != strcmp(argv[1], "nofinalize")) {
+        check = (uint32_t)atoi(argv[1]);
+    }
     snprintf(buf, sizeof(buf), "hello from %u", me.rank);
     PMIX_VALUE_LOAD(&val, buf, PMIX_STRING);
     if (PMIX_SUCCESS != (rc = PMIx_Put(PMIX_GLOBAL, "dyn.test", &val))) {
@@ -84,6 +87,9 @@ int main(int argc, char **argv)
     }
     printf("rank %u of %u (%u local): got %u values\n", me.rank, size, lsize, check);
     fflush(stdout);
+    if (argc > 1 && 0 == strcmp(argv[1], "nofinalize") && 1 == me.rank) {
+        return 0;
+    }
     if (PMIX_SUCCESS != (rc = PMIx_Finalize(NULL, 0))) {
         return fail("PMIx_Finalize", rc);
     }

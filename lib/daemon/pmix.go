@@ -1,0 +1,420 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dynrt/dynrt/lib/pmix"
+	"github.com/dynrt/dynrt/lib/proc"
+	"github.com/dynrt/dynrt/wire"
+)
+
+// The PMIx service (docs/mpi.md): Open MPI programs speak PMIx only. A job
+// launched with --pmi pmix has its namespace and local processes
+// registered with the process's PMIx server (lib/pmix, started on the
+// first such job) before its processes are forked; each process gets the
+// server's variables in its environment (pmixAttach). The server's host
+// callbacks come back here as pmix.Handler methods of the job: a client
+// that connects makes the job static (like a PMI session), a fence over
+// several nodes goes through the master's collecting fence as the PMI
+// barrier does, an abort takes the PMI abort path. A process that exits
+// with status 0 without PMIx_Finalize fails its job (pmixExited). When
+// the job's last local process has ended, its namespace is deregistered:
+// a daemon without PMIx jobs holds no PMIx state but the server itself,
+// which libpmix cannot start twice in a process (lib/pmix).
+
+// pmixFenceID names the runtime fences of PMIx jobs.
+const pmixFenceID = "pmix"
+
+// pmixBlobKey is the key of a node's fence contribution (one per node).
+const pmixBlobKey = "pmix"
+
+// ompiDirectLaunch is set in the environment of PMIx processes. Open MPI
+// 4.1 leaves singleton mode only when a launcher it knows is detected
+// (mpirun's daemon URI, Slurm, IBM's jsrun): without it every process of
+// `dynrun -n 4` would run alone as "rank 0 of 1". JSM_JSRUN_PORT is read
+// by Open MPI's schizo/jsm component alone, which then selects ess/pmi,
+// i.e. a process launched directly under a PMIx server, as for srun
+// --mpi=pmix (and leaves binding to the launcher). Open MPI 5 finds the
+// PMIx server without it.
+const ompiDirectLaunch = "JSM_JSRUN_PORT=dynrt"
+
+// Each PMIx job has a scratch directory per node, /dev/shm/dynrt.<node>.<job>,
+// removed with the job's last process here, with whatever its processes
+// left (crashed ones included): it is PMIX_TMPDIR, and Open MPI keeps
+// there its session directory (ompiTmpEnv; by default /tmp/ompi.<host>.<uid>,
+// which Open MPI leaves behind when no mpirun cleans up) and its
+// shared-memory segments (vaderDirEnv). Open MPI names a segment by host
+// name, job and local rank, so the processes of two virtual nodes of one
+// host would otherwise share files, and crash. Values set by the user
+// stand.
+const (
+	ompiTmpEnv  = "OMPI_MCA_orte_tmpdir_base"
+	vaderDirEnv = "OMPI_MCA_btl_vader_backing_directory"
+)
+
+// pmixService is the daemon's PMIx state. Lock order: pmixService.mu,
+// then pmixJob.mu; never d.mu while holding either.
+type pmixService struct {
+	d *Daemon
+
+	mu    sync.Mutex
+	srv   *pmix.Server // nil until the first PMIx job
+	jobs  map[string]*pmixJob
+	procs map[procKey]*pmixProc
+}
+
+func newPMIxService(d *Daemon) *pmixService {
+	return &pmixService{d: d, jobs: map[string]*pmixJob{}, procs: map[procKey]*pmixProc{}}
+}
+
+// pmixJob is one PMIx job on this node; it is the pmix.Handler of its
+// namespace.
+type pmixJob struct {
+	svc  *pmixService
+	ns   string
+	desc *pmix.Job
+	dir  string // the job's scratch directory here ("" = none)
+
+	mu   sync.Mutex
+	refs int  // processes attached here
+	used bool // told the master the job speaks PMIx
+}
+
+// pmixProc is the PMIx side of one process.
+type pmixProc struct {
+	job *pmixJob
+	key procKey
+
+	mu                           sync.Mutex
+	connected, finalized, aborts bool
+}
+
+// pmixAttach prepares the start of one rank of a PMIx job: it registers
+// the job (first rank here) and the rank with the PMIx server and puts
+// the server's variables into the rank's environment. It returns nil for
+// a job without PMIx.
+func (d *Daemon) pmixAttach(b *wire.LaunchReq, rank uint32, spec *proc.Spec) (*pmixProc, error) {
+	if b.PMI == nil || b.PMI.Mode != wire.PMIPMIx {
+		return nil, nil
+	}
+	svc := d.pmix
+	j, err := svc.job(b)
+	if err != nil {
+		return nil, err
+	}
+	xp := &pmixProc{job: j, key: procKey{b.Job, rank}}
+	p := pmix.Proc{Nspace: b.Job, Rank: rank}
+	if err := svc.srv.RegisterClient(p, os.Getuid(), os.Getgid()); err != nil {
+		j.leave()
+		return nil, wire.Errorf(wire.ErrInternal, "daemon %s: %v", d.node, err)
+	}
+	env, err := svc.srv.SetupFork(p)
+	if err != nil {
+		svc.srv.DeregisterClient(p)
+		j.leave()
+		return nil, wire.Errorf(wire.ErrInternal, "daemon %s: %v", d.node, err)
+	}
+	applyBlock(b.PMI, rank, spec)
+	spec.Env = append(append(withoutPMIxEnv(spec.Env), env...), ompiDirectLaunch)
+	if j.dir != "" {
+		for _, k := range []string{ompiTmpEnv, vaderDirEnv} {
+			if !slices.ContainsFunc(spec.Env, func(kv string) bool { return strings.HasPrefix(kv, k+"=") }) {
+				spec.Env = append(spec.Env, k+"="+j.dir)
+			}
+		}
+	}
+	svc.mu.Lock()
+	svc.procs[xp.key] = xp
+	svc.mu.Unlock()
+	return xp, nil
+}
+
+// started is called once the fork is done; a failed fork forgets the
+// process at once. It is a no-op on nil.
+func (xp *pmixProc) started(err error) {
+	if xp != nil && err != nil {
+		xp.release()
+	}
+}
+
+// job returns the PMIx job of b, registering it on first use (and
+// starting the server on the very first). Each call counts one attached
+// process (released by leave).
+func (svc *pmixService) job(b *wire.LaunchReq) (*pmixJob, error) {
+	d := svc.d
+	d.mu.Lock()
+	index := d.index
+	d.mu.Unlock()
+	svc.mu.Lock()
+	defer svc.mu.Unlock()
+	if j := svc.jobs[b.Job]; j != nil {
+		j.mu.Lock()
+		j.refs++
+		j.mu.Unlock()
+		return j, nil
+	}
+	desc, err := pmixJobOf(b, d.node)
+	if err != nil {
+		return nil, wire.Errorf(wire.ErrInvalid, "daemon %s: %v", d.node, err)
+	}
+	if svc.srv == nil {
+		srv, err := pmix.Start(pmix.Config{Dir: d.sockDir, Nspace: "dynrt-" + d.dvm, Rank: index})
+		if err != nil {
+			return nil, wire.Errorf(wire.ErrUnsupported, "daemon %s: job %s asks for PMIx (--pmi pmix): %v", d.node, b.Job, err)
+		}
+		svc.srv = srv
+	}
+	j := &pmixJob{svc: svc, ns: b.Job, desc: desc, refs: 1}
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		dir := filepath.Join("/dev/shm", "dynrt."+d.node+"."+b.Job)
+		if err := os.Mkdir(dir, 0o700); err == nil || errors.Is(err, fs.ErrExist) {
+			j.dir, desc.Tmpdir = dir, dir
+		}
+	}
+	if err := svc.srv.RegisterJob(desc, j); err != nil {
+		j.removeDir()
+		return nil, wire.Errorf(wire.ErrInternal, "daemon %s: %v", d.node, err)
+	}
+	svc.jobs[b.Job] = j
+	return j, nil
+}
+
+// pmixJobOf describes b's job to the PMIx server: its size, placement and
+// applications as the master sent them.
+func pmixJobOf(b *wire.LaunchReq, node string) (*pmix.Job, error) {
+	j := &pmix.Job{Nspace: b.Job, Spawned: b.PMI.Parent != "", Node: -1}
+	if b.Data != nil && len(b.Data.Placement) > 0 {
+		j.Size = max(b.Data.Size, b.Data.NextRank)
+		j.RankNode = placementNodes(b.Data.Placement, int(j.Size))
+		for i, p := range b.Data.Placement {
+			j.Nodes = append(j.Nodes, p.Node)
+			if p.Node == node {
+				j.Node = i
+			}
+		}
+	} else {
+		// A launch without job data: one node, ranks 0..n-1.
+		j.Size = uint32(b.Ranks.Count())
+		j.Nodes, j.Node, j.RankNode = []string{node}, 0, make([]int, j.Size)
+	}
+	if j.Node < 0 {
+		return nil, errors.New("pmix: node " + node + " is not in the placement of job " + b.Job)
+	}
+	if b.PMI.Universe > 0 {
+		j.Universe = uint32(b.PMI.Universe)
+	}
+	for i, blk := range b.PMI.Blocks {
+		if j.RankApp == nil {
+			j.RankApp = make([]uint32, j.Size)
+		}
+		for r := range blk.Ranks.All() {
+			if r < j.Size {
+				j.RankApp[r] = uint32(i)
+			}
+		}
+	}
+	return j, nil
+}
+
+// applyBlock sets the program of rank's executable block (a job of
+// several, MPI_Comm_spawn_multiple) and returns the block's index, its
+// appnum.
+func applyBlock(spec *wire.PMIJob, rank uint32, ps *proc.Spec) int {
+	for i := range spec.Blocks {
+		blk := &spec.Blocks[i]
+		if blk.Ranks.Contains(rank) && len(blk.Argv) > 0 {
+			ps.Path, ps.Args = blk.Argv[0], blk.Argv
+			if blk.Wdir != "" {
+				ps.Dir = blk.Wdir
+			}
+			return i
+		}
+	}
+	return 0
+}
+
+// withoutPMIxEnv drops inherited PMIx variables (dynrun may itself run
+// under mpirun or srun): the process's own come from SetupFork.
+func withoutPMIxEnv(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "PMIX_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// leave drops one attached process; the last one deregisters the job.
+func (j *pmixJob) leave() {
+	svc := j.svc
+	svc.mu.Lock()
+	j.mu.Lock()
+	j.refs--
+	last := j.refs <= 0
+	j.mu.Unlock()
+	if last && svc.jobs[j.ns] == j {
+		delete(svc.jobs, j.ns)
+	}
+	srv := svc.srv
+	svc.mu.Unlock()
+	if last {
+		srv.DeregisterJob(j.ns)
+		j.removeDir()
+	}
+}
+
+func (j *pmixJob) removeDir() {
+	if j.dir != "" {
+		_ = os.RemoveAll(j.dir)
+	}
+}
+
+// release forgets a process that has ended (or never started).
+func (xp *pmixProc) release() {
+	svc := xp.job.svc
+	svc.mu.Lock()
+	if svc.procs[xp.key] == xp {
+		delete(svc.procs, xp.key)
+	}
+	srv := svc.srv
+	svc.mu.Unlock()
+	srv.DeregisterClient(pmix.Proc{Nspace: xp.key.job, Rank: xp.key.rank})
+	xp.job.leave()
+}
+
+// pmixExited settles the PMIx side of a process that has exited, before
+// its exit is reported: one that began PMIx and ended with status 0
+// without PMIx_Finalize fails its job, as under mpirun.
+func (d *Daemon) pmixExited(key procKey, st proc.ExitStatus) {
+	svc := d.pmix
+	svc.mu.Lock()
+	xp := svc.procs[key]
+	svc.mu.Unlock()
+	if xp == nil {
+		return
+	}
+	xp.mu.Lock()
+	unfinished := xp.connected && !xp.finalized && !xp.aborts
+	xp.mu.Unlock()
+	if unfinished && st.Success() {
+		d.pmi.report(key, wire.PMIReportUnfinished, "exited without finalizing PMIx (MPI_Finalize was not called)")
+	}
+	xp.release()
+}
+
+// proc returns the attached process of a rank of the job (nil if none).
+func (j *pmixJob) proc(rank uint32) *pmixProc {
+	svc := j.svc
+	svc.mu.Lock()
+	defer svc.mu.Unlock()
+	return svc.procs[procKey{j.ns, rank}]
+}
+
+// The pmix.Handler of the job.
+
+func (j *pmixJob) ClientConnected(p pmix.Proc, done func(error)) {
+	if xp := j.proc(p.Rank); xp != nil {
+		xp.mu.Lock()
+		xp.connected = true
+		xp.mu.Unlock()
+	}
+	j.mu.Lock()
+	first := !j.used
+	j.used = true
+	j.mu.Unlock()
+	if first {
+		// The job becomes static, as a PMI job does (lib/master rc.go).
+		j.svc.d.pmi.report(procKey{j.ns, p.Rank}, wire.PMIReportInit, "")
+	}
+	done(nil)
+}
+
+func (j *pmixJob) ClientFinalized(p pmix.Proc, done func(error)) {
+	if xp := j.proc(p.Rank); xp != nil {
+		xp.mu.Lock()
+		xp.finalized = true
+		xp.mu.Unlock()
+	}
+	done(nil)
+}
+
+// Abort takes the path of a PMI abort: the master ends the job and the
+// jobs spawned with it, with the given exit status.
+func (j *pmixJob) Abort(p pmix.Proc, status int, msg string, _ []pmix.Proc, done func(error)) {
+	if xp := j.proc(p.Rank); xp != nil {
+		xp.mu.Lock()
+		xp.aborts = true
+		xp.mu.Unlock()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := j.svc.d.master.Call(ctx, wire.KindSessionAbort, &wire.AbortReq{
+		Job: j.ns, Rank: p.Rank, Status: status, Msg: strings.TrimSpace(msg),
+	}, nil)
+	if errors.Is(err, wire.ErrState) {
+		err = nil // the job is ending already
+	}
+	done(err)
+}
+
+// Fence enters the job-wide fence for this node's processes with the
+// server's contribution and returns every node's, concatenated (libpmix
+// completes a fence of a single node's processes itself).
+func (j *pmixJob) Fence(procs []pmix.Proc, _ bool, data []byte, done func([]byte, error)) {
+	if len(procs) != 1 || procs[0] != (pmix.Proc{Nspace: j.ns, Rank: pmix.RankWildcard}) {
+		done(nil, &pmix.StatusError{Status: pmix.CodeNotSupported, Msg: "dynrt: a fence over other processes than one whole job"})
+		return
+	}
+	local := j.desc.LocalRanks()
+	body := &wire.FenceReq{
+		ID: pmixFenceID, Collect: true, Job: j.ns, Local: wire.RangesOf(local),
+		Data: []wire.ProcKV{{Job: j.ns, Rank: local[0], Data: []wire.KV{{Key: pmixBlobKey, Value: data}}}},
+	}
+	var rep wire.FenceReply
+	if err := j.svc.d.master.Call(context.Background(), wire.KindFence, body, &rep); err != nil {
+		done(nil, err)
+		return
+	}
+	var all []byte
+	for _, pk := range rep.Data {
+		if pk.Job != j.ns {
+			continue
+		}
+		for _, kv := range pk.Data {
+			if kv.Key == pmixBlobKey {
+				all = append(all, kv.Value...)
+			}
+		}
+	}
+	done(all, nil)
+}
+
+// DirectModex is not served yet: Open MPI 4.1 collects every process's
+// data in its init fence, so it does not ask.
+func (j *pmixJob) DirectModex(p pmix.Proc, done func([]byte, error)) {
+	done(nil, &pmix.StatusError{Status: pmix.CodeNotSupported, Msg: "dynrt: direct modex of " + p.String()})
+}
+
+// closePMIx deregisters what remains at the daemon's end (processes
+// that never reported their exit).
+func (svc *pmixService) close() {
+	svc.mu.Lock()
+	jobs := slices.Collect(maps.Values(svc.jobs))
+	svc.jobs, svc.procs = map[string]*pmixJob{}, map[procKey]*pmixProc{}
+	srv := svc.srv
+	svc.mu.Unlock()
+	for _, j := range jobs {
+		srv.DeregisterJob(j.ns)
+		j.removeDir()
+	}
+}

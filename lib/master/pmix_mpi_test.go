@@ -1,0 +1,230 @@
+//go:build pmix
+
+package master
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/dynrt/dynrt/wire"
+)
+
+// Open MPI programs (testdata/mpi built with Debian's mpicc.openmpi) and
+// PMIx clients (testdata/pmix) under the daemons' PMIx server, --pmi
+// pmix, on a DVM of virtual nodes. `make test` installs libopenmpi-dev
+// and libpmix-dev first.
+
+// ompiBuilt records the testdata/mpi programs built with Open MPI so far
+// (some of testdata/mpi is MPICH's: MPI-4 sessions, MPIX fault
+// tolerance), each built on first use into ompiBuild.dir.
+var ompiBuilt struct {
+	sync.Mutex
+	err map[string]error
+}
+
+// ompiProgram returns the path of a testdata/mpi program built with Open
+// MPI, skipping the test when Open MPI is missing.
+func ompiProgram(t *testing.T, name string) string {
+	t.Helper()
+	cc, err := exec.LookPath("mpicc.openmpi")
+	if err != nil {
+		t.Skipf("Open MPI is not installed (no mpicc.openmpi): install the Debian packages openmpi-bin and libopenmpi-dev (make test does)")
+	}
+	ompiBuild.once.Do(func() { ompiBuild.dir, ompiBuild.err = os.MkdirTemp(os.TempDir(), "dynrt-ompi-build-") })
+	if ompiBuild.err != nil {
+		t.Fatal(ompiBuild.err)
+	}
+	out := filepath.Join(ompiBuild.dir, name)
+	ompiBuilt.Lock()
+	defer ompiBuilt.Unlock()
+	err, done := ompiBuilt.err[name]
+	if !done {
+		src := filepath.Join("..", "..", "testdata", "mpi", name+".c")
+		if b, cerr := exec.Command(cc, "-O1", "-o", out, src).CombinedOutput(); cerr != nil {
+			err = fmt.Errorf("%s %s: %v\n%s", cc, src, cerr, b)
+		}
+		if ompiBuilt.err == nil {
+			ompiBuilt.err = map[string]error{}
+		}
+		ompiBuilt.err[name] = err
+	}
+	if err != nil {
+		t.Fatalf("building %s with Open MPI: %v", name, err)
+	}
+	return out
+}
+
+// pmixProgram returns the path of a testdata/pmix client, built against
+// libpmix (pkg-config pmix).
+func pmixProgram(t *testing.T, name string) string {
+	t.Helper()
+	pmixBuild.once.Do(func() {
+		flags, err := exec.Command("pkg-config", "--cflags", "--libs", "pmix").Output()
+		if err != nil {
+			pmixBuild.err = fmt.Errorf("pkg-config pmix: %v", err)
+			return
+		}
+		pmixBuild.dir, pmixBuild.err = buildProgs("cc", "../../testdata/pmix/*.c", strings.Fields(string(flags))...)
+	})
+	if pmixBuild.err != nil {
+		t.Fatalf("building the PMIx test clients: %v", pmixBuild.err)
+	}
+	return filepath.Join(pmixBuild.dir, name)
+}
+
+// mpirunOMPI runs prog under Open MPI's own launcher, for comparison, and
+// returns its sorted stdout lines and exit code; it skips when
+// mpirun.openmpi is missing.
+func mpirunOMPI(t *testing.T, n int, args ...string) ([]string, int) {
+	t.Helper()
+	mpirun, err := exec.LookPath("mpirun.openmpi")
+	if err != nil {
+		t.Skip("no mpirun.openmpi to compare with (Debian package openmpi-bin)")
+	}
+	cmd := exec.Command(mpirun, append([]string{"--allow-run-as-root", "--oversubscribe", "-n", strconv.Itoa(n)}, args...)...)
+	cmd.Env = append(os.Environ(), envMark+"=mpirun-"+t.Name())
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	slices.Sort(lines)
+	return lines, cmd.ProcessState.ExitCode()
+}
+
+// checkScratchGone: the job's scratch directories (lib/daemon/pmix.go),
+// where Open MPI keeps its session directory and shared memory, are gone
+// with it.
+func checkScratchGone(t *testing.T, job string) {
+	t.Helper()
+	left, _ := filepath.Glob("/dev/shm/dynrt.*." + job)
+	if len(left) > 0 {
+		t.Errorf("left in /dev/shm: %v", left)
+	}
+}
+
+// TestOMPIHello: rank, size, appnum and universe of an Open MPI program
+// on 1 and 4 virtual nodes, as under mpirun.openmpi; the job becomes
+// static once its processes have connected (as a PMI job does).
+func TestOMPIHello(t *testing.T) {
+	prog := ompiProgram(t, "hello_mpi")
+	for _, tc := range []struct {
+		nodes, slots, n int
+		usize           int32
+		universe        int
+	}{{1, 4, 1, 0, 1}, {1, 4, 4, wire.UniverseSlots, 4}, {4, 2, 8, 0, 8}} {
+		t.Run(fmt.Sprintf("%dx%d/n=%d", tc.nodes, tc.slots, tc.n), func(t *testing.T) {
+			d := startDVM(t, tc.nodes, tc.slots)
+			rep, end := d.run(wire.JobLaunchReq{Argv: []string{prog, strconv.Itoa(tc.n)}, N: uint32(tc.n), Universe: tc.usize, PMI: wire.PMIPMIx})
+			if end.Code != 0 {
+				t.Fatalf("job ended %d: %s\n%s", end.Code, end.Msg, stderrOf(d, rep.Job))
+			}
+			checkLines(t, "", lines(d, rep.Job), helloWant(tc.n, tc.universe))
+			var static error
+			if err := do(t.Context(), d.m, func(s *state) error { static = s.jobs[rep.Job].staticErr(); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if !errors.Is(static, wire.ErrState) {
+				t.Errorf("staticErr = %v, want the refusal of a job whose processes spoke PMIx", static)
+			}
+			checkScratchGone(t, rep.Job)
+		})
+	}
+	// mpirun.openmpi prints the same lines for rank, size and appnum (its
+	// universe is its slot count, which differs).
+	got, code := mpirunOMPI(t, 4, prog, "4")
+	for r, l := range got {
+		if code != 0 || !strings.HasPrefix(l, fmt.Sprintf("hello rank=%d size=4 appnum=0 universe=", r)) {
+			t.Errorf("mpirun.openmpi: exit %d, line %q", code, l)
+		}
+	}
+}
+
+// TestOMPIAllreduce: collectives and point-to-point of an Open MPI
+// program across 4 virtual nodes (a fence of every node through the
+// master; shared memory within a node, TCP between nodes).
+func TestOMPIAllreduce(t *testing.T) {
+	prog := ompiProgram(t, "allreduce")
+	d := startDVM(t, 4, 2)
+	rep, end := d.run(wire.JobLaunchReq{Argv: []string{prog}, N: 8, MapBy: wire.MapByNode, PMI: wire.PMIPMIx})
+	if end.Code != 0 {
+		t.Fatalf("job ended %d: %s\n%s", end.Code, end.Msg, stderrOf(d, rep.Job))
+	}
+	checkAllreduce(t, "pmix", lines(d, rep.Job))
+	checkScratchGone(t, rep.Job)
+}
+
+// TestOMPISplitType: MPI_Comm_split_type(SHARED) of Open MPI groups
+// exactly the ranks of one virtual node (PMIx local peers), for block and
+// round-robin placements.
+func TestOMPISplitType(t *testing.T) {
+	prog := ompiProgram(t, "split")
+	d := startDVM(t, 4, 3)
+	for _, tc := range []struct {
+		mapBy string
+		n     uint32
+	}{{wire.MapBySlot, 7}, {wire.MapByNode, 10}} {
+		rep, end := d.run(wire.JobLaunchReq{Argv: []string{prog}, N: tc.n, MapBy: tc.mapBy, PMI: wire.PMIPMIx})
+		if end.Code != 0 {
+			t.Fatalf("%s: job ended %d: %s\n%s", tc.mapBy, end.Code, end.Msg, stderrOf(d, rep.Job))
+		}
+		checkLines(t, fmt.Sprintf("%s (placement %v): ", tc.mapBy, rep.Placement), lines(d, rep.Job), splitWant(rep.Placement, tc.n))
+	}
+}
+
+// TestOMPIAbort: MPI_Abort(MPI_COMM_WORLD, 7) of Open MPI ends the job
+// with code 7 on 1 and 2 virtual nodes, as mpirun.openmpi exits 7.
+func TestOMPIAbort(t *testing.T) {
+	prog := ompiProgram(t, "abort")
+	for _, nodes := range []int{1, 2} {
+		d := startDVM(t, nodes, 4)
+		rep, end := d.run(wire.JobLaunchReq{Argv: []string{prog, "7"}, N: 4, PMI: wire.PMIPMIx})
+		checkAbort(t, fmt.Sprintf("%d nodes: ", nodes), end, lines(d, rep.Job))
+		checkScratchGone(t, rep.Job)
+	}
+	got, code := mpirunOMPI(t, 4, prog, "7")
+	if code != 7 || !slices.Contains(got, "abort rank=0 code=7") {
+		t.Errorf("mpirun.openmpi: exit %d, output %q", code, got)
+	}
+}
+
+// TestPMIxFence: a plain PMIx client (testdata/pmix/fence_client.c) puts
+// a value per rank, fences with data collection and reads every rank's
+// value, on 1 node (libpmix completes the fence alone) and across 4
+// virtual nodes (each daemon's contribution through the master's fence).
+func TestPMIxFence(t *testing.T) {
+	prog := pmixProgram(t, "fence_client")
+	for _, nodes := range []int{1, 4} {
+		d := startDVM(t, nodes, 2)
+		n := 2 * nodes
+		rep, end := d.run(wire.JobLaunchReq{Argv: []string{prog}, N: uint32(n), MapBy: wire.MapByNode, PMI: wire.PMIPMIx})
+		if end.Code != 0 {
+			t.Fatalf("%d nodes: job ended %d: %s\n%s", nodes, end.Code, end.Msg, stderrOf(d, rep.Job))
+		}
+		var want []string
+		for r := range n {
+			want = append(want, fmt.Sprintf("rank %d of %d (2 local): got %d values", r, n, n))
+		}
+		checkLines(t, fmt.Sprintf("%d nodes: ", nodes), lines(d, rep.Job), want)
+	}
+}
+
+// TestPMIxUnfinished: a PMIx process that exits 0 without PMIx_Finalize
+// fails its job, as a PMI process does (and as under mpirun).
+func TestPMIxUnfinished(t *testing.T) {
+	prog := pmixProgram(t, "fence_client")
+	d := startDVM(t, 2, 2)
+	_, end := d.run(wire.JobLaunchReq{Argv: []string{prog, "nofinalize"}, N: 3, PMI: wire.PMIPMIx})
+	if end.Code != 1 || end.State != wire.JobStateFailed || !strings.Contains(end.Msg, "rank 1 on") || !strings.Contains(end.Msg, "without finalizing PMIx") {
+		t.Errorf("end = %d %s: %s", end.Code, end.State, end.Msg)
+	}
+}
