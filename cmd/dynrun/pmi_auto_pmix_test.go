@@ -1,0 +1,53 @@
+//go:build pmix
+
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestAutoWithPMIx: on a dynrun built with PMIx, --pmi auto (the default)
+// gives an Open MPI program PMIx, so that it runs as one job of N ranks
+// instead of N singletons; MPICH programs still get PMI_FD; a script that
+// starts an Open MPI program needs --pmi pmix.
+func TestAutoWithPMIx(t *testing.T) {
+	tmp := t.TempDir()
+	compile := func(t *testing.T, cc string) string {
+		t.Helper()
+		if _, err := exec.LookPath(cc); err != nil {
+			t.Skipf("no %s (make deps-mpi deps-openmpi)", cc)
+		}
+		out := filepath.Join(tmp, "hello-"+cc)
+		if _, err := os.Stat(out); err == nil {
+			return out
+		}
+		if msg, err := exec.Command(cc, "-O1", "-o", out, "../../testdata/mpi/hello_mpi.c").CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", cc, err, msg)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		args func(t *testing.T) []string
+	}{
+		{"Open MPI", func(t *testing.T) []string { return []string{compile(t, "mpicc.openmpi")} }},
+		{"MPICH", func(t *testing.T) []string { return []string{compile(t, "mpicc.mpich")} }},
+		{"Open MPI through a script, --pmi pmix", func(t *testing.T) []string {
+			return []string{"--pmi", "pmix", "sh", "-c", "exec " + compile(t, "mpicc.openmpi")}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.args(t)
+			dynDir(t)
+			code, out, errOut := run(append([]string{"-n", "2", "--slots", "2"}, args...)...)
+			lines := strings.Split(sortedLines(out), "\n")
+			if code != 0 || len(lines) != 2 || !strings.HasPrefix(lines[0], "hello rank=0 size=2 ") || !strings.HasPrefix(lines[1], "hello rank=1 size=2 ") {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want exit 0 and ranks 0 and 1 of a world of 2", code, out, errOut)
+			}
+		})
+	}
+}
