@@ -146,16 +146,18 @@ func (j *pmiJob) leave(rank uint32) {
 	}
 	svc.mu.Unlock()
 	if len(names) > 0 {
-		go j.unpublishAll(names)
+		go unpublishAll(j.svc.d, j.ns, names)
 	}
 }
 
-func (j *pmiJob) unpublishAll(names map[string]uint32) {
+// unpublishAll withdraws the names (name → publisher rank) of job ns
+// when its last process here has gone (PMI and PMIx services).
+func unpublishAll(d *Daemon, ns string, names map[string]uint32) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for name, rank := range names {
-		_ = j.svc.d.master.Call(ctx, wire.KindUnpublish, &wire.UnpublishReq{
-			Job: j.ns, Rank: rank, Range: wire.RangeDVM, Keys: []string{name},
+		_ = d.master.Call(ctx, wire.KindUnpublish, &wire.UnpublishReq{
+			Job: ns, Rank: rank, Range: wire.RangeDVM, Keys: []string{name},
 		}, nil)
 	}
 }

@@ -84,9 +84,14 @@ type pmixJob struct {
 	desc *pmix.Job
 	dir  string // the job's scratch directory here ("" = none)
 
-	mu   sync.Mutex
-	refs int  // processes attached here
-	used bool // told the master the job speaks PMIx
+	// ctx ends with the job here: it bounds the lookups that wait.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu        sync.Mutex
+	refs      int               // processes attached here
+	used      bool              // told the master the job speaks PMIx
+	published map[string]uint32 // names published by local ranks, by publisher
 }
 
 // pmixProc is the PMIx side of one process.
@@ -173,7 +178,8 @@ func (svc *pmixService) job(b *wire.LaunchReq) (*pmixJob, error) {
 		}
 		svc.srv = srv
 	}
-	j := &pmixJob{svc: svc, ns: b.Job, desc: desc, refs: 1}
+	j := &pmixJob{svc: svc, ns: b.Job, desc: desc, refs: 1, published: map[string]uint32{}}
+	j.ctx, j.cancel = context.WithCancel(context.Background())
 	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
 		dir := filepath.Join("/dev/shm", "dynrt."+d.node+"."+b.Job)
 		if err := os.Mkdir(dir, 0o700); err == nil || errors.Is(err, fs.ErrExist) {
@@ -181,6 +187,7 @@ func (svc *pmixService) job(b *wire.LaunchReq) (*pmixJob, error) {
 		}
 	}
 	if err := svc.srv.RegisterJob(desc, j); err != nil {
+		j.cancel()
 		j.removeDir()
 		return nil, wire.Errorf(wire.ErrInternal, "daemon %s: %v", d.node, err)
 	}
@@ -261,6 +268,7 @@ func (j *pmixJob) leave() {
 	j.mu.Lock()
 	j.refs--
 	last := j.refs <= 0
+	names := maps.Clone(j.published)
 	j.mu.Unlock()
 	if last && svc.jobs[j.ns] == j {
 		delete(svc.jobs, j.ns)
@@ -268,8 +276,13 @@ func (j *pmixJob) leave() {
 	srv := svc.srv
 	svc.mu.Unlock()
 	if last {
+		j.cancel()
 		srv.DeregisterJob(j.ns)
 		j.removeDir()
+		if len(names) > 0 {
+			// Published names live as long as the job, as under mpirun.
+			go unpublishAll(svc.d, j.ns, names)
+		}
 	}
 }
 
@@ -405,6 +418,101 @@ func (j *pmixJob) DirectModex(p pmix.Proc, done func([]byte, error)) {
 	done(nil, &pmix.StatusError{Status: pmix.CodeNotSupported, Msg: "dynrt: direct modex of " + p.String()})
 }
 
+// Publish, Lookup, Unpublish: pmixJob is a pmix.Publisher on the master's
+// name service, DVM-wide, as PMI's publish (MPI_Publish_name between
+// jobs).
+
+func (j *pmixJob) Publish(p pmix.Proc, data map[string]string, done func(error)) {
+	req := &wire.PublishReq{Job: j.ns, Rank: p.Rank, Range: wire.RangeDVM}
+	for _, k := range slices.Sorted(maps.Keys(data)) {
+		req.Data = append(req.Data, wire.KV{Key: k, Value: []byte(data[k])})
+	}
+	ctx, cancel := context.WithTimeout(j.ctx, 10*time.Second)
+	defer cancel()
+	err := j.svc.d.master.Call(ctx, wire.KindPublish, req, nil)
+	if err == nil {
+		j.mu.Lock()
+		for k := range data {
+			j.published[k] = p.Rank
+		}
+		j.mu.Unlock()
+	}
+	done(pmixStatus(err))
+}
+
+func (j *pmixJob) Lookup(p pmix.Proc, keys []string, wait bool, done func(map[string]string, error)) {
+	ctx := j.ctx // a waiting lookup waits as long as the job lives
+	if !wait {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(j.ctx, 10*time.Second)
+		defer cancel()
+	}
+	var rep wire.LookupReply
+	err := j.svc.d.master.Call(ctx, wire.KindLookup, &wire.LookupReq{
+		Job: j.ns, Rank: p.Rank, Range: wire.RangeDVM, Keys: keys, Wait: wait,
+	}, &rep)
+	found := map[string]string{}
+	for _, kv := range rep.Data {
+		found[kv.Key] = string(kv.Value)
+	}
+	done(found, pmixStatus(err))
+}
+
+func (j *pmixJob) Unpublish(p pmix.Proc, keys []string, done func(error)) {
+	ctx, cancel := context.WithTimeout(j.ctx, 10*time.Second)
+	defer cancel()
+	d := j.svc.d
+	if len(keys) == 0 {
+		err := d.master.Call(ctx, wire.KindUnpublish, &wire.UnpublishReq{Job: j.ns, Rank: p.Rank, Range: wire.RangeDVM}, nil)
+		if err == nil {
+			j.mu.Lock()
+			maps.DeleteFunc(j.published, func(_ string, r uint32) bool { return r == p.Rank })
+			j.mu.Unlock()
+		}
+		done(pmixStatus(err))
+		return
+	}
+	var errs []error
+	for _, k := range keys {
+		// A name published by another local rank of the job is withdrawn
+		// in its publisher's name, as the PMI service does.
+		j.mu.Lock()
+		owner, ok := j.published[k]
+		j.mu.Unlock()
+		if !ok {
+			owner = p.Rank
+		}
+		err := d.master.Call(ctx, wire.KindUnpublish, &wire.UnpublishReq{Job: j.ns, Rank: owner, Range: wire.RangeDVM, Keys: []string{k}}, nil)
+		if err == nil {
+			j.mu.Lock()
+			delete(j.published, k)
+			j.mu.Unlock()
+		}
+		errs = append(errs, err)
+	}
+	done(pmixStatus(errors.Join(errs...)))
+}
+
+// pmixStatus gives the name service's errors the PMIx status a client
+// expects (MPI_Publish_name of a taken name, MPI_Lookup_name of an unknown
+// one).
+func pmixStatus(err error) error {
+	code := 0
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, wire.ErrExists):
+		code = pmix.CodeDuplicateKey
+	case errors.Is(err, wire.ErrNotFound):
+		code = pmix.CodeNotFound
+	case errors.Is(err, wire.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
+		code = pmix.CodeTimeout
+	default:
+		return err
+	}
+	return &pmix.StatusError{Status: code, Msg: err.Error()}
+}
+
 // closePMIx deregisters what remains at the daemon's end (processes
 // that never reported their exit).
 func (svc *pmixService) close() {
@@ -414,6 +522,7 @@ func (svc *pmixService) close() {
 	srv := svc.srv
 	svc.mu.Unlock()
 	for _, j := range jobs {
+		j.cancel()
 		srv.DeregisterJob(j.ns)
 		j.removeDir()
 	}

@@ -197,6 +197,27 @@ func TestOMPIAbort(t *testing.T) {
 	}
 }
 
+// TestOMPIPublishLookup: MPI_Publish_name in one Open MPI job,
+// MPI_Lookup_name in another (the DVM-wide name service, as for MPICH),
+// a second publish of a taken name refused, an unknown name not found,
+// names gone once unpublished.
+func TestOMPIPublishLookup(t *testing.T) {
+	prog := ompiProgram(t, "pubsub")
+	d := startDVM(t, 2, 4)
+	name := "svc-" + d.mark
+	srv, err := d.launch(wire.JobLaunchReq{Argv: []string{prog, "server", name}, N: 2, PMI: wire.PMIPMIx})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, cend := d.run(wire.JobLaunchReq{Argv: []string{prog, "client", name}, N: 2, PMI: wire.PMIPMIx})
+	send := d.wait(srv.Job)
+	if send.Code != 0 || cend.Code != 0 {
+		t.Fatalf("server %d (%s), client %d (%s)\n%s%s", send.Code, send.Msg, cend.Code, cend.Msg, stderrOf(d, srv.Job), stderrOf(d, cli.Job))
+	}
+	checkLines(t, "client ", lines(d, cli.Job), []string{"pubsub client done", "pubsub client found " + name + "=port-of-" + name})
+	checkLines(t, "server ", lines(d, srv.Job), []string{"pubsub server got " + name + "-ack=thanks", "pubsub server published " + name, "pubsub server second publish of " + name + " refused"})
+}
+
 // TestPMIxFence: a plain PMIx client (testdata/pmix/fence_client.c) puts
 // a value per rank, fences with data collection and reads every rank's
 // value, on 1 node (libpmix completes the fence alone) and across 4

@@ -115,10 +115,29 @@ type Handler interface {
 	DirectModex(p Proc, done func([]byte, error))
 }
 
+// Publisher is the optional part of a Handler that serves PMIx_Publish,
+// PMIx_Lookup and PMIx_Unpublish (MPI_Publish_name and friends); without
+// it they fail with PMIX_ERR_NOT_SUPPORTED. Values are strings (what MPI
+// publishes: port names); a publish of another type is refused before
+// it reaches the Handler. Directives (keys in PMIx's own "pmix."
+// namespace: range, persistence, timeout) are not passed on.
+type Publisher interface {
+	// Publish: p publishes data (key → value).
+	Publish(p Proc, data map[string]string, done func(error))
+	// Lookup: p asks for keys; with wait, the answer waits until they
+	// are published. done gets the values found (CodeNotFound if none);
+	// the answer names p as their publisher.
+	Lookup(p Proc, keys []string, wait bool, done func(map[string]string, error))
+	// Unpublish: p withdraws keys (nil: everything it published).
+	Unpublish(p Proc, keys []string, done func(error))
+}
+
 // PMIx statuses for Handler errors (pmix_common.h).
 const (
+	CodeTimeout      = -24 // PMIX_ERR_TIMEOUT
 	CodeNotFound     = -46 // PMIX_ERR_NOT_FOUND
 	CodeNotSupported = -47 // PMIX_ERR_NOT_SUPPORTED
+	CodeDuplicateKey = -53 // PMIX_ERR_DUPLICATE_KEY
 )
 
 // StatusError is a PMIx status as a Go error.

@@ -56,12 +56,46 @@ static pmix_status_t direct_modex(const pmix_proc_t *proc, const pmix_info_t inf
     return dynGoDirectModex((char *)proc->nspace, proc->rank, cbfunc, cbdata);
 }
 
+static pmix_status_t publish_fn(const pmix_proc_t *proc, const pmix_info_t info[], size_t ninfo,
+                                pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+    return dynGoPublish((char *)proc->nspace, proc->rank, (pmix_info_t *)info, ninfo, cbfunc, cbdata);
+}
+
+static int has_key(const pmix_info_t info[], size_t ninfo, const char *key)
+{
+    for (size_t i = 0; i < ninfo; i++) {
+        if (PMIX_CHECK_KEY(&info[i], key)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static pmix_status_t lookup_fn(const pmix_proc_t *proc, char **keys, const pmix_info_t info[],
+                               size_t ninfo, pmix_lookup_cbfunc_t cbfunc, void *cbdata)
+{
+    return dynGoLookup((char *)proc->nspace, proc->rank, keys, has_key(info, ninfo, PMIX_WAIT),
+                       cbfunc, cbdata);
+}
+
+static pmix_status_t unpublish_fn(const pmix_proc_t *proc, char **keys, const pmix_info_t info[],
+                                  size_t ninfo, pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+    (void)info;
+    (void)ninfo;
+    return dynGoUnpublish((char *)proc->nspace, proc->rank, keys, cbfunc, cbdata);
+}
+
 static pmix_server_module_t module = {
     .client_connected = client_connected,
     .client_finalized = client_finalized,
     .abort = abort_fn,
     .fence_nb = fence_nb,
     .direct_modex = direct_modex,
+    .publish = publish_fn,
+    .lookup = lookup_fn,
+    .unpublish = unpublish_fn,
 };
 
 pmix_status_t dyn_server_init(const char *tmpdir, const char *nspace, uint32_t rank)
@@ -157,6 +191,40 @@ void dyn_modex_complete(pmix_modex_cbfunc_t f, pmix_status_t st, char *data, siz
         return;
     }
     f(st, data, n, cbdata, release_buf, data);
+}
+
+const char *dyn_info_key(const pmix_info_t *info, size_t i)
+{
+    return info[i].key;
+}
+
+const char *dyn_info_string(const pmix_info_t *info, size_t i)
+{
+    return PMIX_STRING == info[i].value.type ? info[i].value.data.string : NULL;
+}
+
+void dyn_lookup_complete(pmix_lookup_cbfunc_t f, pmix_status_t st, const char *nspace, uint32_t rank,
+                         char **keys, char **vals, size_t n, void *cbdata)
+{
+    pmix_pdata_t *pd = NULL;
+    pmix_proc_t owner;
+
+    if (NULL == f) {
+        return;
+    }
+    if (0 < n) {
+        PMIX_PROC_CONSTRUCT(&owner);
+        PMIX_LOAD_PROCID(&owner, nspace, rank);
+        PMIX_PDATA_CREATE(pd, n);
+        for (size_t i = 0; i < n; i++) {
+            PMIX_PDATA_LOAD(&pd[i], &owner, keys[i], vals[i], PMIX_STRING);
+        }
+    }
+    // libpmix packs the answer before f returns.
+    f(st, pd, n, cbdata);
+    if (NULL != pd) {
+        PMIX_PDATA_FREE(pd, n);
+    }
 }
 
 pmix_status_t dyn_info_add(void *list, const char *key, const void *value, pmix_data_type_t type)

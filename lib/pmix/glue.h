@@ -29,7 +29,15 @@ void dyn_op_complete(pmix_op_cbfunc_t f, pmix_status_t st, void *cbdata);
 // data is malloc'd (or NULL); it is PMIx's until it calls the release.
 void dyn_modex_complete(pmix_modex_cbfunc_t f, pmix_status_t st, char *data, size_t n, void *cbdata);
 
+// Completes a lookup with n string values of keys (copied; the arrays
+// stay the caller's). The owner named in the answer is nspace:rank.
+void dyn_lookup_complete(pmix_lookup_cbfunc_t f, pmix_status_t st, const char *nspace, uint32_t rank,
+                         char **keys, char **vals, size_t n, void *cbdata);
+
 // Helpers for Go.
+const char *dyn_info_key(const pmix_info_t *info, size_t i);
+// The value of info[i] if it is a string, else NULL.
+const char *dyn_info_string(const pmix_info_t *info, size_t i);
 // Frees a NULL-terminated array of malloc'd strings (setup_fork's env).
 void dyn_argv_free(char **argv);
 pmix_status_t dyn_info_add(void *list, const char *key, const void *value, pmix_data_type_t type);

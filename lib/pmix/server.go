@@ -221,11 +221,7 @@ func (s *Server) SetupFork(p Proc) ([]string, error) {
 		return nil, fmt.Errorf("pmix: setup fork of %s: %w", p, status(rc))
 	}
 	defer C.dyn_argv_free(env)
-	var out []string
-	for p := env; p != nil && *p != nil; p = (**C.char)(unsafe.Add(unsafe.Pointer(p), unsafe.Sizeof(*p))) {
-		out = append(out, C.GoString(*p))
-	}
-	return out, nil
+	return goStrings(env), nil
 }
 
 // DirectModexRequest returns the data a local process p has committed,
@@ -372,6 +368,109 @@ func dynGoFence(procs *C.pmix_proc_t, n C.size_t, collect C.int, data *C.char, n
 func dynGoDirectModex(ns *C.char, rank C.uint32_t, f C.pmix_modex_cbfunc_t, cbdata unsafe.Pointer) C.pmix_status_t {
 	p := cproc(ns, rank)
 	return dispatch(p.Nspace, C.PMIX_ERR_NOT_FOUND, func(h Handler) { h.DirectModex(p, modexDone(f, cbdata)) })
+}
+
+// publisher returns the Publisher of namespace ns, or nil.
+func publisher(ns string) Publisher {
+	pub, _ := current(ns).(Publisher)
+	return pub
+}
+
+// goStrings copies a NULL-terminated array of C strings.
+func goStrings(keys **C.char) []string {
+	var out []string
+	for p := keys; p != nil && *p != nil; p = (**C.char)(unsafe.Add(unsafe.Pointer(p), unsafe.Sizeof(*p))) {
+		out = append(out, C.GoString(*p))
+	}
+	return out
+}
+
+//export dynGoPublish
+func dynGoPublish(ns *C.char, rank C.uint32_t, info *C.pmix_info_t, n C.size_t, f C.pmix_op_cbfunc_t, cbdata unsafe.Pointer) C.pmix_status_t {
+	p := cproc(ns, rank)
+	pub := publisher(p.Nspace)
+	if pub == nil {
+		return C.PMIX_ERR_NOT_SUPPORTED
+	}
+	data := map[string]string{}
+	for i := range C.size_t(n) {
+		key := C.GoString(C.dyn_info_key(info, i))
+		if strings.HasPrefix(key, "pmix.") {
+			continue // a directive
+		}
+		v := C.dyn_info_string(info, i)
+		if v == nil {
+			return C.PMIX_ERR_NOT_SUPPORTED // dynrt publishes strings only
+		}
+		data[key] = C.GoString(v)
+	}
+	if len(data) == 0 {
+		return C.PMIX_ERR_BAD_PARAM
+	}
+	go pub.Publish(p, data, opDone(f, cbdata))
+	return C.PMIX_SUCCESS
+}
+
+//export dynGoLookup
+func dynGoLookup(ns *C.char, rank C.uint32_t, keys **C.char, wait C.int, f C.pmix_lookup_cbfunc_t, cbdata unsafe.Pointer) C.pmix_status_t {
+	p := cproc(ns, rank)
+	pub := publisher(p.Nspace)
+	if pub == nil {
+		return C.PMIX_ERR_NOT_SUPPORTED
+	}
+	ks := goStrings(keys)
+	var once sync.Once
+	done := func(found map[string]string, err error) {
+		once.Do(func() { lookupDone(f, cbdata, p, ks, found, err) })
+	}
+	go pub.Lookup(p, ks, wait != 0, done)
+	return C.PMIX_SUCCESS
+}
+
+// lookupDone answers a lookup with the values found, in the order of
+// the keys asked.
+func lookupDone(f C.pmix_lookup_cbfunc_t, cbdata unsafe.Pointer, p Proc, keys []string, found map[string]string, err error) {
+	st := code(err)
+	var ks, vs []*C.char
+	for _, k := range keys {
+		if v, ok := found[k]; ok && err == nil {
+			ks, vs = append(ks, C.CString(k)), append(vs, C.CString(v))
+		}
+	}
+	if err == nil && len(ks) == 0 {
+		st = C.PMIX_ERR_NOT_FOUND
+	}
+	defer func() {
+		for i := range ks {
+			C.free(unsafe.Pointer(ks[i]))
+			C.free(unsafe.Pointer(vs[i]))
+		}
+	}()
+	n := len(ks)
+	var ka, va **C.char
+	if n > 0 {
+		ka = (**C.char)(C.malloc(C.size_t(n) * C.size_t(unsafe.Sizeof(ks[0]))))
+		va = (**C.char)(C.malloc(C.size_t(n) * C.size_t(unsafe.Sizeof(vs[0]))))
+		defer C.free(unsafe.Pointer(ka))
+		defer C.free(unsafe.Pointer(va))
+		copy(unsafe.Slice(ka, n), ks)
+		copy(unsafe.Slice(va, n), vs)
+	}
+	ns := C.CString(p.Nspace)
+	defer C.free(unsafe.Pointer(ns))
+	C.dyn_lookup_complete(f, st, ns, C.uint32_t(p.Rank), ka, va, C.size_t(n), cbdata)
+}
+
+//export dynGoUnpublish
+func dynGoUnpublish(ns *C.char, rank C.uint32_t, keys **C.char, f C.pmix_op_cbfunc_t, cbdata unsafe.Pointer) C.pmix_status_t {
+	p := cproc(ns, rank)
+	pub := publisher(p.Nspace)
+	if pub == nil {
+		return C.PMIX_ERR_NOT_SUPPORTED
+	}
+	ks := goStrings(keys)
+	go pub.Unpublish(p, ks, opDone(f, cbdata))
+	return C.PMIX_SUCCESS
 }
 
 // infoList builds a pmix_info_t array through PMIx's info list API,

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -57,6 +58,44 @@ type recorder struct {
 	modexErr  error
 	files     []string // in the server's directory during the fence
 	aborts    []string
+	published map[string]string // Publisher: the name service
+	pubLog    []string
+}
+
+func (r *recorder) Publish(p Proc, data map[string]string, done func(error)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.published == nil {
+		r.published = map[string]string{}
+	}
+	for k, v := range data {
+		r.published[k] = v
+		r.pubLog = append(r.pubLog, fmt.Sprintf("%s publish %s=%s", p, k, v))
+	}
+	done(nil)
+}
+
+func (r *recorder) Lookup(p Proc, keys []string, wait bool, done func(map[string]string, error)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	found := map[string]string{}
+	for _, k := range keys {
+		if v, ok := r.published[k]; ok {
+			found[k] = v
+		}
+	}
+	r.pubLog = append(r.pubLog, fmt.Sprintf("%s lookup %v wait=%v", p, keys, wait))
+	done(found, nil)
+}
+
+func (r *recorder) Unpublish(p Proc, keys []string, done func(error)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, k := range keys {
+		delete(r.published, k)
+	}
+	r.pubLog = append(r.pubLog, fmt.Sprintf("%s unpublish %v", p, keys))
+	done(nil)
 }
 
 func (r *recorder) ClientConnected(p Proc, done func(error)) {
@@ -260,6 +299,27 @@ func TestAbort(t *testing.T) {
 	// The handler let it live: PMIx_Abort returned and it exited 3.
 	if codes[0] != 3 {
 		t.Errorf("exit code %d, want 3", codes[0])
+	}
+}
+
+// TestPublish: PMIx_Publish, PMIx_Lookup and PMIx_Unpublish of real
+// clients reach the Handler's Publisher (string values, directives left
+// out), and its answers reach the clients: the value, then not found.
+func TestPublish(t *testing.T) {
+	s, bin, mark := setup(t)
+	h := &recorder{s: s}
+	outs, codes := run(t, s, bin, oneNode(t, "pub-a", 2), h, mark, "pubsub")
+	want := []string{"rank 0 published svc\n", "rank 1 found svc=port-0\nrank 1 after unpublish: NOT-FOUND\n"}
+	for r := range 2 {
+		if codes[r] != 0 || outs[r] != want[r] {
+			t.Errorf("rank %d: exit %d, output %q, want %q", r, codes[r], outs[r], want[r])
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	wantLog := []string{"pub-a:0 publish svc=port-0", "pub-a:1 lookup [svc] wait=false", "pub-a:0 unpublish [svc]", "pub-a:1 lookup [svc] wait=false"}
+	if !slices.Equal(h.pubLog, wantLog) {
+		t.Errorf("Publisher calls %q, want %q", h.pubLog, wantLog)
 	}
 }
 

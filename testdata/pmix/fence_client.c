@@ -3,7 +3,9 @@
  * and of the job's keys, Finalize. A number as argument checks the values
  * of the first that many ranks only (the others may have no process).
  * With the argument "abort" it calls PMIx_Abort(7, ...) after the init
- * instead; with "nofinalize", rank 1 exits 0 without PMIx_Finalize. Prints one line per check;
+ * instead; with "nofinalize", rank 1 exits 0 without PMIx_Finalize. With
+ * "pubsub" (2 ranks or more): rank 0 publishes svc=port-0, rank 1 looks it
+ * up, rank 0 unpublishes it, rank 1 finds it gone (fences in between). Prints one line per check;
  * exits 0 when all passed. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +35,68 @@ static int get_u32(const pmix_proc_t *p, const char *key, uint32_t *out)
     return 0;
 }
 
+static int barrier(void)
+{
+    pmix_status_t rc = PMIx_Fence(NULL, 0, NULL, 0);
+    return PMIX_SUCCESS == rc ? 0 : fail("PMIx_Fence", rc);
+}
+
+static int pubsub(const pmix_proc_t *me)
+{
+    pmix_info_t info[2];
+    pmix_pdata_t pd;
+    pmix_status_t rc;
+    pmix_data_range_t range = PMIX_RANGE_SESSION;
+    char *keys[] = {"svc", NULL};
+
+    if (0 == me->rank) {
+        /* a directive along with the data: not published */
+        PMIX_INFO_LOAD(&info[0], "svc", "port-0", PMIX_STRING);
+        PMIX_INFO_LOAD(&info[1], PMIX_RANGE, &range, PMIX_DATA_RANGE);
+        if (PMIX_SUCCESS != (rc = PMIx_Publish(info, 2))) {
+            return fail("PMIx_Publish", rc);
+        }
+        PMIX_INFO_DESTRUCT(&info[0]);
+        PMIX_INFO_DESTRUCT(&info[1]);
+        printf("rank 0 published svc\n");
+    }
+    if (barrier()) {
+        return 1;
+    }
+    if (1 == me->rank) {
+        PMIX_PDATA_CONSTRUCT(&pd);
+        PMIX_LOAD_KEY(pd.key, "svc");
+        if (PMIX_SUCCESS != (rc = PMIx_Lookup(&pd, 1, NULL, 0))) {
+            return fail("PMIx_Lookup", rc);
+        }
+        if (PMIX_STRING != pd.value.type) {
+            fprintf(stderr, "FAIL svc's type\n");
+            return 1;
+        }
+        printf("rank 1 found svc=%s\n", pd.value.data.string);
+        PMIX_PDATA_DESTRUCT(&pd);
+    }
+    if (barrier()) {
+        return 1;
+    }
+    if (0 == me->rank && PMIX_SUCCESS != (rc = PMIx_Unpublish(keys, NULL, 0))) {
+        return fail("PMIx_Unpublish", rc);
+    }
+    if (barrier()) {
+        return 1;
+    }
+    if (1 == me->rank) {
+        PMIX_PDATA_CONSTRUCT(&pd);
+        PMIX_LOAD_KEY(pd.key, "svc");
+        rc = PMIx_Lookup(&pd, 1, NULL, 0);
+        printf("rank 1 after unpublish: %s\n", PMIx_Error_string(rc));
+        PMIX_PDATA_DESTRUCT(&pd);
+    }
+    fflush(stdout);
+    rc = PMIx_Finalize(NULL, 0);
+    return PMIX_SUCCESS == rc ? 0 : fail("PMIx_Finalize", rc);
+}
+
 int main(int argc, char **argv)
 {
     pmix_proc_t me, wild, peer;
@@ -49,6 +113,9 @@ int main(int argc, char **argv)
     if (argc > 1 && 0 == strcmp(argv[1], "abort")) {
         PMIx_Abort(7, "test abort", NULL, 0);
         return 3; /* not reached when the server kills us */
+    }
+    if (argc > 1 && 0 == strcmp(argv[1], "pubsub")) {
+        return pubsub(&me);
     }
     PMIX_PROC_LOAD(&wild, me.nspace, PMIX_RANK_WILDCARD);
     if (get_u32(&wild, PMIX_JOB_SIZE, &size) || get_u32(&wild, PMIX_LOCAL_SIZE, &lsize)) {
