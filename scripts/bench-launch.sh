@@ -4,6 +4,8 @@
 # Variants, for every N in $NS (default "8 28 112"):
 #   dynrt-warm     dynrun --dvm ID -n N /bin/true   on a warm DVM of 4 virtual nodes x 28 slots
 #   dynrt-private  dynrun -n N --slots N /bin/true  private DVM started and stopped by dynrun
+#   dynrt-private-static  the same with dynrun built without PMIx (only when
+#                  dynrun is built with it: libpmix-dev installed)
 #   floor          forkfloor N /bin/true            bare fork/exec/wait of N x /bin/true from one
 #                                                   thread per CPU: what no launcher can beat here
 #   hydra          mpiexec.hydra -n N /bin/true     (Debian package mpich)
@@ -54,9 +56,18 @@ build_base() {
 
 # --- build -----------------------------------------------------------------
 note "building dynrun and the timer in $work"
-# The build tags of `make build` (static binary, no doc generator): every
-# run starts a dynrun process, so its start-up is part of what is measured.
-(cd "$root" && go build -tags urfave_cli_no_docs,netgo -o "$work/dynrun" ./cmd/dynrun)
+# The build tags of `make build` (no doc generator; PMIx when libpmix-dev is
+# installed): every run starts a dynrun process, so its start-up is part of
+# what is measured. With PMIx, dynrun is linked against libpmix (cgo); the
+# variant dynrt-private-static runs the pure-Go static build beside it.
+tags=urfave_cli_no_docs,netgo
+static=0
+if pkg-config --exists pmix 2>/dev/null; then
+	tags+=,pmix
+	static=1
+	(cd "$root" && go build -tags urfave_cli_no_docs,netgo -o "$work/dynrun-static" ./cmd/dynrun)
+fi
+(cd "$root" && go build -tags "$tags" -o "$work/dynrun" ./cmd/dynrun)
 
 (cd "$root" && go build -o "$work/benchtimer" ./scripts/benchtimer)
 build_base
@@ -118,6 +129,9 @@ for n in $NS; do
 	echo "dynrt-private${tab}$n${tab}DYNRT_DIR=$work/priv${tab}$work/dynrun${tab}-n${tab}$n${tab}--slots${tab}$n${tab}/bin/true" >>"$spec"
 	if [[ -n ${BASE:-} ]]; then
 		echo "dynrt-private-base${tab}$n${tab}DYNRT_DIR=$work/priv${tab}$work/dynrun-base${tab}-n${tab}$n${tab}--slots${tab}$n${tab}/bin/true" >>"$spec"
+	fi
+	if ((static)); then
+		echo "dynrt-private-static${tab}$n${tab}DYNRT_DIR=$work/priv${tab}$work/dynrun-static${tab}-n${tab}$n${tab}--slots${tab}$n${tab}/bin/true" >>"$spec"
 	fi
 	echo "floor${tab}$n${tab}$work/forkfloor${tab}$n${tab}/bin/true" >>"$spec"
 	if ((have_hydra)); then
