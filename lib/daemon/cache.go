@@ -335,13 +335,7 @@ func (d *Daemon) handlePsetList(_ context.Context, req *wire.Request, b *wire.Ps
 	if err != nil {
 		return nil, err
 	}
-	out := &wire.PsetList{}
-	for name, h := range jc.sets {
-		if len(h.versions) == 0 || (h.deleted && !b.Deleted) || !strings.HasPrefix(name, b.Prefix) {
-			continue
-		}
-		out.Sets = append(out.Sets, withMembers(h.latest(), b.Members))
-	}
+	out := &wire.PsetList{Sets: jc.latestSets(b.Prefix, b.Deleted, b.Members)}
 	if jc.data.Job == c.Job {
 		for _, k := range []pset.Kind{pset.KindSelf, pset.KindShared} {
 			if p, _ := d.localSet(k, c, jc); strings.HasPrefix(p.Name, b.Prefix) {
@@ -401,6 +395,21 @@ func (d *Daemon) handlePsetQuery(_ context.Context, req *wire.Request, b *wire.P
 	}
 	sortSets(out.Sets)
 	return out, nil
+}
+
+// latestSets returns the latest version of the job's sets whose names
+// start with prefix (deleted ones too if asked), sorted by name. d.mu
+// must be held.
+func (jc *jobCache) latestSets(prefix string, deleted, members bool) []wire.PsetInfo {
+	var out []wire.PsetInfo
+	for name, h := range jc.sets {
+		if len(h.versions) == 0 || (h.deleted && !deleted) || !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		out = append(out, withMembers(h.latest(), members))
+	}
+	sortSets(out)
+	return out
 }
 
 func sortSets(s []wire.PsetInfo) {

@@ -219,6 +219,16 @@ func pmixJobOf(b *wire.LaunchReq, node string) (*pmix.Job, error) {
 	if b.PMI.Universe > 0 {
 		j.Universe = uint32(b.PMI.Universe)
 	}
+	if b.Psets != nil {
+		for _, s := range b.Psets.Defined {
+			if s.Job == "" || s.Job == b.Job {
+				if j.Psets == nil {
+					j.Psets = map[string][]uint32{}
+				}
+				j.Psets[s.Name] = slices.Collect(s.Members.All())
+			}
+		}
+	}
 	for i, blk := range b.PMI.Blocks {
 		if j.RankApp == nil {
 			j.RankApp = make([]uint32, j.Size)
@@ -491,6 +501,48 @@ func (j *pmixJob) Unpublish(p pmix.Proc, keys []string, done func(error)) {
 		errs = append(errs, err)
 	}
 	done(pmixStatus(errors.Join(errs...)))
+}
+
+// Query answers the process-set keys of PMIx_Query_info from the job's
+// sets as this daemon knows them (the master pushes every change).
+func (j *pmixJob) Query(_ pmix.Proc, queries []pmix.Query, done func([]pmix.QueryResult, error)) {
+	d := j.svc.d
+	d.mu.Lock()
+	var sets []wire.PsetInfo
+	if jc := d.jobs[j.ns]; jc != nil {
+		sets = jc.latestSets("", false, true)
+	}
+	d.mu.Unlock()
+	names := make([]string, len(sets))
+	for i, s := range sets {
+		names[i] = s.Name
+	}
+	var res []pmix.QueryResult
+	asked := 0
+	for _, q := range queries {
+		for _, k := range q.Keys {
+			asked++
+			switch k {
+			case pmix.KeyQueryNumPsets:
+				res = append(res, pmix.QueryResult{Key: k, Value: uint64(len(sets))})
+			case pmix.KeyQueryPsetNames:
+				res = append(res, pmix.QueryResult{Key: k, Value: strings.Join(names, ",")})
+			case pmix.KeyQueryPsetMembership:
+				if i := slices.Index(names, q.Qualifiers[pmix.KeyPsetName]); i >= 0 {
+					var members []pmix.Proc
+					for r := range sets[i].Members.All() {
+						members = append(members, pmix.Proc{Nspace: sets[i].Job, Rank: r})
+					}
+					res = append(res, pmix.QueryResult{Key: k, Value: members})
+				}
+			}
+		}
+	}
+	var err error
+	if len(res) > 0 && len(res) < asked {
+		err = &pmix.StatusError{Status: pmix.CodePartialSuccess, Msg: "dynrt: some query keys are not known"}
+	}
+	done(res, err)
 }
 
 // pmixStatus gives the name service's errors the PMIx status a client

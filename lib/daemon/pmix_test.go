@@ -13,8 +13,8 @@ import (
 // TestPMIxJobOf: what the daemon tells the PMIx server about a job comes
 // from the launch: size, nodes in placement order, the node of every
 // rank, this node's index, applications of a multi-executable job,
-// universe size and the spawned flag; a node outside the placement is an
-// error naming it.
+// universe size, the spawned flag and the sets at launch; a node outside
+// the placement is an error naming it.
 func TestPMIxJobOf(t *testing.T) {
 	rr := func(rs ...uint32) wire.RankRanges { return wire.RangesOf(rs) }
 	two := &wire.JobData{Size: 4, NextRank: 4, Placement: []wire.Placement{{Node: "n0", Ranks: rr(0, 2)}, {Node: "n1", Ranks: rr(1, 3)}}}
@@ -32,6 +32,10 @@ func TestPMIxJobOf(t *testing.T) {
 			Blocks: []wire.PMIBlock{{Ranks: rr(0, 1), Argv: []string{"a"}}, {Ranks: rr(2, 3), Argv: []string{"b"}}},
 		}}, "n0", pmix.Job{Nspace: "d.2", Size: 4, Universe: 16, Nodes: []string{"n0", "n1"}, RankNode: []int{0, 1, 0, 1},
 			RankApp: []uint32{0, 0, 1, 1}, Spawned: true}, ""},
+		{"sets at launch", wire.LaunchReq{Job: "d.5", Ranks: rr(0, 2), Data: two, PMI: &wire.PMIJob{Mode: wire.PMIPMIx},
+			Psets: &wire.PsetPush{Job: "d.5", Defined: []wire.PsetInfo{{Name: "mpi://WORLD", Job: "d.5", Members: rr(0, 1, 2, 3)}, {Name: "mpi://app/x", Members: rr(0, 2)}}}}, "n0",
+			pmix.Job{Nspace: "d.5", Size: 4, Nodes: []string{"n0", "n1"}, RankNode: []int{0, 1, 0, 1},
+				Psets: map[string][]uint32{"mpi://WORLD": {0, 1, 2, 3}, "mpi://app/x": {0, 2}}}, ""},
 		{"no job data: one node", wire.LaunchReq{Job: "d.3", Ranks: rr(0, 1, 2), PMI: &wire.PMIJob{Mode: wire.PMIPMIx}}, "n0",
 			pmix.Job{Nspace: "d.3", Size: 3, Nodes: []string{"n0"}, RankNode: []int{0, 0, 0}}, ""},
 		{"node not placed", wire.LaunchReq{Job: "d.4", Ranks: rr(0), Data: two, PMI: &wire.PMIJob{Mode: wire.PMIPMIx}}, "n7",

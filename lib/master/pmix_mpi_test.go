@@ -239,6 +239,31 @@ func TestPMIxFence(t *testing.T) {
 	}
 }
 
+// TestPMIxPsets: a PMIx client (testdata/pmix/psets.c) on 2 virtual nodes
+// queries the number, names and members of its job's process sets
+// (answered from the daemon's copy of dynrt's sets) and reads the sets
+// each process belongs to.
+func TestPMIxPsets(t *testing.T) {
+	prog := pmixProgram(t, "psets")
+	d := startDVM(t, 2, 2)
+	rep, end := d.run(wire.JobLaunchReq{Argv: []string{prog}, N: 3, PMI: wire.PMIPMIx})
+	if end.Code != 0 {
+		t.Fatalf("job ended %d: %s\n%s", end.Code, end.Msg, stderrOf(d, rep.Job))
+	}
+	app := "mpi://app/" + rep.App
+	want := []string{
+		"num_psets=2",
+		"pset " + app + " members=job:0,job:1,job:2",
+		"pset mpi://WORLD members=job:0,job:1,job:2",
+		"pset_names=mpi://WORLD," + app,
+	}
+	for r := range 3 {
+		want = append(want, fmt.Sprintf("psets rank=%d size=3", r), fmt.Sprintf("rank %d done", r), fmt.Sprintf("rank %d in psets: mpi://WORLD,%s", r, app))
+	}
+	slices.Sort(want)
+	checkLines(t, "", lines(d, rep.Job), want)
+}
+
 // TestPMIxUnfinished: a PMIx process that exits 0 without PMIx_Finalize
 // fails its job, as a PMI process does (and as under mpirun).
 func TestPMIxUnfinished(t *testing.T) {

@@ -26,8 +26,12 @@ import (
 	"fmt"
 )
 
-// RankWildcard is PMIx's rank of a whole namespace (PMIX_RANK_WILDCARD).
-const RankWildcard = ^uint32(0) - 1
+// RankWildcard is PMIx's rank of a whole namespace (PMIX_RANK_WILDCARD);
+// RankUndef names no process (PMIX_RANK_UNDEF).
+const (
+	RankWildcard = ^uint32(0) - 1
+	RankUndef    = ^uint32(0)
+)
 
 // Proc names a PMIx process: its namespace (the dynrt job) and rank.
 type Proc struct {
@@ -76,6 +80,10 @@ type Job struct {
 	Tmpdir string
 	// Spawned marks a job started by another job (PMIX_SPAWNED).
 	Spawned bool
+	// Psets are the job's process sets at launch, by name, with their
+	// member ranks: each process reads the names of its own as
+	// PMIX_PSET_NAMES.
+	Psets map[string][]uint32
 }
 
 // LocalRanks returns the ranks of j on its server's node, in rank order.
@@ -132,12 +140,49 @@ type Publisher interface {
 	Unpublish(p Proc, keys []string, done func(error))
 }
 
+// Querier is the optional part of a Handler that answers PMIx_Query_info
+// (the keys libpmix cannot answer from what the job was registered
+// with); without it queries fail with PMIX_ERR_NOT_SUPPORTED. done gets
+// an answer per key it knows; an error (CodeNotFound when none was
+// known, CodePartialSuccess when some) goes along with them. libpmix
+// 4.2.2 does not say which client asks: the query goes to the job its
+// PMIX_NSPACE or PMIX_PROCID qualifier names, else to the only job
+// registered with the server, with p's rank RankUndef (several jobs and
+// no qualifier: PMIX_ERR_NOT_SUPPORTED).
+type Querier interface {
+	Query(p Proc, queries []Query, done func([]QueryResult, error))
+}
+
+// Query is one query: keys and qualifiers (those with string values, by
+// key: KeyPsetName for KeyQueryPsetMembership).
+type Query struct {
+	Keys       []string
+	Qualifiers map[string]string
+}
+
+// QueryResult answers one key. Value is a uint64 (a PMIx size_t), uint32,
+// string, bool, []string or []Proc (PMIx data arrays).
+type QueryResult struct {
+	Key   string
+	Value any
+}
+
+// PMIx keys about process sets (pmix_common.h).
+const (
+	KeyQueryNumPsets       = "pmix.qry.psetnum" // answer: uint64, the number of sets
+	KeyQueryPsetNames      = "pmix.qry.psets"   // answer: string, the names separated by commas
+	KeyQueryPsetMembership = "pmix.qry.pmems"   // qualifier KeyPsetName; answer: []Proc
+	KeyPsetName            = "pmix.pset.nm"     // a set's name
+	KeyPsetNames           = "pmix.pset.nms"    // []string: the sets a process belongs to
+)
+
 // PMIx statuses for Handler errors (pmix_common.h).
 const (
-	CodeTimeout      = -24 // PMIX_ERR_TIMEOUT
-	CodeNotFound     = -46 // PMIX_ERR_NOT_FOUND
-	CodeNotSupported = -47 // PMIX_ERR_NOT_SUPPORTED
-	CodeDuplicateKey = -53 // PMIX_ERR_DUPLICATE_KEY
+	CodeTimeout        = -24 // PMIX_ERR_TIMEOUT
+	CodeNotFound       = -46 // PMIX_ERR_NOT_FOUND
+	CodeNotSupported   = -47 // PMIX_ERR_NOT_SUPPORTED
+	CodePartialSuccess = -52 // PMIX_ERR_PARTIAL_SUCCESS
+	CodeDuplicateKey   = -53 // PMIX_ERR_DUPLICATE_KEY
 )
 
 // StatusError is a PMIx status as a Go error.

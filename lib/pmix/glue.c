@@ -87,6 +87,15 @@ static pmix_status_t unpublish_fn(const pmix_proc_t *proc, char **keys, const pm
     return dynGoUnpublish((char *)proc->nspace, proc->rank, keys, cbfunc, cbdata);
 }
 
+static pmix_status_t query_fn(pmix_proc_t *proct, pmix_query_t *queries, size_t nqueries,
+                              pmix_info_cbfunc_t cbfunc, void *cbdata)
+{
+    if (NULL == proct) {
+        return PMIX_ERR_NOT_SUPPORTED;
+    }
+    return dynGoQuery(proct->nspace, proct->rank, queries, nqueries, cbfunc, cbdata);
+}
+
 static pmix_server_module_t module = {
     .client_connected = client_connected,
     .client_finalized = client_finalized,
@@ -96,6 +105,7 @@ static pmix_server_module_t module = {
     .publish = publish_fn,
     .lookup = lookup_fn,
     .unpublish = unpublish_fn,
+    .query = query_fn,
 };
 
 pmix_status_t dyn_server_init(const char *tmpdir, const char *nspace, uint32_t rank)
@@ -225,6 +235,69 @@ void dyn_lookup_complete(pmix_lookup_cbfunc_t f, pmix_status_t st, const char *n
     if (NULL != pd) {
         PMIX_PDATA_FREE(pd, n);
     }
+}
+
+const char *dyn_info_proc_nspace(const pmix_info_t *info, size_t i)
+{
+    if (PMIX_PROC != info[i].value.type || NULL == info[i].value.data.proc) {
+        return NULL;
+    }
+    return info[i].value.data.proc->nspace;
+}
+
+char **dyn_query_keys(const pmix_query_t *q, size_t i)
+{
+    return q[i].keys;
+}
+
+pmix_info_t *dyn_query_quals(const pmix_query_t *q, size_t i, size_t *n)
+{
+    *n = q[i].nqual;
+    return q[i].qualifiers;
+}
+
+static void release_darray(void *p)
+{
+    pmix_data_array_t *d = p;
+    PMIX_DATA_ARRAY_FREE(d);
+}
+
+void dyn_info_complete(pmix_info_cbfunc_t f, pmix_status_t st, pmix_data_array_t *d, void *cbdata)
+{
+    if (NULL == f) {
+        if (NULL != d) {
+            release_darray(d);
+        }
+        return;
+    }
+    if (NULL == d) {
+        f(st, NULL, 0, cbdata, NULL, NULL);
+        return;
+    }
+    f(st, (pmix_info_t *)d->array, d->size, cbdata, release_darray, d);
+}
+
+pmix_data_array_t *dyn_array(size_t n, pmix_data_type_t t)
+{
+    pmix_data_array_t *d;
+    PMIX_DATA_ARRAY_CREATE(d, n, t);
+    return d;
+}
+
+void dyn_array_free(pmix_data_array_t *d)
+{
+    PMIX_DATA_ARRAY_FREE(d);
+}
+
+void dyn_array_set_proc(pmix_data_array_t *d, size_t i, const char *nspace, uint32_t rank)
+{
+    pmix_proc_t *p = (pmix_proc_t *)d->array;
+    PMIX_LOAD_PROCID(&p[i], nspace, rank);
+}
+
+void dyn_array_set_string(pmix_data_array_t *d, size_t i, const char *s)
+{
+    ((char **)d->array)[i] = strdup(s);
 }
 
 pmix_status_t dyn_info_add(void *list, const char *key, const void *value, pmix_data_type_t type)

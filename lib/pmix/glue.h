@@ -34,7 +34,21 @@ void dyn_modex_complete(pmix_modex_cbfunc_t f, pmix_status_t st, char *data, siz
 void dyn_lookup_complete(pmix_lookup_cbfunc_t f, pmix_status_t st, const char *nspace, uint32_t rank,
                          char **keys, char **vals, size_t n, void *cbdata);
 
+// Completes a query with the info array in d (malloc'd, with its
+// contents; freed by the release callback libpmix calls), or none.
+void dyn_info_complete(pmix_info_cbfunc_t f, pmix_status_t st, pmix_data_array_t *d, void *cbdata);
+
+// Data arrays of n procs or strings (strings copied), for info values.
+pmix_data_array_t *dyn_array(size_t n, pmix_data_type_t t);
+void dyn_array_free(pmix_data_array_t *d);
+void dyn_array_set_proc(pmix_data_array_t *d, size_t i, const char *nspace, uint32_t rank);
+void dyn_array_set_string(pmix_data_array_t *d, size_t i, const char *s);
+
 // Helpers for Go.
+// The namespace of info[i] if it is a proc, else NULL.
+const char *dyn_info_proc_nspace(const pmix_info_t *info, size_t i);
+char **dyn_query_keys(const pmix_query_t *q, size_t i);
+pmix_info_t *dyn_query_quals(const pmix_query_t *q, size_t i, size_t *n);
 const char *dyn_info_key(const pmix_info_t *info, size_t i);
 // The value of info[i] if it is a string, else NULL.
 const char *dyn_info_string(const pmix_info_t *info, size_t i);

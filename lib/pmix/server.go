@@ -10,7 +10,9 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"runtime/cgo"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -473,6 +475,93 @@ func dynGoUnpublish(ns *C.char, rank C.uint32_t, keys **C.char, f C.pmix_op_cbfu
 	return C.PMIX_SUCCESS
 }
 
+//export dynGoQuery
+func dynGoQuery(ns *C.char, rank C.uint32_t, queries *C.pmix_query_t, n C.size_t, f C.pmix_info_cbfunc_t, cbdata unsafe.Pointer) C.pmix_status_t {
+	p := cproc(ns, rank)
+	qs := make([]Query, n)
+	about := "" // the namespace a qualifier names
+	for i := range qs {
+		qs[i].Keys = goStrings(C.dyn_query_keys(queries, C.size_t(i)))
+		var nq C.size_t
+		quals := C.dyn_query_quals(queries, C.size_t(i), &nq)
+		for j := range nq {
+			key := C.GoString(C.dyn_info_key(quals, j))
+			if v := C.dyn_info_proc_nspace(quals, j); v != nil && key == "pmix.procid" {
+				about = C.GoString(v)
+			}
+			if v := C.dyn_info_string(quals, j); v != nil {
+				if qs[i].Qualifiers == nil {
+					qs[i].Qualifiers = map[string]string{}
+				}
+				qs[i].Qualifiers[key] = C.GoString(v)
+				if key == "pmix.nspace" {
+					about = C.GoString(v)
+				}
+			}
+		}
+	}
+	p, q := querier(p, about)
+	if q == nil {
+		return C.PMIX_ERR_NOT_SUPPORTED
+	}
+	var once sync.Once
+	done := func(res []QueryResult, err error) {
+		once.Do(func() { queryDone(f, cbdata, res, err) })
+	}
+	go q.Query(p, qs, done)
+	return C.PMIX_SUCCESS
+}
+
+// querier finds the Handler that answers a query of requestor. libpmix
+// 4.2.2 hands the host queries in the server's own name, not the
+// client's: the job is then the one a qualifier names (PMIX_NSPACE,
+// PMIX_PROCID), else the only one registered here (the requestor becomes
+// its rank PMIX_RANK_UNDEF); with several, nobody answers.
+func querier(requestor Proc, about string) (Proc, Querier) {
+	the.mu.Lock()
+	s := the.srv
+	the.mu.Unlock()
+	if s == nil {
+		return requestor, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.jobs[requestor.Nspace]; !ok {
+		requestor = Proc{Nspace: about, Rank: RankUndef}
+		if about == "" && len(s.jobs) == 1 {
+			for ns := range s.jobs {
+				requestor.Nspace = ns
+			}
+		}
+	}
+	q, _ := s.jobs[requestor.Nspace].(Querier)
+	return requestor, q
+}
+
+// queryDone answers a query with res.
+func queryDone(f C.pmix_info_cbfunc_t, cbdata unsafe.Pointer, res []QueryResult, err error) {
+	st := code(err)
+	if len(res) == 0 {
+		if err == nil {
+			st = C.PMIX_ERR_NOT_FOUND
+		}
+		C.dyn_info_complete(f, st, nil, cbdata)
+		return
+	}
+	il := newInfoList()
+	for _, r := range res {
+		il.value(r.Key, r.Value)
+	}
+	da, cerr := il.convert()
+	if cerr != nil {
+		C.dyn_info_complete(f, code(cerr), nil, cbdata)
+		return
+	}
+	heap := (*C.pmix_data_array_t)(C.malloc(C.size_t(unsafe.Sizeof(da))))
+	*heap = da
+	C.dyn_info_complete(f, st, heap, cbdata)
+}
+
 // infoList builds a pmix_info_t array through PMIx's info list API,
 // which copies every value.
 type infoList struct {
@@ -517,6 +606,57 @@ func (il *infoList) rank(key string, v uint32) {
 func (il *infoList) flag(key string, v bool) {
 	x := C.bool(v)
 	il.add(key, unsafe.Pointer(&x), C.PMIX_BOOL)
+}
+
+func (il *infoList) size(key string, v uint64) {
+	x := C.size_t(v)
+	il.add(key, unsafe.Pointer(&x), C.PMIX_SIZE)
+}
+
+// procs adds a PMIX_DATA_ARRAY of pmix_proc_t.
+func (il *infoList) procs(key string, ps []Proc) {
+	da := C.dyn_array(C.size_t(len(ps)), C.PMIX_PROC)
+	defer C.dyn_array_free(da)
+	for i, p := range ps {
+		ns := C.CString(p.Nspace)
+		C.dyn_array_set_proc(da, C.size_t(i), ns, C.uint32_t(p.Rank))
+		C.free(unsafe.Pointer(ns))
+	}
+	il.add(key, unsafe.Pointer(da), C.PMIX_DATA_ARRAY)
+}
+
+// strs adds a PMIX_DATA_ARRAY of strings.
+func (il *infoList) strs(key string, ss []string) {
+	da := C.dyn_array(C.size_t(len(ss)), C.PMIX_STRING)
+	defer C.dyn_array_free(da)
+	for i, s := range ss {
+		cs := C.CString(s)
+		C.dyn_array_set_string(da, C.size_t(i), cs)
+		C.free(unsafe.Pointer(cs))
+	}
+	il.add(key, unsafe.Pointer(da), C.PMIX_DATA_ARRAY)
+}
+
+// value adds v by its Go type (see QueryResult).
+func (il *infoList) value(key string, v any) {
+	switch v := v.(type) {
+	case uint64:
+		il.size(key, v)
+	case uint32:
+		il.u32(key, v)
+	case string:
+		il.str(key, v)
+	case bool:
+		il.flag(key, v)
+	case []string:
+		il.strs(key, v)
+	case []Proc:
+		il.procs(key, v)
+	default:
+		if il.err == nil {
+			il.err = fmt.Errorf("pmix: value of %s: unsupported type %T", key, v)
+		}
+	}
 }
 
 // array adds a sub-list as a PMIX_DATA_ARRAY value and releases it.
@@ -626,6 +766,14 @@ func jobInfo(job *Job) (C.pmix_data_array_t, error) {
 		nodeIdx[r] = nodeCount[n]
 		nodeCount[n]++
 	}
+	inSets := make([][]string, job.Size)
+	for _, name := range slices.Sorted(maps.Keys(job.Psets)) {
+		for _, r := range job.Psets[name] {
+			if r < job.Size {
+				inSets[r] = append(inSets[r], name)
+			}
+		}
+	}
 	for r := range job.Size {
 		pl := newInfoList()
 		a := job.app(r)
@@ -638,6 +786,9 @@ func jobInfo(job *Job) (C.pmix_data_array_t, error) {
 		pl.u16(C.PMIX_NODE_RANK, nodeIdx[r])
 		pl.str(C.PMIX_HOSTNAME, job.Nodes[job.RankNode[r]])
 		pl.u32(C.PMIX_NODEID, uint32(job.RankNode[r]))
+		if len(inSets[r]) > 0 {
+			pl.strs(C.PMIX_PSET_NAMES, inSets[r])
+		}
 		il.array(C.PMIX_PROC_DATA, pl)
 	}
 	return il.convert()

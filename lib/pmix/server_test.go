@@ -88,6 +88,31 @@ func (r *recorder) Lookup(p Proc, keys []string, wait bool, done func(map[string
 	done(found, nil)
 }
 
+// Query answers the process-set keys for two sets of the job, a (ranks 0
+// and 1) and b (rank 1).
+func (r *recorder) Query(p Proc, queries []Query, done func([]QueryResult, error)) {
+	sets := map[string][]Proc{"a": {{p.Nspace, 0}, {p.Nspace, 1}}, "b": {{p.Nspace, 1}}}
+	var res []QueryResult
+	for _, q := range queries {
+		for _, k := range q.Keys {
+			switch k {
+			case KeyQueryNumPsets:
+				res = append(res, QueryResult{k, uint64(len(sets))})
+			case KeyQueryPsetNames:
+				res = append(res, QueryResult{k, "a,b"})
+			case KeyQueryPsetMembership:
+				if m, ok := sets[q.Qualifiers[KeyPsetName]]; ok {
+					res = append(res, QueryResult{k, m})
+				}
+			}
+		}
+	}
+	r.mu.Lock()
+	r.pubLog = append(r.pubLog, fmt.Sprintf("%s query %v", p, queries))
+	r.mu.Unlock()
+	done(res, nil)
+}
+
 func (r *recorder) Unpublish(p Proc, keys []string, done func(error)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -142,6 +167,12 @@ func (r *recorder) DirectModex(p Proc, done func([]byte, error)) {
 // client compiles testdata/pmix/fence_client.c into dir.
 func client(t *testing.T, dir string) string {
 	t.Helper()
+	return program(t, dir, "fence_client")
+}
+
+// program compiles testdata/pmix/<name>.c into dir.
+func program(t *testing.T, dir, name string) string {
+	t.Helper()
 	if _, err := exec.LookPath("pkg-config"); err != nil {
 		t.Skip("needs pkg-config and libpmix-dev (make deps)")
 	}
@@ -149,8 +180,8 @@ func client(t *testing.T, dir string) string {
 	if err != nil {
 		t.Skipf("needs libpmix-dev (pkg-config pmix: %v)", err)
 	}
-	bin := filepath.Join(dir, "fence_client")
-	args := append([]string{"-Wall", "-Wextra", "-o", bin, filepath.Join("..", "..", "testdata", "pmix", "fence_client.c")}, strings.Fields(string(flags))...)
+	bin := filepath.Join(dir, name)
+	args := append([]string{"-Wall", "-Wextra", "-o", bin, filepath.Join("..", "..", "testdata", "pmix", name+".c")}, strings.Fields(string(flags))...)
 	if out, err := exec.Command("cc", args...).CombinedOutput(); err != nil {
 		t.Fatalf("cc: %v\n%s", err, out)
 	}
@@ -320,6 +351,28 @@ func TestPublish(t *testing.T) {
 	wantLog := []string{"pub-a:0 publish svc=port-0", "pub-a:1 lookup [svc] wait=false", "pub-a:0 unpublish [svc]", "pub-a:1 lookup [svc] wait=false"}
 	if !slices.Equal(h.pubLog, wantLog) {
 		t.Errorf("Publisher calls %q, want %q", h.pubLog, wantLog)
+	}
+}
+
+// TestQuery: PMIx_Query_info of the process-set keys reaches the
+// Handler's Querier, with the set name as qualifier, and the answers
+// (size, string, array of procs) reach the client (testdata/pmix/psets.c);
+// each process reads the sets it was registered in (PMIX_PSET_NAMES).
+func TestQuery(t *testing.T) {
+	s, _, mark := setup(t)
+	bin := program(t, t.TempDir(), "psets")
+	h := &recorder{s: s}
+	job := oneNode(t, "query-a", 2)
+	job.Psets = map[string][]uint32{"b": {1}, "a": {0, 1}}
+	outs, codes := run(t, s, bin, job, h, mark)
+	want := []string{
+		"psets rank=0 size=2\nnum_psets=2\npset_names=a,b\npset a members=job:0,job:1\npset b members=job:1\nrank 0 in psets: a\nrank 0 done\n",
+		"psets rank=1 size=2\nrank 1 in psets: a,b\nrank 1 done\n",
+	}
+	for r := range 2 {
+		if codes[r] != 0 || outs[r] != want[r] {
+			t.Errorf("rank %d: exit %d, output\n%s\nwant\n%s", r, codes[r], outs[r], want[r])
+		}
 	}
 }
 
