@@ -114,7 +114,7 @@ func (j *job) staticErr() error {
 	if j.pmi != nil && j.pmi.used && j.pmi.info != nil && j.pmi.info.Mode == wire.PMIPMIx {
 		// Open MPI's communicators know nothing of a change, and no PMIx
 		// event carries one to them yet.
-		return wire.Errorf(wire.ErrState, "master: job %s (%s) is an Open MPI job (its processes speak PMIx): dynrt cannot carry a resource change through to Open MPI yet, so its processes cannot be changed; MPI_Comm_spawn works, and a malleable program uses dynrt's session API (docs/session.md, libdynrt)", j.app, j.ns)
+		return wire.Errorf(wire.ErrState, "master: job %s (%s) is an Open MPI job (its processes speak PMIx): dynrt cannot carry a resource change through to Open MPI yet, so its processes cannot be changed; a malleable program uses dynrt's session API (docs/session.md, libdynrt)", j.app, j.ns)
 	}
 	if j.pmi != nil && j.pmi.used {
 		return wire.Errorf(wire.ErrState, "master: job %s (%s) was launched as an MPI job without dynrt's session API; its processes cannot be changed (MPI_Comm_spawn through PMI works)", j.app, j.ns)
