@@ -6,6 +6,8 @@
 #   dynrt-private  dynrun -n N --slots N /bin/true  private DVM started and stopped by dynrun
 #   dynrt-private-static  the same with dynrun built without PMIx (only when
 #                  dynrun is built with it: libpmix-dev installed)
+#   dynrt-warm-pmix  dynrun --dvm ID --pmi pmix -n N /bin/true: the job
+#                  registered with the daemons' PMIx server (the same condition)
 #   floor          forkfloor N /bin/true            bare fork/exec/wait of N x /bin/true from one
 #                                                   thread per CPU: what no launcher can beat here
 #   hydra          mpiexec.hydra -n N /bin/true     (Debian package mpich)
@@ -124,6 +126,10 @@ spec=$work/spec
 tab=$'\t'
 for n in $NS; do
 	echo "dynrt-warm${tab}$n${tab}$work/dynrun${tab}--dvm${tab}$dvm${tab}-n${tab}$n${tab}/bin/true" >>"$spec"
+	if ((static)); then
+		# What offering PMIx to every job would cost (--pmi auto does not).
+		echo "dynrt-warm-pmix${tab}$n${tab}$work/dynrun${tab}--dvm${tab}$dvm${tab}--pmi${tab}pmix${tab}-n${tab}$n${tab}/bin/true" >>"$spec"
+	fi
 	# A private DVM must not see the warm one: --slots forces it anyway, the
 	# separate directory keeps its rendezvous file apart.
 	echo "dynrt-private${tab}$n${tab}DYNRT_DIR=$work/priv${tab}$work/dynrun${tab}-n${tab}$n${tab}--slots${tab}$n${tab}/bin/true" >>"$spec"
