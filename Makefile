@@ -63,6 +63,10 @@ go-install: ## install the four binaries into $GOBIN (or $GOPATH/bin)
 
 test: deps-tmux deps-hosts deps-slurm deps-mpi deps-openmpi deps-mpich-src deps-msgpack deps-valgrind deps-pymsgpack ## run every test with the race detector (-tags pmix when libpmix-dev is installed), then each fuzz target for FUZZTIME_TEST (200000 inputs)
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -tags "$(PMIXTAG)" $(PKGS)
+	@# Built with PMIx, the tests above skip what a dynrun without it does
+	@# (refuse Open MPI programs with the fix): run those on the default build.
+	@if [ -n "$(PMIXTAG)" ]; then echo "$(GO) test -race -count=1 -run WithoutPMIx ./cmd/dynrun"; \
+	  $(GO) test -race -count=1 -run WithoutPMIx ./cmd/dynrun; fi
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME_TEST)
 
 deps-tmux: ## install tmux (Debian) for dyntop's end-to-end test, if missing
