@@ -145,8 +145,21 @@ func Command(r Runner, t Test, bin string, at Place) (Launch, error) {
 	}
 	argv = append(argv, "./"+t.Name)
 	argv = append(argv, t.Args...)
-	return Launch{Argv: argv, Env: append([]string(nil), t.Env...)}, nil
+	var env []string
+	if r == HydraHosts {
+		env = append(env, HydraSSHLimit...)
+	}
+	return Launch{Argv: argv, Env: append(env, t.Env...)}, nil
 }
+
+// HydraSSHLimit lifts Hydra's ssh throttle for HydraHosts. Its ssh
+// launcher opens at most 8 connections per host in 15 s and prints a
+// warning while it waits, which fails spawn tests (each spawn opens a new
+// ssh per host; dynrun opens one per daemon, and the hosts' sshd takes 100
+// at once): 100 in 100 s instead. Both are set because Hydra 4.0.2 sizes
+// its table of connection times by the window's seconds, not by the limit
+// (a limit above the window crashes it: "malloc(): invalid size").
+var HydraSSHLimit = []string{"HYDRA_LAUNCHER_SSH_LIMIT=100", "HYDRA_LAUNCHER_SSH_LIMIT_TIME=100"}
 
 // Limit is t's time limit: timeLimit= or def, at most ceiling when that is
 // positive (TIMEOUT= of the script, to make a run with hangs shorter).
