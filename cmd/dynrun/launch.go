@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -59,7 +60,16 @@ func runLaunch(c *cli.Context, e *env) error {
 	}
 	if o.pmi == wire.PMIAuto {
 		// An unreadable program is Unknown here; its start reports why.
-		o.pmiNeed, _ = mpidetect.Detect(o.programPath)
+		o.pmiNeed, _ = mpidetect.DetectCommand(o.argv, func(name string) (string, bool) {
+			p, err := resolveProgram(name, o.wdir, env)
+			if err != nil {
+				return "", false
+			}
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(o.wdir, p) // where the daemon starts it, not dynrun's directory
+			}
+			return p, true
+		})
 	}
 	req := o.launchReq(env, cwd)
 

@@ -12,8 +12,9 @@ import (
 
 // TestAutoWithPMIx: on a dynrun built with PMIx, --pmi auto (the default)
 // gives an Open MPI program PMIx, so that it runs as one job of N ranks
-// instead of N singletons; MPICH programs still get PMI_FD; a script that
-// starts an Open MPI program needs --pmi pmix.
+// instead of N singletons, also when started by a wrapper such as env;
+// MPICH programs still get PMI_FD; a script that starts an Open MPI
+// program needs --pmi pmix.
 func TestAutoWithPMIx(t *testing.T) {
 	tmp := t.TempDir()
 	compile := func(t *testing.T, cc string) string {
@@ -36,6 +37,9 @@ func TestAutoWithPMIx(t *testing.T) {
 	}{
 		{"Open MPI", func(t *testing.T) []string { return []string{compile(t, "mpicc.openmpi")} }},
 		{"MPICH", func(t *testing.T) []string { return []string{compile(t, "mpicc.mpich")} }},
+		{"Open MPI under env", func(t *testing.T) []string {
+			return []string{"env", "OMP_NUM_THREADS=1", compile(t, "mpicc.openmpi")}
+		}},
 		{"Open MPI through a script, --pmi pmix", func(t *testing.T) []string {
 			return []string{"--pmi", "pmix", "sh", "-c", "exec " + compile(t, "mpicc.openmpi")}
 		}},

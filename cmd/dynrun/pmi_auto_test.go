@@ -40,6 +40,14 @@ func TestAutoWithoutPMIx(t *testing.T) {
 	}{
 		{"Open MPI refused", func(t *testing.T) []string { return []string{compile(t, "mpicc.openmpi")} }, 1, "",
 			[]string{"links libmpi.so.40 (Open MPI), which speaks PMIx only", "built without PMIx support", "go build -tags pmix"}},
+		{"Open MPI under env refused", func(t *testing.T) []string {
+			return []string{"env", "OMP_NUM_THREADS=1", compile(t, "mpicc.openmpi")}
+		}, 1, "", []string{"/env runs " + filepath.Join(tmp, "hello-mpicc.openmpi") + ", which links libmpi.so.40 (Open MPI), which speaks PMIx only"}},
+		// The program is found relative to --wdir, not dynrun's directory.
+		{"Open MPI relative to --wdir refused", func(t *testing.T) []string {
+			compile(t, "mpicc.openmpi")
+			return []string{"--wdir", tmp, "./hello-mpicc.openmpi"}
+		}, 1, "", []string{"./hello-mpicc.openmpi links libmpi.so.40 (Open MPI), which speaks PMIx only"}},
 		{"Open MPI with --pmi pmix refused", func(t *testing.T) []string {
 			return []string{"--pmi", "pmix", compile(t, "mpicc.openmpi")}
 		}, 1, "", []string{"--pmi pmix: the daemon of node node0 was built without PMIx support"}},

@@ -96,7 +96,53 @@ func Classify(needed []string) Verdict {
 
 // interpreters are programs that run other code which may load any MPI
 // (mpi4py, Rmpi, MPI.jl, a shell wrapper): their own libraries say nothing.
-var interpreters = regexp.MustCompile(`^(python[0-9.]*|pypy[0-9.]*|perl[0-9.]*|ruby[0-9.]*|julia|R|Rscript|node|nodejs|java|lua[0-9.]*|luajit|tclsh[0-9.]*|octave[a-z-]*|sh|bash|dash|zsh|ksh|mksh|csh|tcsh|fish|env|busybox|time|nice|taskset|numactl|valgrind|gdb|strace|ltrace|perf|xterm)$`)
+var interpreters = regexp.MustCompile(`^(python[0-9.]*|pypy[0-9.]*|perl[0-9.]*|ruby[0-9.]*|julia|R|Rscript|node|nodejs|java|lua[0-9.]*|luajit|tclsh[0-9.]*|octave[a-z-]*|sh|bash|dash|zsh|ksh|mksh|csh|tcsh|fish|busybox)$`)
+
+// wrappers run a program named among their arguments (`valgrind ./prog`,
+// `env OMP_NUM_THREADS=1 ./prog`, `numactl -N 0 ./prog`): DetectCommand
+// looks at that program.
+var wrappers = regexp.MustCompile(`^(env|nice|ionice|chrt|taskset|numactl|hwloc-bind|time|timeout|nohup|setsid|stdbuf|unbuffer|catchsegv|valgrind|strace|ltrace|gdb|perf|xterm)$`)
+
+// maxWrapperArgs bounds the arguments of a wrapper searched for its program.
+const maxWrapperArgs = 16
+
+// DetectCommand decides for a command line: Detect of its program, and for
+// a wrapper (see wrappers) the first of its arguments that resolve names
+// as a program, skipping options and VAR=VALUE settings (the values of
+// options, such as nice's 10 in `nice -n 10 ./prog`, resolve to no
+// program). resolve turns an argument into the path of an executable file,
+// false if it names none. Errors are those of Detect on argv[0].
+func DetectCommand(argv []string, resolve func(string) (string, bool)) (Verdict, error) {
+	if len(argv) == 0 {
+		return Verdict{Unknown, "no program"}, nil
+	}
+	path, ok := resolve(argv[0])
+	if !ok {
+		return Verdict{Unknown, "unreadable"}, fmt.Errorf("mpidetect: %s: not an executable file", argv[0])
+	}
+	v, err := Detect(path)
+	if err != nil || !wrappers.MatchString(filepath.Base(path)) {
+		return v, err
+	}
+	for i, a := range argv[1:min(len(argv), maxWrapperArgs+1)] {
+		if strings.HasPrefix(a, "-") || strings.Contains(a, "=") {
+			continue
+		}
+		if _, ok := resolve(a); !ok {
+			continue
+		}
+		w, err := DetectCommand(argv[1+i:], resolve)
+		if err != nil {
+			break
+		}
+		// Messages name the wrapper before: "/usr/bin/valgrind runs
+		// ./prog, which links ...", through two wrappers "/usr/bin/env
+		// runs nice, which runs ./prog, which links ...".
+		w.Why = "runs " + a + ", which " + w.Why
+		return w, nil
+	}
+	return Verdict{Unknown, "runs no program found among its arguments"}, nil
+}
 
 // Detect reads the program at path (already resolved against PATH). Only
 // a file it cannot open or read is an error; anything it cannot classify
@@ -126,8 +172,11 @@ func Detect(path string) (Verdict, error) {
 		return Verdict{Unknown, "not a readable ELF program"}, nil
 	}
 	defer ef.Close()
-	if base := filepath.Base(path); interpreters.MatchString(base) {
+	switch base := filepath.Base(path); {
+	case interpreters.MatchString(base):
 		return Verdict{Unknown, base + " is an interpreter"}, nil
+	case wrappers.MatchString(base):
+		return Verdict{Unknown, base + " runs another program"}, nil
 	}
 	needed, err := ef.ImportedLibraries()
 	if err != nil {

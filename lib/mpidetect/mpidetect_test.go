@@ -134,3 +134,65 @@ func BenchmarkDetect(b *testing.B) {
 		})
 	}
 }
+
+// TestDetectCommand: a wrapper (valgrind, env, nice, numactl, ...) is seen
+// through to the program among its arguments; interpreters and scripts
+// stay Unknown. The programs are built here; the wrappers are copies of
+// /bin/true under their names (only the name makes one a wrapper).
+func TestDetectCommand(t *testing.T) {
+	dir := t.TempDir()
+	mpiSrc := filepath.Join(dir, "m.c")
+	if err := os.WriteFile(mpiSrc, []byte("#include <mpi.h>\nint main(int c,char**v){MPI_Init(&c,&v);MPI_Finalize();return 0;}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	progs := map[string]string{} // name -> path
+	for _, cc := range []string{"mpicc.openmpi", "mpicc.mpich"} {
+		if _, err := exec.LookPath(cc); err != nil {
+			t.Skipf("%s is missing (make deps-mpi deps-openmpi)", cc)
+		}
+		out := filepath.Join(dir, strings.TrimPrefix(cc, "mpicc."))
+		if b, err := exec.Command(cc, "-o", out, mpiSrc).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", cc, err, b)
+		}
+		progs["./"+filepath.Base(out)] = out
+	}
+	tru, err := os.ReadFile("/bin/true")
+	if err != nil {
+		t.Skip("no /bin/true to copy as wrappers")
+	}
+	for _, w := range []string{"valgrind", "env", "nice", "numactl", "python3"} {
+		p := filepath.Join(dir, w)
+		if err := os.WriteFile(p, tru, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		progs[w] = p
+	}
+	script := filepath.Join(dir, "run.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nexec ./openmpi\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	progs["./run.sh"] = script
+	resolve := func(name string) (string, bool) { p, ok := progs[name]; return p, ok }
+	for _, tc := range []struct {
+		argv []string
+		want Need
+		why  string
+	}{
+		{[]string{"./openmpi", "x"}, PMIx, "links libmpi.so.40 (Open MPI)"},
+		{[]string{"valgrind", "--leak-check=full", "./openmpi", "-n", "3"}, PMIx, "runs ./openmpi, which links libmpi.so.40 (Open MPI)"},
+		{[]string{"env", "OMP_NUM_THREADS=1", "nice", "-n", "10", "./mpich"}, PMI, "runs nice, which runs ./mpich, which links libmpich.so.12 (MPICH ABI)"},
+		{[]string{"numactl", "-N", "0", "./openmpi"}, PMIx, "runs ./openmpi, which links libmpi.so.40 (Open MPI)"},
+		{[]string{"valgrind", "./run.sh"}, Unknown, "runs ./run.sh, which a script (#!/bin/sh)"},
+		{[]string{"valgrind", "--tool=memcheck"}, Unknown, "runs no program found among its arguments"},
+		{[]string{"python3", "./openmpi"}, Unknown, "python3 is an interpreter"},
+		{nil, Unknown, "no program"},
+	} {
+		got, err := DetectCommand(tc.argv, resolve)
+		if err != nil || got.Need != tc.want || got.Why != tc.why {
+			t.Errorf("DetectCommand(%q) = %q %q, %v; want %q %q", tc.argv, got.Need, got.Why, err, tc.want, tc.why)
+		}
+	}
+	if _, err := DetectCommand([]string{"./missing"}, resolve); err == nil {
+		t.Error("DetectCommand of a program that resolves to nothing: no error")
+	}
+}
