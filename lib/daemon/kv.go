@@ -165,6 +165,9 @@ func (s *sessionState) getRemote(ctx context.Context, owner procKey, b *wire.KVG
 func (s *sessionState) handleFetch(ctx context.Context, _ *wire.Request, b *wire.KVFetchReq) (any, error) {
 	ctx, cancel := withTimeout(ctx, b.TimeoutMS)
 	defer cancel()
+	if b.Key == pmixModexKey {
+		return s.d.pmixModexFetch(ctx, b) // a PMIx direct modex (pmix.go)
+	}
 	if b.Wait && b.Key != "" {
 		if len(b.Procs) != 1 || b.Procs[0].Ranks.Count() != 1 {
 			return nil, wire.Errorf(wire.ErrInvalid, "daemon: kv.fetch waits for the key of exactly one process")

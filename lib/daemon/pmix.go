@@ -84,7 +84,8 @@ type pmixJob struct {
 	desc *pmix.Job
 	dir  string // the job's scratch directory here ("" = none)
 
-	// ctx ends with the job here: it bounds the lookups that wait.
+	// ctx ends with the job here: it bounds what the Handler waits for
+	// (fences, lookups, direct modex), which DeregisterJob waits for.
 	ctx    context.Context
 	cancel context.CancelFunc
 
@@ -404,7 +405,7 @@ func (j *pmixJob) Fence(procs []pmix.Proc, _ bool, data []byte, done func([]byte
 		Data: []wire.ProcKV{{Job: j.ns, Rank: local[0], Data: []wire.KV{{Key: pmixBlobKey, Value: data}}}},
 	}
 	var rep wire.FenceReply
-	if err := j.svc.d.master.Call(context.Background(), wire.KindFence, body, &rep); err != nil {
+	if err := j.svc.d.master.Call(j.ctx, wire.KindFence, body, &rep); err != nil {
 		done(nil, err)
 		return
 	}
@@ -422,10 +423,56 @@ func (j *pmixJob) Fence(procs []pmix.Proc, _ bool, data []byte, done func([]byte
 	done(all, nil)
 }
 
-// DirectModex is not served yet: Open MPI 4.1 collects every process's
-// data in its init fence, so it does not ask.
+// pmixModexKey is the kv.fetch key that asks a daemon for the PMIx data
+// of one of its processes (pmixModexFetch) rather than for committed
+// session data.
+const pmixModexKey = "dynrt.pmix.modex"
+
+// DirectModex fetches the data of a process of another node (of this
+// job or another one) from its daemon, through the master's kv.fetch
+// routing, which knows where every rank runs. It waits for the process
+// to commit its data for as long as this job lives here. The data is
+// there while the process's job has a live process on its node (its
+// namespace is deregistered after the last one).
 func (j *pmixJob) DirectModex(p pmix.Proc, done func([]byte, error)) {
-	done(nil, &pmix.StatusError{Status: pmix.CodeNotSupported, Msg: "dynrt: direct modex of " + p.String()})
+	var rep wire.KVFetchReply
+	err := j.svc.d.master.Call(j.ctx, wire.KindKVFetch, &wire.KVFetchReq{
+		Procs: []wire.ProcRanges{{Job: p.Nspace, Ranks: wire.Span(p.Rank, p.Rank)}}, Key: pmixModexKey, Wait: true,
+	}, &rep)
+	if err != nil {
+		done(nil, err)
+		return
+	}
+	for _, pk := range rep.Data {
+		for _, kv := range pk.Data {
+			if pk.Job == p.Nspace && pk.Rank == p.Rank && kv.Key == pmixModexKey {
+				done(kv.Value, nil)
+				return
+			}
+		}
+	}
+	done(nil, &pmix.StatusError{Status: pmix.CodeNotFound, Msg: "dynrt: no PMIx data of " + p.String()})
+}
+
+// pmixModexFetch answers a kv.fetch of pmixModexKey: the PMIx data of a
+// process of this node, once it has committed it.
+func (d *Daemon) pmixModexFetch(ctx context.Context, b *wire.KVFetchReq) (*wire.KVFetchReply, error) {
+	if len(b.Procs) != 1 || b.Procs[0].Ranks.Count() != 1 {
+		return nil, wire.Errorf(wire.ErrInvalid, "daemon %s: a PMIx direct modex is about exactly one process", d.node)
+	}
+	p := pmix.Proc{Nspace: b.Procs[0].Job, Rank: b.Procs[0].Ranks[0].Lo}
+	svc := d.pmix
+	svc.mu.Lock()
+	srv, ok := svc.srv, svc.jobs[p.Nspace] != nil
+	svc.mu.Unlock()
+	if !ok {
+		return nil, wire.Errorf(wire.ErrNotFound, "daemon %s: no PMIx job %s here", d.node, p.Nspace)
+	}
+	data, err := srv.DirectModexRequest(ctx, p)
+	if err != nil {
+		return nil, wire.Errorf(wire.ErrNotFound, "daemon %s: %v", d.node, err)
+	}
+	return &wire.KVFetchReply{Data: []wire.ProcKV{{Job: p.Nspace, Rank: p.Rank, Data: []wire.KV{{Key: pmixModexKey, Value: data}}}}}, nil
 }
 
 // Publish, Lookup, Unpublish: pmixJob is a pmix.Publisher on the master's

@@ -239,6 +239,23 @@ func TestPMIxFence(t *testing.T) {
 	}
 }
 
+// TestPMIxDirectModex: with a fence that collects nothing, a PMIx
+// client's Get of a rank of another node reaches that rank's daemon (the
+// owner's server gives its data, through the master's kv.fetch routing).
+func TestPMIxDirectModex(t *testing.T) {
+	prog := pmixProgram(t, "fence_client")
+	d := startDVM(t, 2, 2)
+	rep, end := d.run(wire.JobLaunchReq{Argv: []string{prog, "dmodex"}, N: 4, MapBy: wire.MapByNode, PMI: wire.PMIPMIx})
+	if end.Code != 0 {
+		t.Fatalf("job ended %d: %s\n%s", end.Code, end.Msg, stderrOf(d, rep.Job))
+	}
+	var want []string
+	for r := range 4 {
+		want = append(want, fmt.Sprintf("rank %d of 4 (2 local): got 4 values", r))
+	}
+	checkLines(t, "", lines(d, rep.Job), want)
+}
+
 // TestPMIxPsets: a PMIx client (testdata/pmix/psets.c) on 2 virtual nodes
 // queries the number, names and members of its job's process sets
 // (answered from the daemon's copy of dynrt's sets) and reads the sets

@@ -2,6 +2,8 @@
 
 package pmix
 
+import "context"
+
 // Available reports whether this build hosts a PMIx server: not without
 // the pmix build tag.
 func Available() bool { return false }
@@ -34,4 +36,6 @@ func (*Server) DeregisterClient(Proc) {}
 func (*Server) SetupFork(Proc) ([]string, error) { return nil, ErrUnavailable }
 
 // DirectModexRequest returns ErrUnavailable without PMIx.
-func (*Server) DirectModexRequest(Proc) ([]byte, error) { return nil, ErrUnavailable }
+func (*Server) DirectModexRequest(context.Context, Proc) ([]byte, error) {
+	return nil, ErrUnavailable
+}

@@ -8,6 +8,7 @@ package pmix
 import "C"
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -27,8 +28,10 @@ func Version() string { return C.GoString(C.PMIx_Get_version()) }
 
 // Server is the process's PMIx server (see the package comment).
 type Server struct {
-	mu   sync.Mutex
-	jobs map[string]Handler // by namespace
+	mu       sync.Mutex
+	jobs     map[string]Handler // by namespace
+	inflight map[string]int     // host operations under way, by namespace
+	idle     *sync.Cond         // signalled when an operation ends (on mu)
 }
 
 // the is the process's one server: libpmix keeps its server state in
@@ -65,7 +68,8 @@ func Start(cfg Config) (*Server, error) {
 	if rc := C.dyn_server_init(dir, ns, C.uint32_t(cfg.Rank)); rc != C.PMIX_SUCCESS {
 		return nil, fmt.Errorf("pmix: PMIx_server_init (directory %s): %w", cfg.Dir, status(rc))
 	}
-	the.srv = &Server{jobs: map[string]Handler{}}
+	the.srv = &Server{jobs: map[string]Handler{}, inflight: map[string]int{}}
+	the.srv.idle = sync.NewCond(&the.srv.mu)
 	return the.srv, nil
 }
 
@@ -76,6 +80,16 @@ func Finalize() error {
 	defer the.mu.Unlock()
 	if the.srv == nil || the.finalized {
 		return nil
+	}
+	s := the.srv
+	s.mu.Lock()
+	busy := len(s.jobs) + len(s.inflight)
+	s.mu.Unlock()
+	if busy > 0 {
+		// libpmix would still call back into jobs or complete their
+		// operations: finalizing under them crashes it. The process is
+		// ending, and the server keeps nothing on disk.
+		return fmt.Errorf("pmix: server not finalized: %d jobs or host operations remain", busy)
 	}
 	the.srv, the.finalized = nil, true
 	if rc := C.PMIx_server_finalize(); rc != C.PMIX_SUCCESS {
@@ -175,17 +189,22 @@ func (s *Server) RegisterJob(job *Job, h Handler) error {
 }
 
 // DeregisterJob forgets a namespace (and its clients) once its local
-// processes have ended.
+// processes have ended. Its Handler gets no more calls, and the calls
+// under way must complete first (DeregisterJob waits for them): a
+// Handler stops what it waits for before.
 func (s *Server) DeregisterJob(nspace string) {
+	s.mu.Lock()
+	delete(s.jobs, nspace)
+	for s.inflight[nspace] > 0 {
+		s.idle.Wait()
+	}
+	s.mu.Unlock()
 	ns := C.CString(nspace)
 	defer C.free(unsafe.Pointer(ns))
 	_ = call(func(h C.uintptr_t) (C.pmix_status_t, bool) {
 		C.dyn_deregister_nspace(ns, h)
 		return C.PMIX_SUCCESS, true
 	})
-	s.mu.Lock()
-	delete(s.jobs, nspace)
-	s.mu.Unlock()
 }
 
 // RegisterClient registers a local process of a registered job before
@@ -228,21 +247,32 @@ func (s *Server) SetupFork(p Proc) ([]string, error) {
 
 // DirectModexRequest returns the data a local process p has committed,
 // for another server's direct modex (Handler.DirectModex there). It
-// waits until p has committed it.
-func (s *Server) DirectModexRequest(p Proc) ([]byte, error) {
+// waits until p has committed it, or ctx ends.
+func (s *Server) DirectModexRequest(ctx context.Context, p Proc) ([]byte, error) {
 	ns := C.CString(p.Nspace)
 	defer C.free(unsafe.Pointer(ns))
 	ch := make(chan modexReply, 1)
 	h := cgo.NewHandle(ch)
-	defer h.Delete()
 	if rc := C.dyn_dmodex_request(ns, C.uint32_t(p.Rank), C.uintptr_t(h)); rc != C.PMIX_SUCCESS {
+		h.Delete()
 		return nil, fmt.Errorf("pmix: direct modex of %s: %w", p, status(rc))
 	}
-	r := <-ch
-	if err := status(r.st); err != nil {
-		return nil, fmt.Errorf("pmix: direct modex of %s: %w", p, err)
+	select {
+	case r := <-ch:
+		h.Delete()
+		if err := status(r.st); err != nil {
+			return nil, fmt.Errorf("pmix: direct modex of %s: %w", p, err)
+		}
+		return r.data, nil
+	case <-ctx.Done():
+		// libpmix still owns the request: the handle lives until its
+		// answer comes (at the latest when p's namespace goes).
+		go func() {
+			<-ch
+			h.Delete()
+		}()
+		return nil, fmt.Errorf("pmix: direct modex of %s: %w", p, ctx.Err())
 	}
-	return r.data, nil
 }
 
 func loadProc(cp *C.pmix_proc_t, p Proc) {
@@ -256,41 +286,56 @@ func goProc(cp *C.pmix_proc_t) Proc {
 	return Proc{Nspace: C.GoString(&cp.nspace[0]), Rank: uint32(cp.rank)}
 }
 
-// handler returns the Handler of a namespace (nil if none).
-func (s *Server) handler(ns string) Handler {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.jobs[ns]
-}
-
-// current returns the handler for a callback about namespace ns, or nil
-// when the server is gone or the namespace unknown.
-func current(ns string) Handler {
+// begin starts a host operation of namespace ns: it returns the
+// namespace's Handler and the function that marks the operation ended
+// (once; DeregisterJob waits for it), or nil for an unknown namespace.
+func begin(ns string) (Handler, func()) {
 	the.mu.Lock()
 	s := the.srv
 	the.mu.Unlock()
 	if s == nil {
-		return nil
+		return nil, nil
 	}
-	return s.handler(ns)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := s.jobs[ns]
+	if h == nil {
+		return nil, nil
+	}
+	s.inflight[ns]++
+	var once sync.Once
+	return h, func() {
+		once.Do(func() {
+			s.mu.Lock()
+			if s.inflight[ns]--; s.inflight[ns] <= 0 {
+				delete(s.inflight, ns)
+			}
+			s.idle.Broadcast()
+			s.mu.Unlock()
+		})
+	}
 }
 
 // opDone returns the completion of a callback that takes a
-// pmix_op_cbfunc_t.
-func opDone(f C.pmix_op_cbfunc_t, cbdata unsafe.Pointer) func(error) {
+// pmix_op_cbfunc_t; end ends the operation after it.
+func opDone(f C.pmix_op_cbfunc_t, cbdata unsafe.Pointer, end func()) func(error) {
 	var once sync.Once
 	return func(err error) {
-		once.Do(func() { C.dyn_op_complete(f, code(err), cbdata) })
+		once.Do(func() {
+			C.dyn_op_complete(f, code(err), cbdata)
+			end()
+		})
 	}
 }
 
 // modexDone returns the completion of a callback that takes a
 // pmix_modex_cbfunc_t; the data is copied to C memory that PMIx
 // releases.
-func modexDone(f C.pmix_modex_cbfunc_t, cbdata unsafe.Pointer) func([]byte, error) {
+func modexDone(f C.pmix_modex_cbfunc_t, cbdata unsafe.Pointer, end func()) func([]byte, error) {
 	var once sync.Once
 	return func(data []byte, err error) {
 		once.Do(func() {
+			defer end()
 			var p *C.char
 			if err == nil && len(data) > 0 {
 				p = (*C.char)(C.CBytes(data))
@@ -305,12 +350,12 @@ func modexDone(f C.pmix_modex_cbfunc_t, cbdata unsafe.Pointer) func([]byte, erro
 // dispatch runs fn with the Handler of namespace ns on a goroutine of
 // its own, so that libpmix's progress thread goes on at once; an unknown
 // namespace gets the status missing.
-func dispatch(ns string, missing C.pmix_status_t, fn func(Handler)) C.pmix_status_t {
-	h := current(ns)
+func dispatch(ns string, missing C.pmix_status_t, fn func(Handler, func())) C.pmix_status_t {
+	h, end := begin(ns)
 	if h == nil {
 		return missing
 	}
-	go fn(h)
+	go fn(h, end)
 	return C.PMIX_SUCCESS
 }
 
@@ -321,13 +366,13 @@ func cproc(ns *C.char, rank C.uint32_t) Proc {
 //export dynGoClientConnected
 func dynGoClientConnected(ns *C.char, rank C.uint32_t, f C.pmix_op_cbfunc_t, cbdata unsafe.Pointer) C.pmix_status_t {
 	p := cproc(ns, rank)
-	return dispatch(p.Nspace, C.PMIX_OPERATION_SUCCEEDED, func(h Handler) { h.ClientConnected(p, opDone(f, cbdata)) })
+	return dispatch(p.Nspace, C.PMIX_OPERATION_SUCCEEDED, func(h Handler, end func()) { h.ClientConnected(p, opDone(f, cbdata, end)) })
 }
 
 //export dynGoClientFinalized
 func dynGoClientFinalized(ns *C.char, rank C.uint32_t, f C.pmix_op_cbfunc_t, cbdata unsafe.Pointer) C.pmix_status_t {
 	p := cproc(ns, rank)
-	return dispatch(p.Nspace, C.PMIX_OPERATION_SUCCEEDED, func(h Handler) { h.ClientFinalized(p, opDone(f, cbdata)) })
+	return dispatch(p.Nspace, C.PMIX_OPERATION_SUCCEEDED, func(h Handler, end func()) { h.ClientFinalized(p, opDone(f, cbdata, end)) })
 }
 
 func goProcs(procs *C.pmix_proc_t, n C.size_t) []Proc {
@@ -350,7 +395,7 @@ func dynGoAbort(ns *C.char, rank C.uint32_t, st C.int, msg *C.char, procs *C.pmi
 		m = C.GoString(msg)
 	}
 	ps := goProcs(procs, n)
-	return dispatch(p.Nspace, C.PMIX_ERR_NOT_FOUND, func(h Handler) { h.Abort(p, int(st), m, ps, opDone(f, cbdata)) })
+	return dispatch(p.Nspace, C.PMIX_ERR_NOT_FOUND, func(h Handler, end func()) { h.Abort(p, int(st), m, ps, opDone(f, cbdata, end)) })
 }
 
 //export dynGoFence
@@ -363,19 +408,27 @@ func dynGoFence(procs *C.pmix_proc_t, n C.size_t, collect C.int, data *C.char, n
 	if data != nil && ndata > 0 {
 		blob = C.GoBytes(unsafe.Pointer(data), C.int(ndata))
 	}
-	return dispatch(ps[0].Nspace, C.PMIX_ERR_NOT_FOUND, func(h Handler) { h.Fence(ps, collect != 0, blob, modexDone(f, cbdata)) })
+	return dispatch(ps[0].Nspace, C.PMIX_ERR_NOT_FOUND, func(h Handler, end func()) { h.Fence(ps, collect != 0, blob, modexDone(f, cbdata, end)) })
 }
 
 //export dynGoDirectModex
 func dynGoDirectModex(ns *C.char, rank C.uint32_t, f C.pmix_modex_cbfunc_t, cbdata unsafe.Pointer) C.pmix_status_t {
 	p := cproc(ns, rank)
-	return dispatch(p.Nspace, C.PMIX_ERR_NOT_FOUND, func(h Handler) { h.DirectModex(p, modexDone(f, cbdata)) })
+	return dispatch(p.Nspace, C.PMIX_ERR_NOT_FOUND, func(h Handler, end func()) { h.DirectModex(p, modexDone(f, cbdata, end)) })
 }
 
-// publisher returns the Publisher of namespace ns, or nil.
-func publisher(ns string) Publisher {
-	pub, _ := current(ns).(Publisher)
-	return pub
+// publisher starts an operation of the Publisher of namespace ns (nil
+// if none; see begin).
+func publisher(ns string) (Publisher, func()) {
+	h, end := begin(ns)
+	pub, ok := h.(Publisher)
+	if !ok {
+		if end != nil {
+			end()
+		}
+		return nil, nil
+	}
+	return pub, end
 }
 
 // goStrings copies a NULL-terminated array of C strings.
@@ -390,10 +443,6 @@ func goStrings(keys **C.char) []string {
 //export dynGoPublish
 func dynGoPublish(ns *C.char, rank C.uint32_t, info *C.pmix_info_t, n C.size_t, f C.pmix_op_cbfunc_t, cbdata unsafe.Pointer) C.pmix_status_t {
 	p := cproc(ns, rank)
-	pub := publisher(p.Nspace)
-	if pub == nil {
-		return C.PMIX_ERR_NOT_SUPPORTED
-	}
 	data := map[string]string{}
 	for i := range C.size_t(n) {
 		key := C.GoString(C.dyn_info_key(info, i))
@@ -409,21 +458,28 @@ func dynGoPublish(ns *C.char, rank C.uint32_t, info *C.pmix_info_t, n C.size_t, 
 	if len(data) == 0 {
 		return C.PMIX_ERR_BAD_PARAM
 	}
-	go pub.Publish(p, data, opDone(f, cbdata))
+	pub, end := publisher(p.Nspace)
+	if pub == nil {
+		return C.PMIX_ERR_NOT_SUPPORTED
+	}
+	go pub.Publish(p, data, opDone(f, cbdata, end))
 	return C.PMIX_SUCCESS
 }
 
 //export dynGoLookup
 func dynGoLookup(ns *C.char, rank C.uint32_t, keys **C.char, wait C.int, f C.pmix_lookup_cbfunc_t, cbdata unsafe.Pointer) C.pmix_status_t {
 	p := cproc(ns, rank)
-	pub := publisher(p.Nspace)
+	pub, end := publisher(p.Nspace)
 	if pub == nil {
 		return C.PMIX_ERR_NOT_SUPPORTED
 	}
 	ks := goStrings(keys)
 	var once sync.Once
 	done := func(found map[string]string, err error) {
-		once.Do(func() { lookupDone(f, cbdata, p, ks, found, err) })
+		once.Do(func() {
+			lookupDone(f, cbdata, p, ks, found, err)
+			end()
+		})
 	}
 	go pub.Lookup(p, ks, wait != 0, done)
 	return C.PMIX_SUCCESS
@@ -466,12 +522,12 @@ func lookupDone(f C.pmix_lookup_cbfunc_t, cbdata unsafe.Pointer, p Proc, keys []
 //export dynGoUnpublish
 func dynGoUnpublish(ns *C.char, rank C.uint32_t, keys **C.char, f C.pmix_op_cbfunc_t, cbdata unsafe.Pointer) C.pmix_status_t {
 	p := cproc(ns, rank)
-	pub := publisher(p.Nspace)
+	pub, end := publisher(p.Nspace)
 	if pub == nil {
 		return C.PMIX_ERR_NOT_SUPPORTED
 	}
 	ks := goStrings(keys)
-	go pub.Unpublish(p, ks, opDone(f, cbdata))
+	go pub.Unpublish(p, ks, opDone(f, cbdata, end))
 	return C.PMIX_SUCCESS
 }
 
@@ -500,42 +556,50 @@ func dynGoQuery(ns *C.char, rank C.uint32_t, queries *C.pmix_query_t, n C.size_t
 			}
 		}
 	}
-	p, q := querier(p, about)
-	if q == nil {
+	p = asker(p, about)
+	h, end := begin(p.Nspace)
+	q, ok := h.(Querier)
+	if !ok {
+		if end != nil {
+			end()
+		}
 		return C.PMIX_ERR_NOT_SUPPORTED
 	}
 	var once sync.Once
 	done := func(res []QueryResult, err error) {
-		once.Do(func() { queryDone(f, cbdata, res, err) })
+		once.Do(func() {
+			queryDone(f, cbdata, res, err)
+			end()
+		})
 	}
 	go q.Query(p, qs, done)
 	return C.PMIX_SUCCESS
 }
 
-// querier finds the Handler that answers a query of requestor. libpmix
-// 4.2.2 hands the host queries in the server's own name, not the
-// client's: the job is then the one a qualifier names (PMIX_NSPACE,
-// PMIX_PROCID), else the only one registered here (the requestor becomes
-// its rank PMIX_RANK_UNDEF); with several, nobody answers.
-func querier(requestor Proc, about string) (Proc, Querier) {
+// asker names the process a query is answered for. libpmix 4.2.2 hands
+// the host queries in the server's own name, not the client's: the job
+// is then the one a qualifier names (PMIX_NSPACE, PMIX_PROCID), else the
+// only one registered here (the rank is PMIX_RANK_UNDEF); with several,
+// nobody answers.
+func asker(requestor Proc, about string) Proc {
 	the.mu.Lock()
 	s := the.srv
 	the.mu.Unlock()
 	if s == nil {
-		return requestor, nil
+		return requestor
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.jobs[requestor.Nspace]; !ok {
-		requestor = Proc{Nspace: about, Rank: RankUndef}
-		if about == "" && len(s.jobs) == 1 {
-			for ns := range s.jobs {
-				requestor.Nspace = ns
-			}
+	if _, ok := s.jobs[requestor.Nspace]; ok {
+		return requestor
+	}
+	requestor = Proc{Nspace: about, Rank: RankUndef}
+	if about == "" && len(s.jobs) == 1 {
+		for ns := range s.jobs {
+			requestor.Nspace = ns
 		}
 	}
-	q, _ := s.jobs[requestor.Nspace].(Querier)
-	return requestor, q
+	return requestor
 }
 
 // queryDone answers a query with res.

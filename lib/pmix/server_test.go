@@ -146,7 +146,7 @@ func (r *recorder) Abort(p Proc, status int, msg string, procs []Proc, done func
 
 func (r *recorder) Fence(procs []Proc, collect bool, data []byte, done func([]byte, error)) {
 	// Every local client has committed its data by now.
-	modex, err := r.s.DirectModexRequest(Proc{Nspace: procs[0].Nspace, Rank: 0})
+	modex, err := r.s.DirectModexRequest(context.Background(), Proc{Nspace: procs[0].Nspace, Rank: 0})
 	r.mu.Lock()
 	r.fences = append(r.fences, fmt.Sprintf("%v %v", procs, collect))
 	r.modex, r.modexErr = modex, err
@@ -373,6 +373,75 @@ func TestQuery(t *testing.T) {
 		if codes[r] != 0 || outs[r] != want[r] {
 			t.Errorf("rank %d: exit %d, output\n%s\nwant\n%s", r, codes[r], outs[r], want[r])
 		}
+	}
+}
+
+// blocker is a Handler whose fence waits for release.
+type blocker struct {
+	recorder
+	entered, release chan struct{}
+	order            chan string
+}
+
+func (b *blocker) Fence(procs []Proc, collect bool, data []byte, done func([]byte, error)) {
+	close(b.entered)
+	<-b.release
+	done(data, nil)
+	b.order <- "fence done"
+}
+
+// TestDeregisterWaits: DeregisterJob waits for the job's host operations
+// under way (here a fence held by the Handler) before libpmix forgets the
+// namespace: completing an operation of a deregistered job crashes
+// libpmix (seen at PMIx_server_finalize).
+func TestDeregisterWaits(t *testing.T) {
+	s, bin, mark := setup(t)
+	h := &blocker{entered: make(chan struct{}), release: make(chan struct{}), order: make(chan string, 2)}
+	job := &Job{Nspace: "dereg-a", Size: 3, Nodes: []string{"n0", "n1"}, RankNode: []int{0, 0, 1}}
+	if err := s.RegisterJob(job, h); err != nil {
+		t.Fatal(err)
+	}
+	// Without the wait, the clients never leave their fence: they are
+	// killed then.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var cmds []*exec.Cmd
+	for _, r := range job.LocalRanks() {
+		p := Proc{Nspace: job.Nspace, Rank: r}
+		if err := s.RegisterClient(p, os.Getuid(), os.Getgid()); err != nil {
+			t.Fatal(err)
+		}
+		env, err := s.SetupFork(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := exec.CommandContext(ctx, bin, "2")
+		c.Env = append(append(os.Environ(), leakcheck.EnvMark+"="+mark), env...)
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, c)
+	}
+	<-h.entered
+	go func() {
+		s.DeregisterJob(job.Nspace)
+		h.order <- "deregistered"
+	}()
+	// Release the fence once DeregisterJob has returned, or after a while
+	// if it waits (as it must).
+	select {
+	case first := <-h.order:
+		close(h.release)
+		t.Errorf("%s before the fence was done", first)
+		<-h.order
+	case <-time.After(500 * time.Millisecond):
+		close(h.release)
+		if a, b := <-h.order, <-h.order; a != "fence done" || b != "deregistered" {
+			t.Errorf("order %s, %s", a, b)
+		}
+	}
+	for _, c := range cmds {
+		_ = c.Wait()
 	}
 }
 

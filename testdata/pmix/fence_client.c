@@ -5,7 +5,11 @@
  * With the argument "abort" it calls PMIx_Abort(7, ...) after the init
  * instead; with "nofinalize", rank 1 exits 0 without PMIx_Finalize. With
  * "pubsub" (2 ranks or more): rank 0 publishes svc=port-0, rank 1 looks it
- * up, rank 0 unpublishes it, rank 1 finds it gone (fences in between). Prints one line per check;
+ * up, rank 0 unpublishes it, rank 1 finds it gone (fences in between).
+ * With "dmodex", the fence collects no data: the values of the ranks of
+ * other nodes come by direct modex, one Get at a time (and a last fence
+ * keeps every rank alive until all have read: the data of a process is
+ * served while it lives, as under MPI_Finalize's fence). Prints one line per check;
  * exits 0 when all passed. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,7 +109,7 @@ int main(int argc, char **argv)
     pmix_info_t collect;
     uint32_t size, lsize, check;
     char buf[64];
-    bool yes = true;
+    bool gather = true;
 
     if (PMIX_SUCCESS != (rc = PMIx_Init(&me, NULL, 0))) {
         return fail("PMIx_Init", rc);
@@ -122,8 +126,11 @@ int main(int argc, char **argv)
         return 1;
     }
     check = size;
-    if (argc > 1 && 0 != strcmp(argv[1], "nofinalize")) {
+    if (argc > 1 && 0 != strcmp(argv[1], "nofinalize") && 0 != strcmp(argv[1], "dmodex")) {
         check = (uint32_t)atoi(argv[1]);
+    }
+    if (argc > 1 && 0 == strcmp(argv[1], "dmodex")) {
+        gather = false;
     }
     snprintf(buf, sizeof(buf), "hello from %u", me.rank);
     PMIX_VALUE_LOAD(&val, buf, PMIX_STRING);
@@ -134,7 +141,7 @@ int main(int argc, char **argv)
     if (PMIX_SUCCESS != (rc = PMIx_Commit())) {
         return fail("PMIx_Commit", rc);
     }
-    PMIX_INFO_LOAD(&collect, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
+    PMIX_INFO_LOAD(&collect, PMIX_COLLECT_DATA, &gather, PMIX_BOOL);
     if (PMIX_SUCCESS != (rc = PMIx_Fence(&wild, 1, &collect, 1))) {
         return fail("PMIx_Fence", rc);
     }
@@ -151,6 +158,9 @@ int main(int argc, char **argv)
             return 1;
         }
         PMIX_VALUE_RELEASE(v);
+    }
+    if (!gather && barrier()) {
+        return 1;
     }
     printf("rank %u of %u (%u local): got %u values\n", me.rank, size, lsize, check);
     fflush(stdout);
