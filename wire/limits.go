@@ -161,7 +161,7 @@ func (l Limits) Check(kind string, body any) error {
 		total := 0
 		for _, a := range b.Apps {
 			total += int(a.N)
-			c.argv(a.Argv, nil)
+			c.argv(a.Argv, a.Env)
 			c.kvs("info", a.Info)
 		}
 		if c.err == nil {

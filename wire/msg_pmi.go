@@ -39,6 +39,7 @@ type PMIBlock struct {
 	Ranks RankRanges `msgpack:"r,omitempty"`    // ranks of the block
 	Argv  []string   `msgpack:"argv,omitempty"` // program and arguments
 	Wdir  string     `msgpack:"wd,omitempty"`   // working directory ("" = LaunchReq.Wdir)
+	Env   []string   `msgpack:"env,omitempty"`  // KEY=value added to the block's environment (a PMIx spawn's app env)
 }
 
 // PMISpawnApp is one executable of a spawn request.
@@ -46,6 +47,7 @@ type PMISpawnApp struct {
 	Argv []string `msgpack:"argv,omitempty"` // program (as the application named it) and arguments
 	N    uint32   `msgpack:"n,omitempty"`    // processes
 	Info []KV     `msgpack:"info,omitempty"` // MPI_Info keys (wdir and path are honoured)
+	Env  []string `msgpack:"env,omitempty"`  // KEY=value added to its processes' environment (PMIx spawn)
 }
 
 // PMISpawnReq asks the master to start a job for a PMI spawn. Job and
@@ -55,6 +57,7 @@ type PMISpawnReq struct {
 	Rank   uint32        `msgpack:"r,omitempty"`    // spawning rank
 	Apps   []PMISpawnApp `msgpack:"apps,omitempty"` // executables, ranks numbered across them
 	Preput []KV          `msgpack:"pp,omitempty"`   // stored in the new job's key-value space first
+	MapBy  string        `msgpack:"map,omitempty"`  // MapBySlot or MapByNode ("" = the spawning job's)
 }
 
 // PMISpawnReply describes the started job.

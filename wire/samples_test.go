@@ -44,10 +44,10 @@ func samples() map[string]any {
 	started := ProcStarted{Job: "dvm1.1", Rank: 4, PID: 999, Node: "n1", Time: 5}
 	push := PsetPush{Seq: 17, Job: "dvm1.1", Defined: []PsetInfo{pset}, Deleted: []string{"mpi://app/lu/old"}, Keep: 16}
 	jobData := JobData{Gen: 5, ID: 7, Job: "dvm1.7", App: "lu", Size: 8, NextRank: 12, Placement: pl, Gone: true, Psets: &push}
-	block := PMIBlock{Ranks: RankRanges{{0, 1}}, Argv: []string{"./master", "-v"}, Wdir: "/w/m"}
+	block := PMIBlock{Ranks: RankRanges{{0, 1}}, Argv: []string{"./master", "-v"}, Wdir: "/w/m", Env: []string{"OMPI_PARENT_PORT=123.0:456"}}
 	pmiJob := PMIJob{Mode: PMIPort, KVS: "kvs_dvm1.7", Universe: 16, Parent: "kvs_dvm1.6", Preput: kv,
 		Blocks: []PMIBlock{block, {Ranks: RankRanges{{2, 7}}, Argv: []string{"./worker"}}}, KeepGoing: true}
-	spawnApp := PMISpawnApp{Argv: []string{"./worker", "x"}, N: 6, Info: []KV{{Key: "wdir", Value: []byte("/w")}}}
+	spawnApp := PMISpawnApp{Argv: []string{"./worker", "x"}, N: 6, Info: []KV{{Key: "wdir", Value: []byte("/w")}}, Env: []string{"OMPI_PARENT_PORT=123.0:456"}}
 	return map[string]any{
 		"ProcID":     &ProcID{Job: "dvm1.1", Rank: 42},
 		"ProcRanges": &procs[0],
@@ -157,7 +157,7 @@ func samples() map[string]any {
 		"PMIJob":        &pmiJob,
 		"PMIBlock":      &block,
 		"PMISpawnApp":   &spawnApp,
-		"PMISpawnReq":   &PMISpawnReq{Job: "dvm1.6", Rank: 2, Apps: []PMISpawnApp{spawnApp, {Argv: []string{"./io"}, N: 1}}, Preput: kv},
+		"PMISpawnReq":   &PMISpawnReq{Job: "dvm1.6", Rank: 2, Apps: []PMISpawnApp{spawnApp, {Argv: []string{"./io"}, N: 1}}, Preput: kv, MapBy: MapByNode},
 		"PMISpawnReply": &PMISpawnReply{Job: "dvm1.7", KVS: "kvs_dvm1.7", Codes: []int{0, 0, 127}},
 		"PMIReport":     &PMIReport{Job: "dvm1.7", Rank: 3, What: PMIReportUnfinished, Msg: "rank 3 left PMI without finalize"},
 		"PMIDead":       &PMIDead{Job: "dvm1.7", Ranks: []uint32{3, 1}},

@@ -70,6 +70,7 @@ type pmixService struct {
 	srv   *pmix.Server // nil until the first PMIx job
 	jobs  map[string]*pmixJob
 	procs map[procKey]*pmixProc
+	dyn   pmixDyn // spawn and connect (pmix_dyn.go)
 }
 
 func newPMIxService(d *Daemon) *pmixService {
@@ -254,6 +255,7 @@ func applyBlock(spec *wire.PMIJob, rank uint32, ps *proc.Spec) int {
 			if blk.Wdir != "" {
 				ps.Dir = blk.Wdir
 			}
+			ps.Env = overrideEnv(ps.Env, blk.Env)
 			return i
 		}
 	}
@@ -290,6 +292,7 @@ func (j *pmixJob) leave() {
 		j.cancel()
 		srv.DeregisterJob(j.ns)
 		j.removeDir()
+		svc.jobLeft(j.ns)
 		if len(names) > 0 {
 			// Published names live as long as the job, as under mpirun.
 			go unpublishAll(svc.d, j.ns, names)
@@ -396,7 +399,7 @@ func (j *pmixJob) Abort(p pmix.Proc, status int, msg string, _ []pmix.Proc, done
 // completes a fence of a single node's processes itself).
 func (j *pmixJob) Fence(procs []pmix.Proc, _ bool, data []byte, done func([]byte, error)) {
 	if len(procs) != 1 || procs[0] != (pmix.Proc{Nspace: j.ns, Rank: pmix.RankWildcard}) {
-		done(nil, &pmix.StatusError{Status: pmix.CodeNotSupported, Msg: "dynrt: a fence over other processes than one whole job"})
+		done(j.svc.fence(j.ctx, procs, data)) // pmix_dyn.go
 		return
 	}
 	local := j.desc.LocalRanks()
@@ -435,23 +438,27 @@ const pmixModexKey = "dynrt.pmix.modex"
 // there while the process's job has a live process on its node (its
 // namespace is deregistered after the last one).
 func (j *pmixJob) DirectModex(p pmix.Proc, done func([]byte, error)) {
+	done(j.svc.fetchModex(j.ctx, p))
+}
+
+// fetchModex is DirectModex for the clients of this node (also of the
+// namespaces a connect registered here, pmix_dyn.go).
+func (svc *pmixService) fetchModex(ctx context.Context, p pmix.Proc) ([]byte, error) {
 	var rep wire.KVFetchReply
-	err := j.svc.d.master.Call(j.ctx, wire.KindKVFetch, &wire.KVFetchReq{
+	err := svc.d.master.Call(ctx, wire.KindKVFetch, &wire.KVFetchReq{
 		Procs: []wire.ProcRanges{{Job: p.Nspace, Ranks: wire.Span(p.Rank, p.Rank)}}, Key: pmixModexKey, Wait: true,
 	}, &rep)
 	if err != nil {
-		done(nil, err)
-		return
+		return nil, err
 	}
 	for _, pk := range rep.Data {
 		for _, kv := range pk.Data {
 			if pk.Job == p.Nspace && pk.Rank == p.Rank && kv.Key == pmixModexKey {
-				done(kv.Value, nil)
-				return
+				return kv.Value, nil
 			}
 		}
 	}
-	done(nil, &pmix.StatusError{Status: pmix.CodeNotFound, Msg: "dynrt: no PMIx data of " + p.String()})
+	return nil, &pmix.StatusError{Status: pmix.CodeNotFound, Msg: "dynrt: no PMIx data of " + p.String()}
 }
 
 // pmixModexFetch answers a kv.fetch of pmixModexKey: the PMIx data of a
@@ -624,5 +631,6 @@ func (svc *pmixService) close() {
 		j.cancel()
 		srv.DeregisterJob(j.ns)
 		j.removeDir()
+		svc.jobLeft(j.ns)
 	}
 }

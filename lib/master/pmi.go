@@ -230,18 +230,33 @@ func (s *state) pmiSpawn(b *wire.PMISpawnReq, reply func(*wire.PMISpawnReply, er
 			reply(nil, fmt.Errorf("master: spawn: executable %d: %w", i, err))
 			return
 		}
-		sp.blocks = append(sp.blocks, wire.PMIBlock{Ranks: wire.Span(total, total+a.N-1), Argv: argv, Wdir: wdir})
+		sp.blocks = append(sp.blocks, wire.PMIBlock{Ranks: wire.Span(total, total+a.N-1), Argv: argv, Wdir: wdir, Env: a.Env})
 		sp.nodes = append(sp.nodes, nodes)
 		total += a.N
+	}
+	mapBy := parent.req.MapBy
+	switch b.MapBy {
+	case "":
+	case wire.MapBySlot, wire.MapByNode:
+		mapBy = b.MapBy
+	default:
+		reply(nil, wire.Errorf(wire.ErrInvalid, "master: spawn: map-by %q (want %s or %s)", b.MapBy, wire.MapBySlot, wire.MapByNode))
+		return
+	}
+	pmiMode := parent.req.PMI
+	if parent.pmi.info.Mode == wire.PMIPMIx {
+		// An Open MPI job spawns Open MPI processes: the choice --pmi
+		// auto made from the parent's program stands for them.
+		pmiMode = wire.PMIPMIx
 	}
 	req := &wire.JobLaunchReq{
 		// Oversubscribe: like Hydra, which places a spawn's processes
 		// over its hosts' cores and wraps around, never refusing one
 		// for room (MPI_Comm_spawn cannot wait, and MPICH's PMI-2
 		// client would not even see the refusal).
-		Argv: sp.blocks[0].Argv, N: total, MapBy: parent.req.MapBy, Oversubscribe: true,
+		Argv: sp.blocks[0].Argv, N: total, MapBy: mapBy, Oversubscribe: true,
 		Env: parent.req.Env, Wdir: parent.req.Wdir, KeepGoing: parent.req.KeepGoing, Output: parent.req.Output,
-		PMI: parent.req.PMI, Universe: parent.req.Universe,
+		PMI: pmiMode, Universe: parent.req.Universe,
 	}
 	if parent.req.TimeoutMS > 0 {
 		// The parent's time limit covers what it spawned (its launcher

@@ -69,7 +69,9 @@ type Job struct {
 	// universe size (MPI_UNIVERSE_SIZE), at least Size.
 	Size, Universe uint32
 	// Nodes names the job's nodes; RankNode gives the index in Nodes of
-	// every rank (len Size); Node is the index of this server's node.
+	// every rank (len Size); Node is the index of this server's node,
+	// -1 for a job none of whose processes run here (registered so that
+	// local clients connected to it reach its processes' data).
 	Nodes    []string
 	RankNode []int
 	Node     int
@@ -125,9 +127,11 @@ type Handler interface {
 
 // Publisher is the optional part of a Handler that serves PMIx_Publish,
 // PMIx_Lookup and PMIx_Unpublish (MPI_Publish_name and friends); without
-// it they fail with PMIX_ERR_NOT_SUPPORTED. Values are strings (what MPI
-// publishes: port names); a publish of another type is refused before
-// it reaches the Handler. Directives (keys in PMIx's own "pmix."
+// it they fail with PMIX_ERR_NOT_SUPPORTED. Values are strings: port
+// names (what MPI publishes) as they are; a value of another type (Open
+// MPI 4.1 exchanges integers this way when it agrees on a communicator
+// id with another job) is packed by libpmix behind a marker that no
+// string starts with, and unpacked again for a lookup. Directives (keys in PMIx's own "pmix."
 // namespace: range, persistence, timeout) are not passed on.
 type Publisher interface {
 	// Publish: p publishes data (key → value).

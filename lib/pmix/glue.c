@@ -2,6 +2,7 @@
 
 #include <string.h>
 #include "glue.h"
+#include "dyn.h"
 #include "_cgo_export.h"
 
 // The host module. Each callback copies what Go needs and returns at
@@ -105,6 +106,9 @@ static pmix_server_module_t module = {
     .publish = publish_fn,
     .lookup = lookup_fn,
     .unpublish = unpublish_fn,
+    .spawn = dyn_spawn_fn,
+    .connect = dyn_connect_fn,
+    .disconnect = dyn_disconnect_fn,
     .query = query_fn,
 };
 

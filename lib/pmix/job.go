@@ -23,7 +23,7 @@ func (j *Job) validate() error {
 		return fmt.Errorf("pmix: job %s has no processes", j.Nspace)
 	case len(j.RankNode) != int(j.Size):
 		return fmt.Errorf("pmix: job %s: %d ranks placed, size %d", j.Nspace, len(j.RankNode), j.Size)
-	case j.Node < 0 || j.Node >= len(j.Nodes):
+	case j.Node < -1 || j.Node >= len(j.Nodes):
 		return fmt.Errorf("pmix: job %s: node index %d out of %d nodes", j.Nspace, j.Node, len(j.Nodes))
 	}
 	for r, n := range j.RankNode {

@@ -449,11 +449,11 @@ func dynGoPublish(ns *C.char, rank C.uint32_t, info *C.pmix_info_t, n C.size_t, 
 		if strings.HasPrefix(key, "pmix.") {
 			continue // a directive
 		}
-		v := C.dyn_info_string(info, i)
-		if v == nil {
-			return C.PMIX_ERR_NOT_SUPPORTED // dynrt publishes strings only
+		v, err := publishValue(info, i) // dyn.go
+		if err != nil {
+			return code(err)
 		}
-		data[key] = C.GoString(v)
+		data[key] = v
 	}
 	if len(data) == 0 {
 		return C.PMIX_ERR_BAD_PARAM
@@ -489,34 +489,16 @@ func dynGoLookup(ns *C.char, rank C.uint32_t, keys **C.char, wait C.int, f C.pmi
 // the keys asked.
 func lookupDone(f C.pmix_lookup_cbfunc_t, cbdata unsafe.Pointer, p Proc, keys []string, found map[string]string, err error) {
 	st := code(err)
-	var ks, vs []*C.char
+	var ks, vs []string
 	for _, k := range keys {
 		if v, ok := found[k]; ok && err == nil {
-			ks, vs = append(ks, C.CString(k)), append(vs, C.CString(v))
+			ks, vs = append(ks, k), append(vs, v)
 		}
 	}
 	if err == nil && len(ks) == 0 {
 		st = C.PMIX_ERR_NOT_FOUND
 	}
-	defer func() {
-		for i := range ks {
-			C.free(unsafe.Pointer(ks[i]))
-			C.free(unsafe.Pointer(vs[i]))
-		}
-	}()
-	n := len(ks)
-	var ka, va **C.char
-	if n > 0 {
-		ka = (**C.char)(C.malloc(C.size_t(n) * C.size_t(unsafe.Sizeof(ks[0]))))
-		va = (**C.char)(C.malloc(C.size_t(n) * C.size_t(unsafe.Sizeof(vs[0]))))
-		defer C.free(unsafe.Pointer(ka))
-		defer C.free(unsafe.Pointer(va))
-		copy(unsafe.Slice(ka, n), ks)
-		copy(unsafe.Slice(va, n), vs)
-	}
-	ns := C.CString(p.Nspace)
-	defer C.free(unsafe.Pointer(ns))
-	C.dyn_lookup_complete(f, st, ns, C.uint32_t(p.Rank), ka, va, C.size_t(n), cbdata)
+	completeLookup(f, cbdata, st, p, ks, vs) // dyn.go
 }
 
 //export dynGoUnpublish
@@ -804,15 +786,18 @@ func jobInfo(job *Job) (C.pmix_data_array_t, error) {
 		return C.pmix_data_array_t{}, fmt.Errorf("pmix: process map of %s: %w", job.Nspace, err)
 	}
 	il.str(C.PMIX_PROC_MAP, procMap)
-	// This node: the job's processes here.
+	// This node: the job's processes here (none for a job registered
+	// with Node -1).
 	il.u32(C.PMIX_LOCAL_SIZE, uint32(len(local)))
 	il.u32(C.PMIX_NODE_SIZE, uint32(len(local)))
-	il.str(C.PMIX_LOCAL_PEERS, joinRanks(local))
 	if len(local) > 0 {
+		il.str(C.PMIX_LOCAL_PEERS, joinRanks(local))
 		il.rank(C.PMIX_LOCALLDR, local[0])
 	}
-	il.str(C.PMIX_HOSTNAME, job.Nodes[job.Node])
-	il.u32(C.PMIX_NODEID, uint32(job.Node))
+	if job.Node >= 0 {
+		il.str(C.PMIX_HOSTNAME, job.Nodes[job.Node])
+		il.u32(C.PMIX_NODEID, uint32(job.Node))
+	}
 	// Every process: rank, app, its node and its rank there.
 	appLdr := map[uint32]uint32{}
 	appRank := make([]uint32, job.Size)

@@ -1,0 +1,195 @@
+//go:build pmix
+
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Dynamic processes of Open MPI programs under the daemons' PMIx server:
+// MPI_Comm_spawn (the PMIx spawn callback, placed and launched by the
+// master as a PMI spawn) and MPI_Comm_connect/accept between two jobs
+// (PMIx_Connect as a collective through the master, the other jobs'
+// namespaces and modex data brought to every daemon of the connect).
+// Output and exit status are compared with mpirun.openmpi's, recorded in
+// testdata/openmpi (scripts/openmpi-ref.sh), which hangs now and then in
+// MPI_Comm_spawn.
+
+// ompiJob is one job of a testdata/openmpi reference: its exit status and
+// its stdout lines, sorted.
+type ompiJob struct {
+	cmd   string
+	exit  int
+	lines []string
+}
+
+// readOMPIRef reads testdata/openmpi/<name>.golden: per job a "# command"
+// line, an "exit N" line and its sorted output.
+func readOMPIRef(t *testing.T, name string) []ompiJob {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "openmpi", name+".golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jobs []ompiJob
+	for l := range strings.Lines(string(b)) {
+		l = strings.TrimRight(l, "\n")
+		switch {
+		case strings.HasPrefix(l, "# "):
+			jobs = append(jobs, ompiJob{cmd: l[2:]})
+		case len(jobs) == 0:
+			t.Fatalf("%s: %q before the first command", name, l)
+		case strings.HasPrefix(l, "exit "):
+			if jobs[len(jobs)-1].exit, err = strconv.Atoi(l[5:]); err != nil {
+				t.Fatalf("%s: %q: %v", name, l, err)
+			}
+		default:
+			jobs[len(jobs)-1].lines = append(jobs[len(jobs)-1].lines, l)
+		}
+	}
+	return jobs
+}
+
+// compileOMPI builds testdata/mpi/<name>.c with Open MPI into dir, or
+// skips the test without Open MPI.
+func compileOMPI(t *testing.T, dir, name string) string {
+	t.Helper()
+	cc, err := exec.LookPath("mpicc.openmpi")
+	if err != nil {
+		t.Skip("Open MPI is not installed (no mpicc.openmpi): install openmpi-bin and libopenmpi-dev (make deps-openmpi)")
+	}
+	out := filepath.Join(dir, name)
+	if msg, err := exec.Command(cc, "-O1", "-o", out, filepath.Join("..", "..", "testdata", "mpi", name+".c")).CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", cc, name, err, msg)
+	}
+	return out
+}
+
+// checkNoScratch: the PMIx jobs of DVM id left no scratch directory
+// (/dev/shm/dynrt.<node>.<job>, where Open MPI keeps its session files).
+func checkNoScratch(t *testing.T, id string) {
+	t.Helper()
+	if left, _ := filepath.Glob("/dev/shm/dynrt.*." + id + ".*"); len(left) > 0 {
+		t.Errorf("left in /dev/shm: %v", left)
+	}
+}
+
+// TestOMPISpawn: an Open MPI parent spawns 1, 2 and 4 copies of itself
+// (by base name, found in its working directory as mpirun.openmpi finds
+// it), which send their ranks back over the intercommunicator and
+// disconnect; or a child calls MPI_Abort(7) while the parent waits for
+// it; or it spawns a program that does not exist. On a private DVM with fewer slots than processes (the spawn
+// oversubscribes) and on a warm DVM of 4 virtual nodes of one slot (the
+// children on other nodes than their parent: the connect brings their
+// namespace and modex data to the parent's daemon, and the disconnect
+// fences both jobs across nodes), dynrun's exit status and output are
+// mpirun.openmpi's (for the missing program, the spawn fails and the
+// parent sees it); the abort ends the whole spawn tree with code 7; no
+// process or file is left.
+func TestOMPISpawn(t *testing.T) {
+	dir := t.TempDir()
+	compileOMPI(t, dir, "spawn_tree")
+	dynDir(t)
+	warm := startDVM(t, "--nodes", "4", "--slots", "1")
+	for _, tc := range []struct {
+		ref, n, mode string
+		own          *ompiJob // dynrt's behaviour where it differs from mpirun.openmpi's
+	}{
+		{"spawn-1", "1", "ok", nil},
+		{"spawn-2", "2", "ok", nil},
+		{"spawn-4", "4", "ok", nil},
+		{"spawn-abort", "2", "abort", nil},
+		// mpirun.openmpi ends the job (exit 132); dynrun fails the
+		// spawn, which the program (MPI_ERRORS_RETURN) sees, as MPICH's
+		// programs do under dynrun.
+		{"spawn-missing", "2", "missing", &ompiJob{exit: 0, lines: []string{"spawn of a missing program: error, 2 of 2 error codes set"}}},
+	} {
+		ref := readOMPIRef(t, tc.ref)[0]
+		if tc.own != nil {
+			ref = *tc.own
+		}
+		for _, dvm := range []struct{ name, sel string }{{"private", ""}, {"warm 4 nodes", warm}} {
+			t.Run(tc.ref+"/"+dvm.name, func(t *testing.T) {
+				args := []string{bin, "-n", "1"}
+				if dvm.sel != "" {
+					args = append(args, "--dvm", dvm.sel)
+				} else {
+					args = append(args, "--slots", "2")
+				}
+				code, out, errOut := runLauncherIn(t, dir, nil, append(args, "./spawn_tree", tc.n, tc.mode)...)
+				if code != ref.exit {
+					t.Fatalf("dynrun exited %d, mpirun.openmpi %d:\n%s%s", code, ref.exit, out, errOut)
+				}
+				got := programLines(out)
+				if tc.mode == "abort" {
+					// Which children print before the abort kills them
+					// varies, under mpirun.openmpi too.
+					for _, l := range got {
+						if !slices.Contains(ref.lines, l) {
+							t.Errorf("line %q, not among mpirun.openmpi's %q", l, ref.lines)
+						}
+					}
+					if !strings.Contains(errOut, "MPI_ABORT was invoked on rank 0") {
+						t.Errorf("no MPI_ABORT message on stderr:\n%s", errOut)
+					}
+				} else if !slices.Equal(got, ref.lines) {
+					t.Errorf("output\n%s\nmpirun.openmpi's\n%s\nstderr:\n%s", strings.Join(got, "\n"), strings.Join(ref.lines, "\n"), errOut)
+				}
+			})
+		}
+	}
+	checkNoScratch(t, warm)
+}
+
+// TestOMPIConnectAccept: two Open MPI jobs of one DVM meet through
+// MPI_Comm_accept/MPI_Comm_connect (the port published on the DVM's name
+// service), exchange messages, merge and allreduce, then disconnect; on 1
+// node and across 4 virtual nodes, with 2+2 and 1+3 processes, both jobs
+// print what they print under mpirun.openmpi (with an ompi-server) and
+// exit 0, leaving nothing behind.
+func TestOMPIConnectAccept(t *testing.T) {
+	dir := t.TempDir()
+	prog := compileOMPI(t, dir, "connacc")
+	dynDir(t)
+	for _, nodes := range []string{"1", "4"} {
+		id := startDVM(t, "--nodes", nodes, "--slots", "2")
+		for _, ref := range []string{"connacc-2-2", "connacc-1-3"} {
+			t.Run(ref+"/"+nodes+" nodes", func(t *testing.T) {
+				jobs := readOMPIRef(t, ref)
+				if len(jobs) != 2 {
+					t.Fatalf("%s: %d jobs, want 2", ref, len(jobs))
+				}
+				name := "svc-" + nodes + "-" + ref // the reference's lines name "svc"
+				var wg sync.WaitGroup
+				codes, outs, errs := make([]int, 2), make([]string, 2), make([]string, 2)
+				for i, j := range jobs {
+					f := strings.Fields(j.cmd) // mpirun.openmpi -n N ./connacc ROLE svc
+					if len(f) != 6 {
+						t.Fatalf("%s: command %q", ref, j.cmd)
+					}
+					wg.Go(func() {
+						codes[i], outs[i], errs[i] = runLauncherIn(t, dir, nil, bin, "--dvm", id, "--oversubscribe", "--map-by", "node", "-n", f[2], prog, f[4], name)
+					})
+				}
+				wg.Wait()
+				for i, j := range jobs {
+					want := make([]string, len(j.lines))
+					for k, l := range j.lines {
+						want[k] = strings.ReplaceAll(l, " svc", " "+name)
+					}
+					if got := programLines(outs[i]); codes[i] != j.exit || !slices.Equal(got, want) {
+						t.Errorf("%s: exit %d, output\n%s\nmpirun.openmpi: exit %d,\n%s\nstderr:\n%s", j.cmd, codes[i], strings.Join(got, "\n"), j.exit, strings.Join(want, "\n"), errs[i])
+					}
+				}
+			})
+		}
+		checkNoScratch(t, id)
+	}
+}
