@@ -193,3 +193,36 @@ func TestOMPIConnectAccept(t *testing.T) {
 		checkNoScratch(t, id)
 	}
 }
+
+// TestOMPISpawnMultiple: MPI_Comm_spawn_multiple of two commands (1 and 2
+// processes) makes one job whose children read MPI_APPNUM 0 and 1 and their
+// own arguments, as under mpirun.openmpi (the same lines); with the info
+// key host per command on a warm DVM of 4 virtual nodes, each command's
+// processes run on the node it names.
+func TestOMPISpawnMultiple(t *testing.T) {
+	dir := t.TempDir()
+	compileOMPI(t, dir, "spawn_multi")
+	dynDir(t)
+	warm := startDVM(t, "--nodes", "4", "--slots", "1")
+	base := []string{"child 0 of 3: appnum 0, argument a", "child 1 of 3: appnum 1, argument b", "child 2 of 3: appnum 1, argument b", "parent: 3 children, appnums 0 1 1"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"private, no info", []string{"--slots", "2", "./spawn_multi"}, base},
+		{"4 nodes, no info", []string{"--dvm", warm, "./spawn_multi"}, base},
+		{"4 nodes, host per command", []string{"--dvm", warm, "./spawn_multi", "node2", "node3"},
+			append([]string{"child 0 on node2", "child 1 on node3", "child 2 on node3"}, base...)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := runLauncherIn(t, dir, nil, append([]string{bin, "-n", "1"}, tc.args...)...)
+			want := slices.Clone(tc.want)
+			slices.Sort(want)
+			if got := programLines(out); code != 0 || !slices.Equal(got, want) {
+				t.Errorf("exit %d, output\n%s\nwant exit 0 and\n%s\nstderr:\n%s", code, strings.Join(got, "\n"), strings.Join(want, "\n"), errOut)
+			}
+		})
+	}
+	checkNoScratch(t, warm)
+}
