@@ -53,7 +53,7 @@ func TestSurviveFailures(t *testing.T) {
 			job := d.launchPolicy(t, tc.policy, 8, "--trigger", "external", "--changes", "1", "-i", iters, "--tables=false",
 				"--problem-size", fmt.Sprint(problem), "--timeout", "80s")
 			procs := dvmtest.RunningProcs(t, d.c, job, 8)
-			time.Sleep(500 * time.Millisecond) // into the iterations
+			d.intoIterations(t, job)
 			lost := 1
 			if tc.nodeOf {
 				node := procs[tc.rank].Node
@@ -201,6 +201,23 @@ func (d *testDVM) survived(t *testing.T, job string, count int64) report.Run {
 		}
 	}
 	return run
+}
+
+// intoIterations waits until job has reported an iteration, so that a
+// kill hits the loop. A fixed sleep did not do it under load (CI: rank 0
+// was killed while the first communicator was being built, which
+// synthetic does not survive: docs/synthetic.md "Failures").
+func (d *testDVM) intoIterations(t *testing.T, job string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		text, _ := d.byRank(job)
+		if run, err := report.Read(strings.NewReader(text)); err == nil && len(run.Iters) > 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("job %s reported no iteration within 30s", job)
 }
 
 func kill(t *testing.T, pid int) {

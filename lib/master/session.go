@@ -75,8 +75,8 @@ func (ss *sessState) onEvent(s *state, ev *wire.Event) {
 	}
 }
 
-// procEnded fails the fences and pending groups the process was expected
-// in, and takes it out of its groups.
+// procEnded fails the fences the process was expected in and the pending
+// groups it is a member of, and takes it out of its groups.
 func (ss *sessState) procEnded(p procRef, how string) {
 	err := func(what string) error {
 		return wire.Errorf(wire.ErrAborted, "master: %s: %s %s before entering", what, p, how)
@@ -89,10 +89,18 @@ func (ss *sessState) procEnded(p procRef, how string) {
 			}
 		}
 	}
+	// A group construct fails even when the process had entered it: the
+	// group would hold a member that is gone, and the members still to
+	// come may never come (they saw the loss first and went on to the set
+	// after it), so the entered ones would wait for ever.
 	for key, g := range ss.pending {
-		if entered, ok := g.parts[p]; ok && !entered {
+		if entered, ok := g.parts[p]; ok {
 			delete(ss.pending, key)
-			g.fail(err(g.what))
+			if entered {
+				g.fail(wire.Errorf(wire.ErrAborted, "master: %s: %s %s after entering", g.what, p, how))
+			} else {
+				g.fail(err(g.what))
+			}
 		}
 	}
 	for key, gr := range ss.groups {

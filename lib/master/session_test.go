@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/dynrt/dynrt/wire"
@@ -221,6 +222,33 @@ func TestGroups(t *testing.T) {
 	var g2 outcome
 	if err := construct(0, "g", []uint32{0}, &g2); err != nil || !g2.done || g2.cid != 2 {
 		t.Errorf("construct after the destruct: %+v %v (want context id 2)", g2, err)
+	}
+}
+
+// TestGroupMemberEndsAfterEntering: a construct fails when a member that
+// had entered it ends (CI: synthetic's rank 0 was killed inside the first
+// construct; the others waited in it for members that had gone on to the
+// set after the loss, until the job's deadline).
+func TestGroupMemberEndsAfterEntering(t *testing.T) {
+	s, ss := sessTestState(map[string]int{"j": 3})
+	var k0, k1 outcome
+	for _, e := range []struct {
+		rank uint32
+		o    *outcome
+	}{{0, &k0}, {1, &k1}} {
+		if err := ss.groupEnter(s, &wire.GroupReq{ID: "k", Job: "j", Rank: e.rank}, entry("j", e.rank, e.o)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if k0.done || k1.done {
+		t.Fatalf("construct k done before rank 2 entered: %+v %+v", k0, k1)
+	}
+	endProc(s, ss, "j", 0)
+	if !k1.done || !errors.Is(k1.err, wire.ErrAborted) || !strings.Contains(k1.err.Error(), "after entering") {
+		t.Errorf("construct k after rank 0 ended inside it: %+v", k1)
+	}
+	if len(ss.pending) != 0 {
+		t.Errorf("pending constructs left: %v", ss.pending)
 	}
 }
 
