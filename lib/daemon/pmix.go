@@ -306,16 +306,18 @@ func (j *pmixJob) removeDir() {
 	}
 }
 
-// release forgets a process that has ended (or never started).
+// release forgets a process that has ended (or never started). Its
+// PMIx client goes with its namespace: deregistering a client whose
+// connection libpmix is still closing leaves libpmix with events on a
+// closed socket ("read hdr on socket -1"), and after a few jobs new
+// clients of a warm DVM hung in PMIx_Init.
 func (xp *pmixProc) release() {
 	svc := xp.job.svc
 	svc.mu.Lock()
 	if svc.procs[xp.key] == xp {
 		delete(svc.procs, xp.key)
 	}
-	srv := svc.srv
 	svc.mu.Unlock()
-	srv.DeregisterClient(pmix.Proc{Nspace: xp.key.job, Rank: xp.key.rank})
 	xp.job.leave()
 }
 

@@ -149,6 +149,23 @@ func TestOMPIHello(t *testing.T) {
 	}
 }
 
+// TestOMPIWarmDVM: one DVM runs Open MPI jobs of 28 processes one after
+// the other, all to the end. Deregistering each PMIx client as its
+// process exited left libpmix with events on closed sockets: a later
+// job's processes hung in PMIx_Init (within a dozen jobs here; at the 4th
+// to 6th under dynrun dvm start).
+func TestOMPIWarmDVM(t *testing.T) {
+	prog := ompiProgram(t, "hello_mpi")
+	d := startDVM(t, 1, 28)
+	for i := range 12 {
+		rep, end := d.run(wire.JobLaunchReq{Argv: []string{prog, "28"}, N: 28, PMI: wire.PMIPMIx})
+		if end.Code != 0 {
+			t.Fatalf("job %d ended %d: %s\n%s", i, end.Code, end.Msg, stderrOf(d, rep.Job))
+		}
+		checkLines(t, fmt.Sprintf("job %d: ", i), lines(d, rep.Job), helloWant(28, 28))
+	}
+}
+
 // TestOMPIAllreduce: collectives and point-to-point of an Open MPI
 // program across 4 virtual nodes (a fence of every node through the
 // master; shared memory within a node, TCP between nodes).
