@@ -298,6 +298,32 @@ func TestPMIxPsets(t *testing.T) {
 	checkLines(t, "", lines(d, rep.Job), want)
 }
 
+// TestPMIxSocketsNotInherited: while PMIx clients are connected to a
+// daemon, a process it starts holds none of the server's sockets
+// (libpmix leaves the ones it accepts inheritable; the daemon marks them
+// close-on-exec before each fork). Fails without sealSockets.
+func TestPMIxSocketsNotInherited(t *testing.T) {
+	prog := pmixProgram(t, "psets")
+	d := startDVM(t, 1, 8)
+	clients, err := d.launch(wire.JobLaunchReq{Argv: []string{prog, "3"}, N: 4, PMI: wire.PMIPMIx})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.waitLines(clients.Job, 4) // connected
+	rep, end := d.run(wire.JobLaunchReq{Argv: []string{"/bin/sh", "-c", "ls -l /proc/$$/fd"}, N: 1, PMI: wire.PMINone})
+	if end.Code != 0 {
+		t.Fatalf("ls ended %d: %s", end.Code, end.Msg)
+	}
+	for _, l := range lines(d, rep.Job) {
+		if strings.Contains(l, "socket:") {
+			t.Errorf("inherited: %s", l)
+		}
+	}
+	if end := d.wait(clients.Job); end.Code != 0 {
+		t.Errorf("clients ended %d: %s", end.Code, end.Msg)
+	}
+}
+
 // TestPMIxUnfinished: a PMIx process that exits 0 without PMIx_Finalize
 // fails its job, as a PMI process does (and as under mpirun).
 func TestPMIxUnfinished(t *testing.T) {
