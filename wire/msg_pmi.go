@@ -21,12 +21,14 @@ const (
 // PMIJob rides along node.launch (LaunchReq.PMI) for a job launched with
 // the PMI service: what the daemon needs to answer PMI for its ranks.
 type PMIJob struct {
-	Mode     string     `msgpack:"m,omitempty"`   // PMIFD, PMIPort or PMIPMIx
-	KVS      string     `msgpack:"kvs,omitempty"` // kvsname / PMI-2 jobid
-	Universe int        `msgpack:"u,omitempty"`   // MPI_UNIVERSE_SIZE; 0 or less: unset
-	Parent   string     `msgpack:"par,omitempty"` // KVS of the spawning job ("" = not spawned)
-	Preput   []KV       `msgpack:"pp,omitempty"`  // key-value data stored before any rank starts (spawn)
-	Blocks   []PMIBlock `msgpack:"b,omitempty"`   // executable blocks; empty = one block (appnum 0) of LaunchReq.Argv
+	Mode       string     `msgpack:"m,omitempty"`   // PMIFD, PMIPort or PMIPMIx
+	KVS        string     `msgpack:"kvs,omitempty"` // kvsname / PMI-2 jobid
+	Universe   int        `msgpack:"u,omitempty"`   // MPI_UNIVERSE_SIZE; 0 or less: unset
+	Parent     string     `msgpack:"par,omitempty"` // KVS of the spawning job ("" = not spawned)
+	ParentJob  string     `msgpack:"pj,omitempty"`  // job of the process that spawned this one (PMIx's PMIX_PARENT_ID); set with Parent
+	ParentRank uint32     `msgpack:"pr,omitempty"`  // rank of that process
+	Preput     []KV       `msgpack:"pp,omitempty"`  // key-value data stored before any rank starts (spawn)
+	Blocks     []PMIBlock `msgpack:"b,omitempty"`   // executable blocks; empty = one block (appnum 0) of LaunchReq.Argv
 	// KeepGoing is the job's --keep-going (Hydra's -disable-auto-cleanup):
 	// a process that leaves PMI without finalize is reported at once and
 	// its peers are told (PMIDead) instead of the job being killed.

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -225,4 +226,34 @@ func TestOMPISpawnMultiple(t *testing.T) {
 		})
 	}
 	checkNoScratch(t, warm)
+}
+
+// TestPMIxSpawnParent: a plain PMIx client's PMIx_Spawn (rank 1 of 2 spawns
+// 2 or 3 processes) starts a job in a new namespace whose processes read
+// PMIX_SPAWNED true and PMIX_PARENT_ID naming the spawning process (its
+// namespace and rank 1), on 1 node and on 4 virtual nodes.
+func TestPMIxSpawnParent(t *testing.T) {
+	flags, err := exec.Command("pkg-config", "--cflags", "--libs", "pmix").Output()
+	if err != nil {
+		t.Skip("no libpmix-dev (pkg-config pmix): make deps-openmpi")
+	}
+	prog := filepath.Join(t.TempDir(), "spawn_client")
+	cc := append([]string{"-O1", "-o", prog, filepath.Join("..", "..", "testdata", "pmix", "spawn_client.c")}, strings.Fields(string(flags))...)
+	if msg, err := exec.Command("cc", cc...).CombinedOutput(); err != nil {
+		t.Fatalf("cc spawn_client.c: %v\n%s", err, msg)
+	}
+	dynDir(t)
+	for _, tc := range []struct{ nodes, n string }{{"1", "2"}, {"4", "3"}} {
+		t.Run(tc.nodes+" nodes", func(t *testing.T) {
+			code, out, errOut := runLauncherIn(t, "", nil, bin, "--pmi", "pmix", "--nodes", tc.nodes, "--slots", "2", "-n", "2", prog, tc.n, "1")
+			want := []string{"parent: spawned " + tc.n + " processes in a new namespace: yes"}
+			for r := range tc.n[0] - '0' {
+				want = append(want, fmt.Sprintf("child %d: spawned yes, parent right", r))
+			}
+			slices.Sort(want)
+			if got := programLines(out); code != 0 || !slices.Equal(got, want) {
+				t.Errorf("exit %d, output\n%s\nwant exit 0 and\n%s\nstderr:\n%s", code, strings.Join(got, "\n"), strings.Join(want, "\n"), errOut)
+			}
+		})
+	}
 }

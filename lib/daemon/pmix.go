@@ -203,6 +203,9 @@ func (svc *pmixService) job(b *wire.LaunchReq) (*pmixJob, error) {
 // applications as the master sent them.
 func pmixJobOf(b *wire.LaunchReq, node string) (*pmix.Job, error) {
 	j := &pmix.Job{Nspace: b.Job, Spawned: b.PMI.Parent != "", Node: -1}
+	if b.PMI.ParentJob != "" {
+		j.Parent = &pmix.Proc{Nspace: b.PMI.ParentJob, Rank: b.PMI.ParentRank}
+	}
 	if b.Data != nil && len(b.Data.Placement) > 0 {
 		j.Size = max(b.Data.Size, b.Data.NextRank)
 		j.RankNode = placementNodes(b.Data.Placement, int(j.Size))

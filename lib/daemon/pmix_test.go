@@ -28,10 +28,10 @@ func TestPMIxJobOf(t *testing.T) {
 		{"two nodes", wire.LaunchReq{Job: "d.1", Ranks: rr(1, 3), Data: two, PMI: &wire.PMIJob{Mode: wire.PMIPMIx}}, "n1",
 			pmix.Job{Nspace: "d.1", Size: 4, Nodes: []string{"n0", "n1"}, RankNode: []int{0, 1, 0, 1}, Node: 1}, ""},
 		{"spawned, universe, two apps", wire.LaunchReq{Job: "d.2", Ranks: rr(0, 2), Data: two, PMI: &wire.PMIJob{
-			Mode: wire.PMIPMIx, Parent: "kvs_d.1", Universe: 16,
+			Mode: wire.PMIPMIx, Parent: "kvs_d.1", ParentJob: "d.1", ParentRank: 3, Universe: 16,
 			Blocks: []wire.PMIBlock{{Ranks: rr(0, 1), Argv: []string{"a"}}, {Ranks: rr(2, 3), Argv: []string{"b"}}},
 		}}, "n0", pmix.Job{Nspace: "d.2", Size: 4, Universe: 16, Nodes: []string{"n0", "n1"}, RankNode: []int{0, 1, 0, 1},
-			RankApp: []uint32{0, 0, 1, 1}, Spawned: true}, ""},
+			RankApp: []uint32{0, 0, 1, 1}, Spawned: true, Parent: &pmix.Proc{Nspace: "d.1", Rank: 3}}, ""},
 		{"sets at launch", wire.LaunchReq{Job: "d.5", Ranks: rr(0, 2), Data: two, PMI: &wire.PMIJob{Mode: wire.PMIPMIx},
 			Psets: &wire.PsetPush{Job: "d.5", Defined: []wire.PsetInfo{{Name: "mpi://WORLD", Job: "d.5", Members: rr(0, 1, 2, 3)}, {Name: "mpi://app/x", Members: rr(0, 2)}}}}, "n0",
 			pmix.Job{Nspace: "d.5", Size: 4, Nodes: []string{"n0", "n1"}, RankNode: []int{0, 1, 0, 1},

@@ -36,7 +36,8 @@ type pmiState struct {
 }
 
 type pmiSpawn struct {
-	parent *job // the spawning job
+	parent *job   // the spawning job
+	rank   uint32 // the spawning rank
 	preput []wire.KV
 	blocks []wire.PMIBlock
 	nodes  [][]int // per block: the node indices its info keys allow (nil: any)
@@ -87,6 +88,7 @@ func (s *state) pmiLaunch(j *job) *wire.PMIJob {
 	if sp := s.pmi.next; sp != nil {
 		s.pmi.next = nil
 		info.Parent = kvsName(sp.parent.ns)
+		info.ParentJob, info.ParentRank = sp.parent.ns, sp.rank
 		info.Preput = sp.preput
 		info.Blocks = sp.blocks
 		j.pmi.parent, j.pmi.spawner = sp.parent.ns, sp.parent
@@ -208,7 +210,7 @@ func (s *state) pmiSpawn(b *wire.PMISpawnReq, reply func(*wire.PMISpawnReply, er
 		reply(nil, wire.Errorf(wire.ErrInvalid, "master: spawn of nothing"))
 		return
 	}
-	sp := &pmiSpawn{parent: parent, preput: b.Preput}
+	sp := &pmiSpawn{parent: parent, rank: b.Rank, preput: b.Preput}
 	total := uint32(0)
 	for i, a := range b.Apps {
 		if len(a.Argv) == 0 || a.Argv[0] == "" || a.N == 0 {

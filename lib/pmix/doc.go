@@ -80,8 +80,10 @@ type Job struct {
 	// Tmpdir is a scratch directory for the job's processes
 	// (PMIX_TMPDIR, PMIX_NSDIR).
 	Tmpdir string
-	// Spawned marks a job started by another job (PMIX_SPAWNED).
+	// Spawned marks a job started by another job (PMIX_SPAWNED); Parent
+	// names the process that spawned it (PMIX_PARENT_ID), if known.
 	Spawned bool
+	Parent  *Proc
 	// Psets are the job's process sets at launch, by name, with their
 	// member ranks: each process reads the names of its own as
 	// PMIX_PSET_NAMES.

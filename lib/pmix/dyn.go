@@ -157,3 +157,10 @@ func completeLookup(f C.pmix_lookup_cbfunc_t, cbdata unsafe.Pointer, st C.pmix_s
 	}
 	C.dyn_lookup_complete_values(f, st, ns, C.uint32_t(p.Rank), ka, va, la, pa, C.size_t(n), cbdata)
 }
+
+// proc adds a process (PMIX_PROC) to the list.
+func (il *infoList) proc(key string, p Proc) {
+	var cp C.pmix_proc_t
+	loadProc(&cp, p)
+	il.add(key, unsafe.Pointer(&cp), C.PMIX_PROC)
+}

@@ -768,6 +768,9 @@ func jobInfo(job *Job) (C.pmix_data_array_t, error) {
 	}
 	il.u32(C.PMIX_JOB_NUM_APPS, napps)
 	il.flag(C.PMIX_SPAWNED, job.Spawned)
+	if job.Parent != nil {
+		il.proc(C.PMIX_PARENT_ID, *job.Parent) // dyn.go
+	}
 	if job.Tmpdir != "" {
 		il.str(C.PMIX_TMPDIR, job.Tmpdir)
 		il.str(C.PMIX_NSDIR, job.Tmpdir)
