@@ -217,30 +217,6 @@ const char *dyn_info_string(const pmix_info_t *info, size_t i)
     return PMIX_STRING == info[i].value.type ? info[i].value.data.string : NULL;
 }
 
-void dyn_lookup_complete(pmix_lookup_cbfunc_t f, pmix_status_t st, const char *nspace, uint32_t rank,
-                         char **keys, char **vals, size_t n, void *cbdata)
-{
-    pmix_pdata_t *pd = NULL;
-    pmix_proc_t owner;
-
-    if (NULL == f) {
-        return;
-    }
-    if (0 < n) {
-        PMIX_PROC_CONSTRUCT(&owner);
-        PMIX_LOAD_PROCID(&owner, nspace, rank);
-        PMIX_PDATA_CREATE(pd, n);
-        for (size_t i = 0; i < n; i++) {
-            PMIX_PDATA_LOAD(&pd[i], &owner, keys[i], vals[i], PMIX_STRING);
-        }
-    }
-    // libpmix packs the answer before f returns.
-    f(st, pd, n, cbdata);
-    if (NULL != pd) {
-        PMIX_PDATA_FREE(pd, n);
-    }
-}
-
 const char *dyn_info_proc_nspace(const pmix_info_t *info, size_t i)
 {
     if (PMIX_PROC != info[i].value.type || NULL == info[i].value.data.proc) {

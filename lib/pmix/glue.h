@@ -29,11 +29,6 @@ void dyn_op_complete(pmix_op_cbfunc_t f, pmix_status_t st, void *cbdata);
 // data is malloc'd (or NULL); it is PMIx's until it calls the release.
 void dyn_modex_complete(pmix_modex_cbfunc_t f, pmix_status_t st, char *data, size_t n, void *cbdata);
 
-// Completes a lookup with n string values of keys (copied; the arrays
-// stay the caller's). The owner named in the answer is nspace:rank.
-void dyn_lookup_complete(pmix_lookup_cbfunc_t f, pmix_status_t st, const char *nspace, uint32_t rank,
-                         char **keys, char **vals, size_t n, void *cbdata);
-
 // Completes a query with the info array in d (malloc'd, with its
 // contents; freed by the release callback libpmix calls), or none.
 void dyn_info_complete(pmix_info_cbfunc_t f, pmix_status_t st, pmix_data_array_t *d, void *cbdata);
