@@ -3,9 +3,6 @@
 package main
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -17,20 +14,7 @@ import (
 // program needs --pmi pmix.
 func TestAutoWithPMIx(t *testing.T) {
 	tmp := t.TempDir()
-	compile := func(t *testing.T, cc string) string {
-		t.Helper()
-		if _, err := exec.LookPath(cc); err != nil {
-			t.Skipf("no %s (make deps-mpi deps-openmpi)", cc)
-		}
-		out := filepath.Join(tmp, "hello-"+cc)
-		if _, err := os.Stat(out); err == nil {
-			return out
-		}
-		if msg, err := exec.Command(cc, "-O1", "-o", out, "../../testdata/mpi/hello_mpi.c").CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", cc, err, msg)
-		}
-		return out
-	}
+	compile := helloBuilder(tmp)
 	for _, tc := range []struct {
 		name string
 		args func(t *testing.T) []string

@@ -3,8 +3,6 @@
 package main
 
 import (
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,20 +14,7 @@ import (
 // programs, directly or through a script, still get PMI_FD.
 func TestAutoWithoutPMIx(t *testing.T) {
 	tmp := t.TempDir()
-	compile := func(t *testing.T, cc string) string {
-		t.Helper()
-		if _, err := exec.LookPath(cc); err != nil {
-			t.Skipf("no %s (make deps-mpi deps-openmpi)", cc)
-		}
-		out := filepath.Join(tmp, "hello-"+cc)
-		if _, err := os.Stat(out); err == nil {
-			return out
-		}
-		if msg, err := exec.Command(cc, "-O1", "-o", out, "../../testdata/mpi/hello_mpi.c").CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", cc, err, msg)
-		}
-		return out
-	}
+	compile := helloBuilder(tmp)
 	both := "hello rank=0 size=2 appnum=0 universe=-1\nhello rank=1 size=2 appnum=0 universe=-1"
 	for _, tc := range []struct {
 		name    string
