@@ -94,6 +94,25 @@ func Classify(needed []string) Verdict {
 	return Verdict{None, "links no MPI library"}
 }
 
+// ClassifyProgram is Classify for a program that is a Go program or not
+// (it has Go's build information section). Every program of dynrt built
+// with PMIx (dynrun, and applications through lib/session, which can run a
+// node daemon in-process) links libpmix as a PMIx server, not as a
+// client: a Go program whose only PMIx library is libpmix gets no PMIx
+// (a Go program that really is a PMIx client needs --pmi pmix).
+func ClassifyProgram(needed []string, goProgram bool) Verdict {
+	v := Classify(needed)
+	if v.Need != PMIx || !goProgram {
+		return v
+	}
+	for _, so := range needed {
+		if openMPISoname.MatchString(so) && !strings.HasPrefix(so, "libpmix.") {
+			return v // Open MPI itself
+		}
+	}
+	return Verdict{None, "a Go program linking libpmix (as dynrt's programs do, for the PMIx server): no MPI library"}
+}
+
 // interpreters are programs that run other code which may load any MPI
 // (mpi4py, Rmpi, MPI.jl, a shell wrapper): their own libraries say nothing.
 var interpreters = regexp.MustCompile(`^(python[0-9.]*|pypy[0-9.]*|perl[0-9.]*|ruby[0-9.]*|julia|R|Rscript|node|nodejs|java|lua[0-9.]*|luajit|tclsh[0-9.]*|octave[a-z-]*|sh|bash|dash|zsh|ksh|mksh|csh|tcsh|fish|busybox)$`)
@@ -187,7 +206,7 @@ func Detect(path string) (Verdict, error) {
 		// dynamic section (and Debian ships no static Open MPI).
 		return Verdict{None, "statically linked"}, nil
 	}
-	return Classify(needed), nil
+	return ClassifyProgram(needed, ef.Section(".go.buildinfo") != nil), nil
 }
 
 // readLine returns the rest of the first line after offset off (at most

@@ -46,6 +46,28 @@ func TestClassify(t *testing.T) {
 	}
 }
 
+// TestClassifyProgram: a Go program linking libpmix is one of dynrt's own
+// (the PMIx server is in them): it got PMIx, with a scratch directory and
+// a namespace per job, when `dynrun --pmi auto` started dynrun or a
+// malleable application built with -tags pmix.
+func TestClassifyProgram(t *testing.T) {
+	for _, tc := range []struct {
+		needed []string
+		goProg bool
+		want   Need
+	}{
+		{[]string{"libpmix.so.2", "libc.so.6"}, true, None},
+		{[]string{"libpmix.so.2", "libc.so.6"}, false, PMIx},
+		{[]string{"libmpi.so.40", "libpmix.so.2"}, true, PMIx}, // Go with Open MPI through cgo
+		{[]string{"libmpich.so.12"}, true, PMI},
+		{[]string{"libc.so.6"}, true, None},
+	} {
+		if got := ClassifyProgram(tc.needed, tc.goProg); got.Need != tc.want {
+			t.Errorf("ClassifyProgram(%q, go %v) = %q (%s), want %q", tc.needed, tc.goProg, got.Need, got.Why, tc.want)
+		}
+	}
+}
+
 // TestDetect reads real programs: ones built here with the machine's
 // compilers (each case skips without its compiler), a script, an
 // interpreter, and files that are no program.
