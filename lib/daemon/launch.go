@@ -230,7 +230,6 @@ func (d *Daemon) startRank(b *wire.LaunchReq, base []string, rank uint32, e *pro
 	}
 	var p *proc.Proc
 	if err == nil {
-		d.pmix.sealSockets() // libpmix's sockets stay out of the child (pmix.go)
 		p, err = d.procs.Start(context.Background(), key, spec)
 		pp.started(p, err)
 		xp.started(err)

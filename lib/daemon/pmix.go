@@ -8,10 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/dynrt/dynrt/lib/pmix"
@@ -324,36 +322,6 @@ func (xp *pmixProc) release() {
 	}
 	svc.mu.Unlock()
 	xp.job.leave()
-}
-
-// sealSockets marks the process's sockets close-on-exec before a fork
-// while a PMIx server runs: libpmix accepts its clients' connections
-// without it, so every process the daemon started held the server's end
-// of other clients' connections (and kept them open after the daemon
-// closed them). Go's own descriptors are close-on-exec already, and
-// descriptors meant for children (pipes, ExtraFiles) are not sockets or
-// are dup'ed into place. A connection accepted between this and the fork
-// can still slip through.
-func (svc *pmixService) sealSockets() {
-	svc.mu.Lock()
-	running := svc.srv != nil
-	svc.mu.Unlock()
-	if !running {
-		return
-	}
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		fd, err := strconv.Atoi(e.Name())
-		if err != nil || fd < 3 {
-			continue
-		}
-		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && strings.HasPrefix(l, "socket:") {
-			syscall.CloseOnExec(fd)
-		}
-	}
 }
 
 // pmixExited settles the PMIx side of a process that has exited, before

@@ -300,8 +300,9 @@ func TestPMIxPsets(t *testing.T) {
 
 // TestPMIxSocketsNotInherited: while PMIx clients are connected to a
 // daemon, a process it starts holds none of the server's sockets
-// (libpmix leaves the ones it accepts inheritable; the daemon marks them
-// close-on-exec before each fork). Fails without sealSockets.
+// (libpmix accepts its clients with accept(2); lib/pmix/cloexec.c makes
+// that an atomic accept4 with SOCK_CLOEXEC). Fails without cloexec.c;
+// lib/pmix's TestFenceRemote checks the flag itself.
 func TestPMIxSocketsNotInherited(t *testing.T) {
 	prog := pmixProgram(t, "psets")
 	d := startDVM(t, 1, 8)

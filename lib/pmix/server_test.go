@@ -10,8 +10,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -58,8 +60,11 @@ type recorder struct {
 	modexErr  error
 	files     []string // in the server's directory during the fence
 	aborts    []string
-	published map[string]string // Publisher: the name service
-	pubLog    []string
+	// At the fence: the process's sockets, and those a fork would pass on.
+	sockets     int
+	inheritable []string
+	published   map[string]string // Publisher: the name service
+	pubLog      []string
 }
 
 func (r *recorder) Publish(p Proc, data map[string]string, done func(error)) {
@@ -154,6 +159,7 @@ func (r *recorder) Fence(procs []Proc, collect bool, data []byte, done func([]by
 	for _, e := range ents {
 		r.files = append(r.files, e.Name())
 	}
+	r.sockets, r.inheritable = sockets()
 	r.mu.Unlock()
 	// Completing later, from another goroutine, as a daemon does after
 	// the master's round trip.
@@ -228,6 +234,31 @@ func run(t *testing.T, s *Server, bin string, job *Job, h Handler, mark string, 
 		texts[i], codes[i] = outs[i].String(), c.ProcessState.ExitCode()
 	}
 	return texts, codes
+}
+
+// sockets counts the process's sockets and lists those without
+// close-on-exec ("fd N: socket:[inode] flags F").
+func sockets() (n int, inheritable []string) {
+	ents, _ := os.ReadDir("/proc/self/fd")
+	for _, e := range ents {
+		link, err := os.Readlink("/proc/self/fd/" + e.Name())
+		if err != nil || !strings.HasPrefix(link, "socket:") {
+			continue
+		}
+		info, err := os.ReadFile("/proc/self/fdinfo/" + e.Name())
+		if err != nil {
+			continue
+		}
+		n++
+		for _, l := range strings.Split(string(info), "\n") {
+			if f, ok := strings.CutPrefix(l, "flags:"); ok {
+				if v, err := strconv.ParseUint(strings.TrimSpace(f), 8, 64); err == nil && v&syscall.O_CLOEXEC == 0 {
+					inheritable = append(inheritable, fmt.Sprintf("fd %s: %s flags %s", e.Name(), link, strings.TrimSpace(f)))
+				}
+			}
+		}
+	}
+	return n, inheritable
 }
 
 func hasPrefix(env []string, p string) bool {
@@ -310,6 +341,11 @@ func TestFenceRemote(t *testing.T) {
 	}
 	if len(h.files) > 0 {
 		t.Errorf("files in the server's directory during the job: %q", h.files)
+	}
+	// The clients' connections (3 at least) were taken close-on-exec
+	// (cloexec.c): a process forked meanwhile inherits none of them.
+	if h.sockets < 3 || len(h.inheritable) > 0 {
+		t.Errorf("at the fence: %d sockets, inheritable: %q; want >= 3 sockets, none inheritable", h.sockets, h.inheritable)
 	}
 	if h.modexErr != nil || !bytes.Contains(h.modex, []byte("hello from 0")) {
 		t.Errorf("direct modex of rank 0: %v, %q; want its value", h.modexErr, h.modex)
