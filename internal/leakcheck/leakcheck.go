@@ -90,6 +90,20 @@ func Alive(pid int) bool {
 	return i < 0 || len(st) <= i+2 || st[i+2] != 'Z'
 }
 
+// WaitGone polls pid until it no longer runs or limit has passed, and
+// reports whether it is gone, from its last look: looking again after the
+// wait could see another process that has taken the pid meanwhile.
+func WaitGone(pid int, limit time.Duration) bool {
+	for deadline := time.Now().Add(limit); ; time.Sleep(5 * time.Millisecond) {
+		if !Alive(pid) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
+
 // WaitClean waits up to limit until no file is left below dir and no
 // process carrying mark is alive, then fails the test for what is still
 // there and kills the leftover processes. For tests whose processes take

@@ -157,11 +157,7 @@ func TestHungDaemonDeclaredDown(t *testing.T) {
 func waitGone(t *testing.T, pids []int, after string) {
 	t.Helper()
 	for _, p := range pids {
-		deadline := time.Now().Add(10 * time.Second)
-		for leakcheck.Alive(p) && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if leakcheck.Alive(p) {
+		if !leakcheck.WaitGone(p, 10*time.Second) {
 			t.Errorf("pid %d survived %s", p, after)
 		}
 	}

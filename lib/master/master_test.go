@@ -398,10 +398,7 @@ func TestDaemonLost(t *testing.T) {
 	// The orphaned processes of node2 die with their daemon (Pdeathsig).
 	deadline := time.Now().Add(5 * time.Second)
 	for _, p := range d.procs(rep.Job) {
-		for leakcheck.Alive(p.PID) && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
-		if leakcheck.Alive(p.PID) {
+		if !leakcheck.WaitGone(p.PID, time.Until(deadline)) {
 			t.Errorf("rank %d (pid %d) survived", p.Rank, p.PID)
 		}
 	}
