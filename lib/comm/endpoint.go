@@ -43,7 +43,7 @@ type Options struct {
 }
 
 // EnvNodeAddr is the variable the node daemon sets to the node's address
-// (lib/daemon.EnvNodeAddr).
+// (lib/procenv.NodeAddr).
 const EnvNodeAddr = "DYNRT_NODE_ADDR"
 
 // Endpoint is this process's messaging endpoint: a listener on an abstract

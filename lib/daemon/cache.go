@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dynrt/dynrt/lib/procenv"
 	"github.com/dynrt/dynrt/lib/pset"
 	"github.com/dynrt/dynrt/wire"
 )
@@ -226,7 +227,7 @@ func (d *Daemon) handleSessionInit(_ context.Context, req *wire.Request, b *wire
 		return nil, err
 	}
 	if (b.Job != "" && b.Job != c.Job) || (b.Job != "" && b.Rank != c.Rank) {
-		return nil, wire.Errorf(wire.ErrPermission, "daemon %s: connection of %s cannot open a session as %s", d.node, ClientName(c.Job, c.Rank), ClientName(b.Job, b.Rank))
+		return nil, wire.Errorf(wire.ErrPermission, "daemon %s: connection of %s cannot open a session as %s", d.node, procenv.ClientName(c.Job, c.Rank), procenv.ClientName(b.Job, b.Rank))
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()

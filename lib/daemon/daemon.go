@@ -21,6 +21,7 @@ import (
 	"github.com/dynrt/dynrt/lib/dvmdir"
 	"github.com/dynrt/dynrt/lib/launcher"
 	"github.com/dynrt/dynrt/lib/proc"
+	"github.com/dynrt/dynrt/lib/procenv"
 	"github.com/dynrt/dynrt/wire"
 )
 
@@ -128,7 +129,7 @@ type procKey struct {
 	rank uint32
 }
 
-func (k procKey) String() string { return ClientName(k.job, k.rank) }
+func (k procKey) String() string { return procenv.ClientName(k.job, k.rank) }
 
 // procEntry is a process the daemon started, from just before the fork
 // until its exit has been reported.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dynrt/dynrt/lib/dvmdir"
 	"github.com/dynrt/dynrt/lib/proc"
+	"github.com/dynrt/dynrt/lib/procenv"
 	"github.com/dynrt/dynrt/wire"
 )
 
@@ -33,7 +34,7 @@ func TestMasterAddr(t *testing.T) {
 }
 
 func TestClientName(t *testing.T) {
-	c, err := parseClientName(ClientName("abc.3", 17))
+	c, err := parseClientName(procenv.ClientName("abc.3", 17))
 	if err != nil || c != (Caller{Job: "abc.3", Rank: 17}) {
 		t.Errorf("round trip: %+v %v", c, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynrt/dynrt/lib/procenv"
 	"github.com/dynrt/dynrt/wire"
 )
 
@@ -29,18 +30,18 @@ func TestHelloWaitsForFork(t *testing.T) {
 		d.live[k].pid = 1 // the fork returned another process
 		d.mu.Unlock()
 	}()
-	err := d.checkClient(&wire.Hello{Name: ClientName("j", 3)}, wire.PeerInfo{PID: sibling.Process.Pid})
+	err := d.checkClient(&wire.Hello{Name: procenv.ClientName("j", 3)}, wire.PeerInfo{PID: sibling.Process.Pid})
 	if !errors.Is(err, wire.ErrPermission) {
 		t.Fatalf("a sibling claiming a rank being forked: %v, want ErrPermission", err)
 	}
 
 	// The real process is admitted once its pid is known.
 	d.live[procKey{"j", 4}] = &procEntry{pid: sibling.Process.Pid}
-	if err := d.checkClient(&wire.Hello{Name: ClientName("j", 4)}, wire.PeerInfo{PID: sibling.Process.Pid}); err != nil {
+	if err := d.checkClient(&wire.Hello{Name: procenv.ClientName("j", 4)}, wire.PeerInfo{PID: sibling.Process.Pid}); err != nil {
 		t.Fatalf("the process itself: %v", err)
 	}
 	// A fork that failed (entry gone) refuses the claim at once.
-	if err := d.checkClient(&wire.Hello{Name: ClientName("j", 9)}, wire.PeerInfo{PID: sibling.Process.Pid}); !errors.Is(err, wire.ErrPermission) {
+	if err := d.checkClient(&wire.Hello{Name: procenv.ClientName("j", 9)}, wire.PeerInfo{PID: sibling.Process.Pid}); !errors.Is(err, wire.ErrPermission) {
 		t.Fatalf("no such process: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynrt/dynrt/lib/procenv"
 	"github.com/dynrt/dynrt/wire"
 )
 
@@ -26,7 +27,7 @@ func clientOf(t *testing.T, d *Daemon, job string, rank uint32) *wire.Conn {
 		}
 		srv <- err
 	}()
-	c, err := wire.Client(ctx, a, wire.Hello{Role: wire.RoleClient, Name: ClientName(job, rank)}, wire.Options{})
+	c, err := wire.Client(ctx, a, wire.Hello{Role: wire.RoleClient, Name: procenv.ClientName(job, rank)}, wire.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

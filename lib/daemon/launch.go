@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dynrt/dynrt/lib/proc"
+	"github.com/dynrt/dynrt/lib/procenv"
 	"github.com/dynrt/dynrt/wire"
 )
 
@@ -139,15 +140,15 @@ func (d *Daemon) startRanks(b *wire.LaunchReq, base []string, ranks []uint32, en
 // launcher's environment with the DYNRT_* variables replaced by ours.
 func (d *Daemon) baseEnv(b *wire.LaunchReq, size, index uint32) []string {
 	ours := []string{
-		EnvDaemon + "=" + d.sock,
-		EnvDVM + "=" + d.dvmRef,
-		EnvDir + "=" + d.dir,
-		EnvJob + "=" + b.Job,
-		EnvApp + "=" + b.App,
-		EnvNode + "=" + d.node,
-		EnvNodeIndex + "=" + strconv.FormatUint(uint64(index), 10),
-		EnvToken + "=" + d.cfg.Token,
-		EnvSize + "=" + strconv.FormatUint(uint64(size), 10),
+		procenv.Daemon + "=" + d.sock,
+		procenv.DVM + "=" + d.dvmRef,
+		procenv.Dir + "=" + d.dir,
+		procenv.Job + "=" + b.Job,
+		procenv.App + "=" + b.App,
+		procenv.Node + "=" + d.node,
+		procenv.NodeIndex + "=" + strconv.FormatUint(uint64(index), 10),
+		procenv.Token + "=" + d.cfg.Token,
+		procenv.Size + "=" + strconv.FormatUint(uint64(size), 10),
 	}
 	env := make([]string, 0, len(b.Env)+len(ours)+2)
 	for _, kv := range b.Env {
@@ -160,7 +161,7 @@ func (d *Daemon) baseEnv(b *wire.LaunchReq, size, index uint32) []string {
 		env = PrefixEnv(env, d.cfg.Prefix)
 	}
 	if d.nodeAddr != "" {
-		ours = append(ours, EnvNodeAddr+"="+d.nodeAddr)
+		ours = append(ours, procenv.NodeAddr+"="+d.nodeAddr)
 	}
 	return append(env, ours...)
 }
@@ -192,7 +193,7 @@ func PrefixEnv(env []string, prefix string) []string {
 func isOurs(kv string) bool {
 	k, _, _ := strings.Cut(kv, "=")
 	switch k {
-	case EnvDaemon, EnvDVM, EnvJob, EnvApp, EnvRank, EnvUID, EnvNode, EnvNodeIndex, EnvToken, EnvSize, EnvNodeAddr, EnvDir:
+	case procenv.Daemon, procenv.DVM, procenv.Job, procenv.App, procenv.Rank, procenv.UID, procenv.Node, procenv.NodeIndex, procenv.Token, procenv.Size, procenv.NodeAddr, procenv.Dir:
 		return true
 	}
 	return false
@@ -203,8 +204,8 @@ func isOurs(kv string) bool {
 func (d *Daemon) startRank(b *wire.LaunchReq, base []string, rank uint32, e *procEntry) (wire.ProcStarted, bool) {
 	key := procKey{b.Job, rank}
 	env := append(base[:len(base):len(base)],
-		EnvRank+"="+strconv.FormatUint(uint64(rank), 10),
-		EnvUID+"="+strconv.FormatUint(wire.ProcUID(b.ID, rank), 10))
+		procenv.Rank+"="+strconv.FormatUint(uint64(rank), 10),
+		procenv.UID+"="+strconv.FormatUint(wire.ProcUID(b.ID, rank), 10))
 
 	d.mu.Lock()
 	stopping := d.stopping
@@ -413,7 +414,7 @@ func (d *Daemon) handleJobData(_ context.Context, _ *wire.Request, b *wire.JobDa
 		// process groups (setsid, daemons) goes with it. Off the reader
 		// goroutine: the sweep reads /proc.
 		go func() {
-			if n := g.EndGroup(b.Job, EnvJob); n > 0 {
+			if n := g.EndGroup(b.Job, procenv.Job); n > 0 {
 				d.log.Info("daemon: killed processes left behind by an ended job", "job", b.Job, "n", n)
 			}
 		}()

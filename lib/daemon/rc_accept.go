@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/dynrt/dynrt/lib/pset"
+	"github.com/dynrt/dynrt/lib/rc"
 	"github.com/dynrt/dynrt/wire"
 )
 
@@ -107,7 +108,7 @@ func (d *Daemon) handleRCAccept(ctx context.Context, req *wire.Request, b *wire.
 		return nil, err
 	}
 	out := *rep
-	out.Terminate = Terminates(&p.rec, c.Rank, out.Status)
+	out.Terminate = rc.Terminates(&p.rec, c.Rank, out.Status)
 	return &out, nil
 }
 
@@ -204,7 +205,7 @@ func abortedErr(node, delta, why string) error {
 // at the announcement, from this daemon's copy of the sets. d.mu must be
 // held.
 func (d *Daemon) boundOf(jc *jobCache, c Caller, rec *wire.RC, name string) (wire.PsetRef, wire.RankRanges, error) {
-	ref, m, err := BoundOf(rec, c.Rank, name, func(ref wire.PsetRef) (wire.RankRanges, error) {
+	ref, m, err := rc.BoundOf(rec, c.Rank, name, func(ref wire.PsetRef) (wire.RankRanges, error) {
 		if h := jc.sets[ref.Name]; h != nil {
 			if p, ok := h.at(ref.Version); ok {
 				return p.Members, nil
@@ -216,59 +217,6 @@ func (d *Daemon) boundOf(jc *jobCache, c Caller, rec *wire.RC, name string) (wir
 		return ref, m, fmt.Errorf("daemon %s: %w", d.node, err)
 	}
 	return ref, m, nil
-}
-
-// BoundOf resolves the bound set of change rec that rank accepts for: the
-// one named (name), else the only one holding rank. It returns the set's
-// version of the announcement and its members, which members looks up.
-func BoundOf(rec *wire.RC, rank uint32, name string, members func(wire.PsetRef) (wire.RankRanges, error)) (wire.PsetRef, wire.RankRanges, error) {
-	if len(rec.BoundRefs) == 0 {
-		return wire.PsetRef{}, nil, wire.Errorf(wire.ErrState, "resource change %s is %s: nothing to accept yet", rec.Delta, rec.Status)
-	}
-	if name != "" {
-		n, err := pset.Parse(name)
-		if err != nil {
-			return wire.PsetRef{}, nil, wire.Errorf(wire.ErrInvalid, "bound set: %w", err)
-		}
-		for _, ref := range rec.BoundRefs {
-			if ref.Name != n.String() {
-				continue
-			}
-			m, err := members(ref)
-			if err == nil && !m.Contains(rank) {
-				err = wire.Errorf(wire.ErrPermission, "rank %d is not a member of %s@%d (members %s), which accepts %s", rank, ref.Name, ref.Version, m, rec.Delta)
-			}
-			return ref, m, err
-		}
-		return wire.PsetRef{}, nil, wire.Errorf(wire.ErrInvalid, "resource change %s is not bound to %s (bound: %s)", rec.Delta, n, refList(rec.BoundRefs))
-	}
-	var found []wire.PsetRef
-	var fm wire.RankRanges
-	for _, ref := range rec.BoundRefs {
-		m, err := members(ref)
-		if err != nil {
-			return wire.PsetRef{}, nil, err
-		}
-		if m.Contains(rank) {
-			found = append(found, ref)
-			fm = m
-		}
-	}
-	switch len(found) {
-	case 1:
-		return found[0], fm, nil
-	case 0:
-		return wire.PsetRef{}, nil, wire.Errorf(wire.ErrPermission, "rank %d is in none of the sets bound to %s (%s)", rank, rec.Delta, refList(rec.BoundRefs))
-	}
-	return wire.PsetRef{}, nil, wire.Errorf(wire.ErrInvalid, "rank %d is in %d sets bound to %s (%s); name the one that accepts", rank, len(found), rec.Delta, refList(found))
-}
-
-func refList(refs []wire.PsetRef) string {
-	s := make([]string, len(refs))
-	for i, r := range refs {
-		s[i] = r.Name + "@" + uitoa(r.Version)
-	}
-	return strings.Join(s, ", ")
 }
 
 // forwardAccept sends the root's accept to the master.
@@ -284,19 +232,6 @@ func (d *Daemon) forwardAccept(ctx context.Context, c Caller, p *acceptPlan, b *
 		return nil, err
 	}
 	return rep, nil
-}
-
-// Terminates says whether rank leaves with the change: a process a SUB
-// removes, or one a REPLACE replaces once it is FINALIZED (before that it
-// may still be aborted, and the process stays).
-func Terminates(rec *wire.RC, rank uint32, status string) bool {
-	switch rec.Type {
-	case wire.RCSub:
-		return rec.Ranks.Contains(rank)
-	case wire.RCReplace:
-		return status == wire.RCFinalized && rec.Out.Contains(rank)
-	}
-	return false
 }
 
 // handleRCConfirm serves rc.confirm from a new process.

@@ -23,6 +23,7 @@ import (
 	"github.com/dynrt/dynrt/lib/alloc"
 	"github.com/dynrt/dynrt/lib/daemon"
 	"github.com/dynrt/dynrt/lib/launcher"
+	"github.com/dynrt/dynrt/lib/procenv"
 	"github.com/dynrt/dynrt/lib/tool"
 	"github.com/dynrt/dynrt/wire"
 )
@@ -132,11 +133,11 @@ func appMain(args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	job, rankS := os.Getenv(daemon.EnvJob), os.Getenv(daemon.EnvRank)
+	job, rankS := os.Getenv(procenv.Job), os.Getenv(procenv.Rank)
 	rank, _ := strconv.ParseUint(rankS, 10, 32)
 	dial := func(r uint64) (*wire.Conn, error) {
-		return wire.Dial(ctx, "unix", os.Getenv(daemon.EnvDaemon), wire.Hello{
-			Role: wire.RoleClient, Name: daemon.ClientName(job, uint32(r)), Token: os.Getenv(daemon.EnvToken),
+		return wire.Dial(ctx, "unix", os.Getenv(procenv.Daemon), wire.Hello{
+			Role: wire.RoleClient, Name: procenv.ClientName(job, uint32(r)), Token: os.Getenv(procenv.Token),
 		}, wire.Options{})
 	}
 	c, err := dial(rank)
@@ -157,7 +158,7 @@ func appMain(args []string) int {
 		if err := c.Call(ctx, wire.KindSessionInit, &wire.SessionInitReq{Job: job, Rank: uint32(rank), PID: os.Getpid()}, &rep.Info); err != nil {
 			rep.Err = err.Error()
 		}
-		app := os.Getenv(daemon.EnvApp)
+		app := os.Getenv(procenv.App)
 		for _, name := range []string{"mpi://WORLD", "mpi://self", "mpi://SHARED", "mpi://app/" + app} {
 			var p wire.PsetInfo
 			if err := c.Call(ctx, wire.KindPsetGet, &wire.PsetGetReq{Name: name, Members: true}, &p); err != nil {
@@ -172,7 +173,7 @@ func appMain(args []string) int {
 		for _, p := range l.Sets {
 			rep.List = append(rep.List, p.Name)
 		}
-		size, _ := strconv.ParseUint(os.Getenv(daemon.EnvSize), 10, 32)
+		size, _ := strconv.ParseUint(os.Getenv(procenv.Size), 10, 32)
 		if other, err := dial((rank + 1) % size); err != nil {
 			rep.Impostor = err.Error()
 		} else {

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/dynrt/dynrt/internal/leakcheck"
-	"github.com/dynrt/dynrt/lib/daemon"
+	"github.com/dynrt/dynrt/lib/procenv"
 	"github.com/dynrt/dynrt/lib/pset"
 	"github.com/dynrt/dynrt/wire"
 )
@@ -149,7 +149,7 @@ func TestSessionQueries(t *testing.T) {
 		if !strings.Contains(r.Impostor, "permission") && !strings.Contains(r.Impostor, "not process") && !strings.Contains(r.Impostor, "no process") {
 			t.Errorf("rank %d could connect as another rank: %q", l.Rank, r.Impostor)
 		}
-		if r.Env[daemon.EnvRank] != strconv.Itoa(int(l.Rank)) {
+		if r.Env[procenv.Rank] != strconv.Itoa(int(l.Rank)) {
 			t.Errorf("rank %d: env %v", l.Rank, r.Env)
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/dynrt/dynrt/lib/daemon"
+	"github.com/dynrt/dynrt/lib/rc"
 	"github.com/dynrt/dynrt/wire"
 )
 
@@ -213,7 +213,7 @@ func (s *Session) acceptOver(ctx context.Context, delta string, o AcceptOptions,
 	if err := json.Unmarshal(b, &m); err != nil {
 		return AcceptResult{}, wire.Errorf(wire.ErrMalformed, "session: accept of %s: the root's answer: %v", rec.Delta, err)
 	}
-	return AcceptResult{Status: m.Status, NewSet: m.Set, Terminate: daemon.Terminates(&rec, s.info.Rank, m.Status)}, nil
+	return AcceptResult{Status: m.Status, NewSet: m.Set, Terminate: rc.Terminates(&rec, s.info.Rank, m.Status)}, nil
 }
 
 // acceptMsg is the root's answer as the channel carries it (small and

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dynrt/dynrt/lib/daemon"
 	"github.com/dynrt/dynrt/lib/pset"
+	"github.com/dynrt/dynrt/lib/rc"
 	"github.com/dynrt/dynrt/wire"
 )
 
@@ -465,7 +465,7 @@ const confirm = "confirm"
 // boundOf resolves the bound set a member accepts for and its members at
 // the announcement.
 func (s *Session) boundOf(ctx context.Context, rec *wire.RC, name string) (wire.PsetRef, wire.RankRanges, error) {
-	ref, m, err := daemon.BoundOf(rec, s.info.Rank, name, func(ref wire.PsetRef) (wire.RankRanges, error) { return s.Members(ctx, ref) })
+	ref, m, err := rc.BoundOf(rec, s.info.Rank, name, func(ref wire.PsetRef) (wire.RankRanges, error) { return s.Members(ctx, ref) })
 	if err != nil {
 		return ref, m, fmt.Errorf("session: %w", err)
 	}

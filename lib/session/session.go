@@ -26,7 +26,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dynrt/dynrt/lib/daemon"
+	"github.com/dynrt/dynrt/lib/procenv"
 	"github.com/dynrt/dynrt/wire"
 )
 
@@ -87,26 +87,26 @@ func Init(ctx context.Context, opts ...Option) (*Session, error) {
 		}
 		return v, nil
 	}
-	sock, err := get(daemon.EnvDaemon)
+	sock, err := get(procenv.Daemon)
 	if err != nil {
 		return nil, err
 	}
-	job, err := get(daemon.EnvJob)
+	job, err := get(procenv.Job)
 	if err != nil {
 		return nil, err
 	}
-	rs, err := get(daemon.EnvRank)
+	rs, err := get(procenv.Rank)
 	if err != nil {
 		return nil, err
 	}
 	rank, err := strconv.ParseUint(rs, 10, 32)
 	if err != nil {
-		return nil, wire.Errorf(wire.ErrInvalid, "session: %s=%q is not a rank", daemon.EnvRank, rs)
+		return nil, wire.Errorf(wire.ErrInvalid, "session: %s=%q is not a rank", procenv.Rank, rs)
 	}
 	s := &Session{log: cfg.logger, staged: map[string][]byte{}, subs: map[uint64]*subscription{}}
 	s.events = newEventQueue(s.dispatch)
 	conn, err := wire.Dial(ctx, "unix", sock, wire.Hello{
-		Role: wire.RoleClient, Name: daemon.ClientName(job, uint32(rank)), Token: cfg.env(daemon.EnvToken), PID: os.Getpid(),
+		Role: wire.RoleClient, Name: procenv.ClientName(job, uint32(rank)), Token: cfg.env(procenv.Token), PID: os.Getpid(),
 	}, wire.Options{OnEvent: s.onEvent, Logger: cfg.logger})
 	if err != nil {
 		s.events.close()
