@@ -4,14 +4,14 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/dynrt/dynrt/internal/ompiref"
 )
 
 // Dynamic processes of Open MPI programs under the daemons' PMIx server:
@@ -23,37 +23,12 @@ import (
 // testdata/openmpi (scripts/openmpi-ref.sh), which hangs now and then in
 // MPI_Comm_spawn.
 
-// ompiJob is one job of a testdata/openmpi reference: its exit status and
-// its stdout lines, sorted.
-type ompiJob struct {
-	cmd   string
-	exit  int
-	lines []string
-}
-
-// readOMPIRef reads testdata/openmpi/<name>.golden: per job a "# command"
-// line, an "exit N" line and its sorted output.
-func readOMPIRef(t *testing.T, name string) []ompiJob {
+// readOMPIRef reads testdata/openmpi/<name>.golden (internal/ompiref).
+func readOMPIRef(t *testing.T, name string) []ompiref.Job {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "openmpi", name+".golden"))
+	jobs, err := ompiref.Read(filepath.Join("..", "..", "testdata", "openmpi"), name)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var jobs []ompiJob
-	for l := range strings.Lines(string(b)) {
-		l = strings.TrimRight(l, "\n")
-		switch {
-		case strings.HasPrefix(l, "# "):
-			jobs = append(jobs, ompiJob{cmd: l[2:]})
-		case len(jobs) == 0:
-			t.Fatalf("%s: %q before the first command", name, l)
-		case strings.HasPrefix(l, "exit "):
-			if jobs[len(jobs)-1].exit, err = strconv.Atoi(l[5:]); err != nil {
-				t.Fatalf("%s: %q: %v", name, l, err)
-			}
-		default:
-			jobs[len(jobs)-1].lines = append(jobs[len(jobs)-1].lines, l)
-		}
 	}
 	return jobs
 }
@@ -101,7 +76,7 @@ func TestOMPISpawn(t *testing.T) {
 	warm := startDVM(t, "--nodes", "4", "--slots", "1")
 	for _, tc := range []struct {
 		ref, n, mode string
-		own          *ompiJob // dynrt's behaviour where it differs from mpirun.openmpi's
+		own          *ompiref.Job // dynrt's behaviour where it differs from mpirun.openmpi's
 	}{
 		{"spawn-1", "1", "ok", nil},
 		{"spawn-2", "2", "ok", nil},
@@ -110,7 +85,7 @@ func TestOMPISpawn(t *testing.T) {
 		// mpirun.openmpi ends the job (exit 132); dynrun fails the
 		// spawn, which the program (MPI_ERRORS_RETURN) sees, as MPICH's
 		// programs do under dynrun.
-		{"spawn-missing", "2", "missing", &ompiJob{exit: 0, lines: []string{"spawn of a missing program: error, 2 of 2 error codes set"}}},
+		{"spawn-missing", "2", "missing", &ompiref.Job{Exit: 0, Lines: []string{"spawn of a missing program: error, 2 of 2 error codes set"}}},
 	} {
 		ref := readOMPIRef(t, tc.ref)[0]
 		if tc.own != nil {
@@ -125,23 +100,23 @@ func TestOMPISpawn(t *testing.T) {
 					args = append(args, "--slots", "2")
 				}
 				code, out, errOut := runLauncherIn(t, dir, nil, append(args, "./spawn_tree", tc.n, tc.mode)...)
-				if code != ref.exit {
-					t.Fatalf("dynrun exited %d, mpirun.openmpi %d:\n%s%s", code, ref.exit, out, errOut)
+				if code != ref.Exit {
+					t.Fatalf("dynrun exited %d, mpirun.openmpi %d:\n%s%s", code, ref.Exit, out, errOut)
 				}
 				got := programLines(out)
 				if tc.mode == "abort" {
 					// Which children print before the abort kills them
 					// varies, under mpirun.openmpi too.
 					for _, l := range got {
-						if !slices.Contains(ref.lines, l) {
-							t.Errorf("line %q, not among mpirun.openmpi's %q", l, ref.lines)
+						if !slices.Contains(ref.Lines, l) {
+							t.Errorf("line %q, not among mpirun.openmpi's %q", l, ref.Lines)
 						}
 					}
 					if !strings.Contains(errOut, "MPI_ABORT was invoked on rank 0") {
 						t.Errorf("no MPI_ABORT message on stderr:\n%s", errOut)
 					}
-				} else if !slices.Equal(got, ref.lines) {
-					t.Errorf("output\n%s\nmpirun.openmpi's\n%s\nstderr:\n%s", strings.Join(got, "\n"), strings.Join(ref.lines, "\n"), errOut)
+				} else if !slices.Equal(got, ref.Lines) {
+					t.Errorf("output\n%s\nmpirun.openmpi's\n%s\nstderr:\n%s", strings.Join(got, "\n"), strings.Join(ref.Lines, "\n"), errOut)
 				}
 			})
 		}
@@ -171,9 +146,9 @@ func TestOMPIConnectAccept(t *testing.T) {
 				var wg sync.WaitGroup
 				codes, outs, errs := make([]int, 2), make([]string, 2), make([]string, 2)
 				for i, j := range jobs {
-					f := strings.Fields(j.cmd) // mpirun.openmpi -n N ./connacc ROLE svc
+					f := strings.Fields(j.Cmd) // mpirun.openmpi -n N ./connacc ROLE svc
 					if len(f) != 6 {
-						t.Fatalf("%s: command %q", ref, j.cmd)
+						t.Fatalf("%s: command %q", ref, j.Cmd)
 					}
 					wg.Go(func() {
 						codes[i], outs[i], errs[i] = runLauncherIn(t, dir, nil, bin, "--dvm", id, "--oversubscribe", "--map-by", "node", "-n", f[2], prog, f[4], name)
@@ -181,12 +156,12 @@ func TestOMPIConnectAccept(t *testing.T) {
 				}
 				wg.Wait()
 				for i, j := range jobs {
-					want := make([]string, len(j.lines))
-					for k, l := range j.lines {
+					want := make([]string, len(j.Lines))
+					for k, l := range j.Lines {
 						want[k] = strings.ReplaceAll(l, " svc", " "+name)
 					}
-					if got := programLines(outs[i]); codes[i] != j.exit || !slices.Equal(got, want) {
-						t.Errorf("%s: exit %d, output\n%s\nmpirun.openmpi: exit %d,\n%s\nstderr:\n%s", j.cmd, codes[i], strings.Join(got, "\n"), j.exit, strings.Join(want, "\n"), errs[i])
+					if got := programLines(outs[i]); codes[i] != j.Exit || !slices.Equal(got, want) {
+						t.Errorf("%s: exit %d, output\n%s\nmpirun.openmpi: exit %d,\n%s\nstderr:\n%s", j.Cmd, codes[i], strings.Join(got, "\n"), j.Exit, strings.Join(want, "\n"), errs[i])
 					}
 				}
 			})

@@ -82,6 +82,7 @@ type hosts struct {
 	c    *nshosts.Cluster
 	bin  string // <progs>/bin
 	mark string // DYNRT_TEST_MARK of what the test starts on h0
+	dir  string // working directory of the commands ("": the test's)
 }
 
 // Heartbeat of the test DVMs (not the defaults, to see that the setting
@@ -110,6 +111,7 @@ func startHosts(t *testing.T) *hosts {
 func (h *hosts) cmd(ctx context.Context, host string, argv ...string) *exec.Cmd {
 	cmd := h.c.Command(ctx, host, argv...)
 	cmd.Env = append(cmd.Env, leakcheck.EnvMark+"="+h.mark, "PATH="+h.bin+":/usr/local/bin:/usr/bin:/bin")
+	cmd.Dir = h.dir
 	return cmd
 }
 

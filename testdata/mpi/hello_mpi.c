@@ -1,9 +1,11 @@
 /* hello_mpi: every rank reports itself; with an argument, the world size
- * must equal it (exit 3 otherwise). Used by the MPI tests and by
- * scripts/bench-mpi.sh. */
+ * must equal it (exit 3 otherwise); with a second argument "host", each
+ * line ends with the rank's MPI processor name (the tests across hosts).
+ * Used by the MPI tests and by scripts/bench-mpi.sh. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int main(int argc, char **argv)
 {
@@ -30,7 +32,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "rank %d out of range for size %d\n", rank, size);
         return 3;
     }
-    printf("hello rank=%d size=%d appnum=%d universe=%d\n", rank, size, appnum, universe);
+    if (argc > 2 && strcmp(argv[2], "host") == 0)
+        printf("hello rank=%d size=%d appnum=%d universe=%d host=%s\n", rank, size, appnum, universe, host);
+    else
+        printf("hello rank=%d size=%d appnum=%d universe=%d\n", rank, size, appnum, universe);
     MPI_Finalize();
     return 0;
 }
