@@ -185,9 +185,9 @@ func (s *Session) acceptOver(ctx context.Context, delta string, o AcceptOptions,
 	if err != nil {
 		return AcceptResult{}, err
 	}
-	if rec.Status == wire.RCAborted {
-		return AcceptResult{}, wire.Errorf(wire.ErrAborted, "session: resource change %s was aborted: %s", rec.Delta, rec.Reason)
-	}
+	// An aborted change still goes through the agreement: a member that
+	// read it as announced waits there for the root's answer, and the
+	// root's accept reports the abort to every member.
 	ref, members, err := s.boundOf(ctx, &rec, o.Bound)
 	if err != nil {
 		return AcceptResult{}, err

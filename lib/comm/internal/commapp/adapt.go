@@ -123,6 +123,12 @@ func (p *proc) change(ctx context.Context, c *comm.Comm, r session.RC) (*comm.Co
 			return nil, fmt.Errorf("%s(%s, %s): %w", op, bound, r.Delta, err)
 		}
 	}
+	if p.me == root && p.c.rootLate && r.Type == wire.RCAdd {
+		// The others have long read the change as announced.
+		if _, err := s.WaitRC(ctx, session.QueryOptions{Delta: r.Delta}, func(r session.RC) bool { return r.Status == wire.RCAborted }); err != nil {
+			return nil, fmt.Errorf("wait for the abort of %s: %w", r.Delta, err)
+		}
+	}
 	// Phase 3 over the communicator; -blocking waits for the request at
 	// once, otherwise it is tested after every update of a change.
 	req := s.Accept(ctx, r.Delta, session.AcceptOptions{Bound: bound, NewSet: newSet, Over: c, Root: &root})

@@ -34,6 +34,7 @@ type config struct {
 	blocking bool
 	rootLast bool
 	dieNew   int
+	rootLate bool
 	bench    string
 	n        int
 	timeout  time.Duration
@@ -47,6 +48,7 @@ func main() {
 	flag.BoolVar(&c.blocking, "blocking", false, "adapt: wait for the accept request at once (else test it first)")
 	flag.BoolVar(&c.rootLast, "root-last", false, "adapt: the highest member of the communicator is the root of every change")
 	flag.IntVar(&c.dieNew, "die-new", 0, "adapt: new processes exit with this code before confirming")
+	flag.BoolVar(&c.rootLate, "root-late", false, "adapt: the root accepts an ADD only once it is aborted (the other members accept at once)")
 	flag.StringVar(&c.bench, "bench", "pingpong", "bench: pingpong, barrier or allreduce")
 	flag.IntVar(&c.n, "n", 1000, "bench: iterations")
 	flag.DurationVar(&c.timeout, "timeout", 40*time.Second, "overall limit")
