@@ -186,6 +186,11 @@ func (svc *pmixService) job(b *wire.LaunchReq) (*pmixJob, error) {
 		dir := filepath.Join("/dev/shm", "dynrt."+d.node+"."+b.Job)
 		if err := os.Mkdir(dir, 0o700); err == nil || errors.Is(err, fs.ErrExist) {
 			j.dir, desc.Tmpdir = dir, dir
+			// Should this daemon be killed, its guard removes the
+			// directory (kill -9 left them behind).
+			if err := d.jobGuard().RemoveAfter(dir); err != nil {
+				d.log.Warn("daemon: the PMIx scratch directory would outlive a crash of this daemon", "err", err)
+			}
 		}
 	}
 	if err := svc.srv.RegisterJob(desc, j); err != nil {
@@ -306,6 +311,7 @@ func (j *pmixJob) leave() {
 func (j *pmixJob) removeDir() {
 	if j.dir != "" {
 		_ = os.RemoveAll(j.dir)
+		j.svc.d.jobGuard().Keep(j.dir)
 	}
 }
 

@@ -5,6 +5,7 @@ package master
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +13,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/dynrt/dynrt/wire"
 )
@@ -333,5 +336,53 @@ func TestPMIxUnfinished(t *testing.T) {
 	_, end := d.run(wire.JobLaunchReq{Argv: []string{prog, "nofinalize"}, N: 3, PMI: wire.PMIPMIx})
 	if end.Code != 1 || end.State != wire.JobStateFailed || !strings.Contains(end.Msg, "rank 1 on") || !strings.Contains(end.Msg, "without finalizing PMIx") {
 		t.Errorf("end = %d %s: %s", end.Code, end.State, end.Msg)
+	}
+}
+
+// TestPMIxScratchAfterDaemonKill: the scratch directory of a PMIx job
+// (/dev/shm/dynrt.<node>.<job>) goes when the daemon of its node is killed
+// with SIGKILL, which leaves it no chance to remove it: the daemon's guard
+// process, which kills the daemon's processes, then removes it. Without
+// that, each kill -9 of a daemon left one per PMIx job in /dev/shm. The
+// other node's directory goes with the failed job, as always.
+func TestPMIxScratchAfterDaemonKill(t *testing.T) {
+	prog := pmixProgram(t, "psets")
+	d := startDVM(t, 2, 2)
+	rep, err := d.launch(wire.JobLaunchReq{Argv: []string{prog, "60"}, N: 4, MapBy: wire.MapByNode, PMI: wire.PMIPMIx})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.waitLines(rep.Job, 4) // every rank has connected and printed its sets
+	dirs := []string{"/dev/shm/dynrt.node0." + rep.Job, "/dev/shm/dynrt.node1." + rep.Job}
+	t.Cleanup(func() { // a failure leaves nothing either
+		for _, dir := range dirs {
+			_ = os.RemoveAll(dir)
+		}
+	})
+	for _, dir := range dirs {
+		if _, err := os.Stat(dir); err != nil {
+			t.Fatalf("the job's scratch directory: %v", err)
+		}
+	}
+	st, err := d.c.State(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(st.Nodes[1].PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if end := d.wait(rep.Job); end.State != wire.JobStateFailed || !strings.Contains(end.Msg, "node1 was lost") {
+		t.Errorf("job ended %s %d: %s", end.State, end.Code, end.Msg)
+	}
+	for _, dir := range dirs {
+		var err error
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if _, err = os.Stat(dir); err != nil {
+				break
+			}
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s is still there 10 s after the job ended", dir)
+		}
 	}
 }

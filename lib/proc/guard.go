@@ -165,14 +165,52 @@ func (g *Guard) env() string { return EnvGuard + "=" + g.mark }
 // Pid is the guard's process id.
 func (g *Guard) Pid() int { return g.cmd.Process.Pid }
 
-func (g *Guard) send(op byte, pgid int) {
+func (g *Guard) send(op byte, pgid int) { g.sendLine(string(op) + strconv.Itoa(pgid)) }
+
+func (g *Guard) sendLine(line string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.w == nil || g.err != nil {
 		return
 	}
-	// One short line is written atomically into the pipe.
-	_, g.err = g.w.Write([]byte(string(op) + strconv.Itoa(pgid) + "\n"))
+	// One short line (at most PIPE_BUF) is written atomically into the
+	// pipe.
+	_, g.err = g.w.Write([]byte(line + "\n"))
+}
+
+// RemoveAfter has the guard remove dir (and what is in it) once the
+// daemon is gone or has closed the guard, unless it called Keep(dir)
+// before: a scratch directory that the
+// daemon would have removed with its job (a PMIx job's
+// /dev/shm/dynrt.<node>.<job>), which after a kill -9 nothing else would.
+// The guard removes it after it has killed the processes that used it. An
+// absolute path without a newline, at most 1024 bytes: others are refused
+// with an error. It is a no-op on nil.
+func (g *Guard) RemoveAfter(dir string) error {
+	if g == nil {
+		return nil
+	}
+	if err := guardPath(dir); err != nil {
+		return err
+	}
+	g.sendLine("D" + dir)
+	return nil
+}
+
+// Keep withdraws RemoveAfter(dir): the daemon has removed dir itself (a
+// directory of the same name made later is not the guard's). It is a
+// no-op on nil.
+func (g *Guard) Keep(dir string) {
+	if g != nil && guardPath(dir) == nil {
+		g.sendLine("K" + dir)
+	}
+}
+
+func guardPath(dir string) error {
+	if !filepath.IsAbs(dir) || strings.ContainsAny(dir, "\n\x00") || len(dir) > 1024 || filepath.Clean(dir) == "/" {
+		return wire.Errorf(wire.ErrInvalid, "proc: guard: %q: want an absolute directory path other than / without newlines, at most 1024 bytes", dir)
+	}
+	return nil
 }
 
 // Close tells the guard that the caller is done; the guard sweeps what is
@@ -216,6 +254,7 @@ func guardMain(mark, cgroup string, in io.Reader, log io.Writer) int {
 	// kill of the daemon's process group must not take it away first.
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
 	groups := make(map[int]bool)
+	dirs := make(map[string]bool)
 	loose := cgroup == ""
 	sc := bufio.NewScanner(in)
 	for sc.Scan() {
@@ -223,8 +262,15 @@ func guardMain(mark, cgroup string, in io.Reader, log io.Writer) int {
 		if len(line) < 2 {
 			continue
 		}
-		if line[0] == '!' {
+		switch line[0] {
+		case '!':
 			loose = true
+			continue
+		case 'D':
+			dirs[line[1:]] = true
+			continue
+		case 'K':
+			delete(dirs, line[1:])
 			continue
 		}
 		pgid, err := strconv.Atoi(line[1:])
@@ -247,6 +293,12 @@ func guardMain(mark, cgroup string, in io.Reader, log io.Writer) int {
 	}
 	if ng, np := sweep(mark, groups, loose); ng+np > 0 {
 		fmt.Fprintf(log, "dynrt-guard: the daemon (pid %d) is gone; killed %d process groups and %d processes it had started or their descendants\n", os.Getppid(), ng, np)
+	}
+	// After the kill: no process of the daemon's writes there any more.
+	for dir := range dirs {
+		if err := os.RemoveAll(dir); err != nil {
+			fmt.Fprintf(log, "dynrt-guard: the daemon is gone; removing its directory %s: %v\n", dir, err)
+		}
 	}
 	return 0
 }

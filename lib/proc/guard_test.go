@@ -258,3 +258,49 @@ func TestGuardCgroupsIndependent(t *testing.T) {
 		t.Error("closing one guard killed the processes of another")
 	}
 }
+
+// The guard removes the directories registered with RemoveAfter once the
+// daemon is done with it, except those withdrawn with Keep; it leaves
+// every other directory alone, and bad paths are refused.
+func TestGuardRemovesDirs(t *testing.T) {
+	g, err := StartGuard()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := t.TempDir()
+	dir := func(name string) string {
+		d := filepath.Join(base, name)
+		if err := os.MkdirAll(filepath.Join(d, "sub"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "sub", "f"), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	registered, kept, other := dir("registered"), dir("kept"), dir("other")
+	for _, d := range []string{registered, kept} {
+		if err := g.RemoveAfter(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.Keep(kept)
+	for _, bad := range []string{"rel/dir", "/", base + "/a\nb", ""} {
+		if err := g.RemoveAfter(bad); err == nil {
+			t.Errorf("RemoveAfter(%q) accepted", bad)
+		}
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for d, want := range map[string]bool{registered: false, kept: true, other: true} {
+		if _, err := os.Stat(d); (err == nil) != want {
+			t.Errorf("%s: exists=%v, want %v", filepath.Base(d), err == nil, want)
+		}
+	}
+	var nilGuard *Guard
+	if err := nilGuard.RemoveAfter(other); err != nil {
+		t.Errorf("nil guard: %v", err)
+	}
+	nilGuard.Keep(other)
+}
