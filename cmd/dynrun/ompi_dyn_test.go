@@ -48,6 +48,22 @@ func compileOMPI(t *testing.T, dir, name string) string {
 	return out
 }
 
+// compilePMIx builds testdata/pmix/<name>.c, a plain PMIx client, or
+// skips the test without libpmix-dev.
+func compilePMIx(t *testing.T, name string) string {
+	t.Helper()
+	flags, err := exec.Command("pkg-config", "--cflags", "--libs", "pmix").Output()
+	if err != nil {
+		t.Skip("no libpmix-dev (pkg-config pmix): make deps-openmpi")
+	}
+	prog := filepath.Join(t.TempDir(), name)
+	cc := append([]string{"-O1", "-Wall", "-Wextra", "-o", prog, filepath.Join("..", "..", "testdata", "pmix", name+".c")}, strings.Fields(string(flags))...)
+	if msg, err := exec.Command("cc", cc...).CombinedOutput(); err != nil {
+		t.Fatalf("cc %s.c: %v\n%s", name, err, msg)
+	}
+	return prog
+}
+
 // checkNoScratch: the PMIx jobs of DVM id left no scratch directory
 // (/dev/shm/dynrt.<node>.<job>, where Open MPI keeps its session files).
 func checkNoScratch(t *testing.T, id string) {
@@ -208,15 +224,7 @@ func TestOMPISpawnMultiple(t *testing.T) {
 // PMIX_SPAWNED true and PMIX_PARENT_ID naming the spawning process (its
 // namespace and rank 1), on 1 node and on 4 virtual nodes.
 func TestPMIxSpawnParent(t *testing.T) {
-	flags, err := exec.Command("pkg-config", "--cflags", "--libs", "pmix").Output()
-	if err != nil {
-		t.Skip("no libpmix-dev (pkg-config pmix): make deps-openmpi")
-	}
-	prog := filepath.Join(t.TempDir(), "spawn_client")
-	cc := append([]string{"-O1", "-o", prog, filepath.Join("..", "..", "testdata", "pmix", "spawn_client.c")}, strings.Fields(string(flags))...)
-	if msg, err := exec.Command("cc", cc...).CombinedOutput(); err != nil {
-		t.Fatalf("cc spawn_client.c: %v\n%s", err, msg)
-	}
+	prog := compilePMIx(t, "spawn_client")
 	dynDir(t)
 	for _, tc := range []struct{ nodes, n string }{{"1", "2"}, {"4", "3"}} {
 		t.Run(tc.nodes+" nodes", func(t *testing.T) {
@@ -230,5 +238,37 @@ func TestPMIxSpawnParent(t *testing.T) {
 				t.Errorf("exit %d, output\n%s\nwant exit 0 and\n%s\nstderr:\n%s", code, strings.Join(got, "\n"), strings.Join(want, "\n"), errOut)
 			}
 		})
+	}
+}
+
+// TestPMIxSharesTopology: each daemon's PMIx server shares the node's
+// topology with its clients, as mpirun.openmpi does (Open MPI processes
+// then adopt it instead of each discovering the node again, PCI devices
+// included): every rank of a job over 2 virtual nodes reads a topology
+// file of its own node's server, in a directory per daemon (the virtual
+// nodes of a host share the DVM's socket directory, and the file's name
+// is fixed), and nothing is left once the DVM has stopped (dynDir).
+func TestPMIxSharesTopology(t *testing.T) {
+	prog := compilePMIx(t, "topology")
+	dir := dynDir(t)
+	code, out, errOut := runLauncherIn(t, "", nil, bin, "--pmi", "pmix", "--nodes", "2", "--slots", "2", "-n", "4", "--map-by", "node", prog)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+	lines := programLines(out)
+	if len(lines) != 4 {
+		t.Fatalf("output %q, want 4 lines", lines)
+	}
+	for _, l := range lines {
+		var rank int
+		var path, state string
+		if _, err := fmt.Sscanf(l, "rank %d topology %s %s", &rank, &path, &state); err != nil {
+			t.Errorf("%q: %v", l, err)
+			continue
+		}
+		want := fmt.Sprintf("/pmix.node%d/hwloc.sm", rank%2) // --map-by node: rank r on node r mod 2
+		if !strings.HasPrefix(path, dir+"/") || !strings.HasSuffix(path, want) || state != "exists" {
+			t.Errorf("rank %d: topology %s %s; want an existing file ...%s under %s", rank, path, state, want, dir)
+		}
 	}
 }

@@ -68,6 +68,9 @@ type pmixService struct {
 
 	mu    sync.Mutex
 	srv   *pmix.Server // nil until the first PMIx job
+	// dir is the server's directory, made by this daemon ("" = none):
+	// libpmix keeps the node's topology there for its clients.
+	dir string
 	jobs  map[string]*pmixJob
 	procs map[procKey]*pmixProc
 	dyn   pmixDyn // spawn and connect (pmix_dyn.go)
@@ -174,11 +177,19 @@ func (svc *pmixService) job(b *wire.LaunchReq) (*pmixJob, error) {
 		return nil, wire.Errorf(wire.ErrInvalid, "daemon %s: %v", d.node, err)
 	}
 	if svc.srv == nil {
-		srv, err := pmix.Start(pmix.Config{Dir: d.sockDir, Nspace: "dynrt-" + d.dvm, Rank: index})
+		// A directory per daemon: the virtual nodes of a host share the
+		// DVM's socket directory, and each server writes its topology
+		// file (hwloc.sm) under a fixed name.
+		dir := filepath.Join(d.sockDir, "pmix."+d.node)
+		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, wire.Errorf(wire.ErrInternal, "daemon %s: PMIx server directory: %v", d.node, err)
+		}
+		srv, err := pmix.Start(pmix.Config{Dir: dir, Nspace: "dynrt-" + d.dvm, Rank: index})
 		if err != nil {
+			_ = os.Remove(dir)
 			return nil, wire.Errorf(wire.ErrUnsupported, "daemon %s: job %s asks for PMIx (--pmi pmix): %v", d.node, b.Job, err)
 		}
-		svc.srv = srv
+		svc.srv, svc.dir = srv, dir
 	}
 	j := &pmixJob{svc: svc, ns: b.Job, desc: desc, refs: 1, published: map[string]uint32{}}
 	j.ctx, j.cancel = context.WithCancel(context.Background())
@@ -643,5 +654,11 @@ func (svc *pmixService) close() {
 		srv.DeregisterJob(j.ns)
 		j.removeDir()
 		svc.jobLeft(j.ns)
+	}
+	// libpmix leaves the topology file even at finalize. The server may
+	// outlive the daemon (one per process): a later client that cannot
+	// open the file discovers the topology itself.
+	if svc.dir != "" {
+		_ = os.RemoveAll(svc.dir)
 	}
 }

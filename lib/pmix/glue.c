@@ -115,14 +115,13 @@ static pmix_server_module_t module = {
 pmix_status_t dyn_server_init(const char *tmpdir, const char *nspace, uint32_t rank)
 {
     pmix_info_t *info;
-    size_t n = 4;
+    size_t n = 5;
     pmix_rank_t r = rank;
-    bool no = false;
+    bool no = false, yes = true;
     pmix_status_t rc;
 
     // Job data in the server's own memory (gds/hash), not in shared
-    // memory segments under the server's directory (gds/ds21, ds12):
-    // nothing of the server is left on disk, whatever ends the daemon.
+    // memory segments under the server's directory (gds/ds21, ds12).
     // A choice made in the environment (PMIX_MCA_gds) stands.
     setenv("PMIX_MCA_gds", "hash", 0);
     PMIX_INFO_CREATE(info, n);
@@ -132,6 +131,11 @@ pmix_status_t dyn_server_init(const char *tmpdir, const char *nspace, uint32_t r
     // No system-wide rendezvous file: tools find a daemon's server
     // through its own directory only.
     PMIX_INFO_LOAD(&info[3], PMIX_SERVER_SYSTEM_SUPPORT, &no, PMIX_BOOL);
+    // The node's topology, discovered once here, goes to the clients (a
+    // file in tmpdir, hwloc.sm, which libpmix leaves behind: the daemon
+    // removes the directory): without it every Open MPI process discovers
+    // the node itself, PCI devices included, as none does under mpirun.
+    PMIX_INFO_LOAD(&info[4], PMIX_SERVER_SHARE_TOPOLOGY, &yes, PMIX_BOOL);
     rc = PMIx_server_init(&module, info, n);
     PMIX_INFO_FREE(info, n);
     return rc;

@@ -88,7 +88,7 @@ func Finalize() error {
 	if busy > 0 {
 		// libpmix would still call back into jobs or complete their
 		// operations: finalizing under them crashes it. The process is
-		// ending, and the server keeps nothing on disk.
+		// ending; its daemon removed the server's directory.
 		return fmt.Errorf("pmix: server not finalized: %d jobs or host operations remain", busy)
 	}
 	the.srv, the.finalized = nil, true
