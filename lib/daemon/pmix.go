@@ -66,11 +66,11 @@ const (
 type pmixService struct {
 	d *Daemon
 
-	mu    sync.Mutex
-	srv   *pmix.Server // nil until the first PMIx job
+	mu  sync.Mutex
+	srv *pmix.Server // nil until the first PMIx job
 	// dir is the server's directory, made by this daemon ("" = none):
 	// libpmix keeps the node's topology there for its clients.
-	dir string
+	dir   string
 	jobs  map[string]*pmixJob
 	procs map[procKey]*pmixProc
 	dyn   pmixDyn // spawn and connect (pmix_dyn.go)
