@@ -386,3 +386,62 @@ func TestPMIxScratchAfterDaemonKill(t *testing.T) {
 		}
 	}
 }
+
+// TestPMIxPsetsPerJob: three PMIx jobs share node0's daemon (one PMIx
+// server); two of them query their process sets while all three are
+// registered, and each gets its own job's sets, as it would alone.
+// libpmix hands the daemon those queries in the server's own name, so
+// without lib/pmix/requestor.c, which finds the asking client, they were
+// refused (PMIX_ERR_NOT_SUPPORTED: "num_psets: NOT-SUPPORTED").
+func TestPMIxPsetsPerJob(t *testing.T) {
+	prog := pmixProgram(t, "psets")
+	d := startDVM(t, 1, 8)
+	holder, err := d.launch(wire.JobLaunchReq{Argv: []string{prog, "60"}, N: 1, Name: "holder", PMI: wire.PMIPMIx})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.waitLines(holder.Job, 5) // its queries answered: registered with the server
+	type result struct {
+		rep wire.JobLaunchReply
+		end wire.JobInfo
+	}
+	results := make([]result, 2)
+	var wg sync.WaitGroup
+	for i, n := range []uint32{2, 3} {
+		wg.Go(func() {
+			rep, err := d.launch(wire.JobLaunchReq{Argv: []string{prog}, N: n, Name: fmt.Sprintf("job%d", i), PMI: wire.PMIPMIx})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			results[i] = result{rep, d.wait(rep.Job)}
+		})
+	}
+	wg.Wait()
+	for i, r := range results {
+		if r.rep.Job == "" {
+			continue
+		}
+		if r.end.Code != 0 {
+			t.Errorf("job%d ended %d: %s", i, r.end.Code, r.end.Msg)
+		}
+		n := i + 2
+		app := "mpi://app/" + r.rep.App
+		members := "job:0,job:1"
+		if n == 3 {
+			members += ",job:2"
+		}
+		want := []string{
+			"num_psets=2",
+			"pset " + app + " members=" + members,
+			"pset mpi://WORLD members=" + members,
+			"pset_names=mpi://WORLD," + app,
+		}
+		for r := range n {
+			want = append(want, fmt.Sprintf("psets rank=%d size=%d", r, n), fmt.Sprintf("rank %d done", r), fmt.Sprintf("rank %d in psets: mpi://WORLD,%s", r, app))
+		}
+		slices.Sort(want)
+		checkLines(t, fmt.Sprintf("job%d: ", i), lines(d, r.rep.Job), want)
+	}
+	d.kill(holder.Job)
+}

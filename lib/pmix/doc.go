@@ -152,9 +152,10 @@ type Publisher interface {
 // an answer per key it knows; an error (CodeNotFound when none was
 // known, CodePartialSuccess when some) goes along with them. libpmix
 // 4.2.2 does not say which client asks: the query goes to the job its
-// PMIX_NSPACE or PMIX_PROCID qualifier names, else to the only job
-// registered with the server, with p's rank RankUndef (several jobs and
-// no qualifier: PMIX_ERR_NOT_SUPPORTED).
+// PMIX_NSPACE or PMIX_PROCID qualifier names (p's rank RankUndef), else
+// to the client that asked, found by requestor.c from its connection (p
+// is that client), else to the only job registered with the server (p's
+// rank RankUndef); several jobs and none of these: PMIX_ERR_NOT_SUPPORTED.
 type Querier interface {
 	Query(p Proc, queries []Query, done func([]QueryResult, error))
 }

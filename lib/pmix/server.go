@@ -517,7 +517,8 @@ func dynGoUnpublish(ns *C.char, rank C.uint32_t, keys **C.char, f C.pmix_op_cbfu
 func dynGoQuery(ns *C.char, rank C.uint32_t, queries *C.pmix_query_t, n C.size_t, f C.pmix_info_cbfunc_t, cbdata unsafe.Pointer) C.pmix_status_t {
 	p := cproc(ns, rank)
 	qs := make([]Query, n)
-	about := "" // the namespace a qualifier names
+	about := ""  // the namespace a qualifier names
+	caller := "" // the connection of the client that asked (requestor.c)
 	for i := range qs {
 		qs[i].Keys = goStrings(C.dyn_query_keys(queries, C.size_t(i)))
 		var nq C.size_t
@@ -527,7 +528,9 @@ func dynGoQuery(ns *C.char, rank C.uint32_t, queries *C.pmix_query_t, n C.size_t
 			if v := C.dyn_info_proc_nspace(quals, j); v != nil && key == "pmix.procid" {
 				about = C.GoString(v)
 			}
-			if v := C.dyn_info_string(quals, j); v != nil {
+			if v := C.dyn_info_string(quals, j); v != nil && key == requestorKey {
+				caller = C.GoString(v)
+			} else if v != nil {
 				if qs[i].Qualifiers == nil {
 					qs[i].Qualifiers = map[string]string{}
 				}
@@ -538,7 +541,7 @@ func dynGoQuery(ns *C.char, rank C.uint32_t, queries *C.pmix_query_t, n C.size_t
 			}
 		}
 	}
-	p = asker(p, about)
+	p = asker(p, about, caller)
 	h, end := begin(p.Nspace)
 	q, ok := h.(Querier)
 	if !ok {
@@ -561,9 +564,14 @@ func dynGoQuery(ns *C.char, rank C.uint32_t, queries *C.pmix_query_t, n C.size_t
 // asker names the process a query is answered for. libpmix 4.2.2 hands
 // the host queries in the server's own name, not the client's: the job
 // is then the one a qualifier names (PMIX_NSPACE, PMIX_PROCID), else the
-// only one registered here (the rank is PMIX_RANK_UNDEF); with several,
-// nobody answers.
-func asker(requestor Proc, about string) Proc {
+// client that asked, whose connection requestor.c adds as a qualifier
+// (callerConn), else the only job registered here (the rank is then
+// PMIX_RANK_UNDEF); with several and none of these, nobody answers.
+func asker(requestor Proc, about, callerConn string) Proc {
+	caller, byConn := Proc{}, false
+	if about == "" && callerConn != "" {
+		caller, byConn = requestorOf(callerConn) // reads /proc: before the locks
+	}
 	the.mu.Lock()
 	s := the.srv
 	the.mu.Unlock()
@@ -574,6 +582,9 @@ func asker(requestor Proc, about string) Proc {
 	defer s.mu.Unlock()
 	if _, ok := s.jobs[requestor.Nspace]; ok {
 		return requestor
+	}
+	if _, known := s.jobs[caller.Nspace]; byConn && known {
+		return caller
 	}
 	requestor = Proc{Nspace: about, Rank: RankUndef}
 	if about == "" && len(s.jobs) == 1 {

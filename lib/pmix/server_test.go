@@ -406,22 +406,58 @@ func TestPublish(t *testing.T) {
 // TestQuery: PMIx_Query_info of the process-set keys reaches the
 // Handler's Querier, with the set name as qualifier, and the answers
 // (size, string, array of procs) reach the client (testdata/pmix/psets.c);
-// each process reads the sets it was registered in (PMIX_PSET_NAMES).
+// each process reads the sets it was registered in (PMIX_PSET_NAMES). With
+// another job registered too, the unqualified queries still reach the
+// asking client's own job's Handler, in that client's name (rank
+// included): libpmix hands the host the query in the server's name, and
+// requestor.c adds the client's connection, which names it. Without
+// requestor.c the server cannot tell the jobs apart and the client gets
+// PMIX_ERR_NOT_SUPPORTED.
 func TestQuery(t *testing.T) {
-	s, _, mark := setup(t)
-	bin := program(t, t.TempDir(), "psets")
-	h := &recorder{s: s}
-	job := oneNode(t, "query-a", 2)
-	job.Psets = map[string][]uint32{"b": {1}, "a": {0, 1}}
-	outs, codes := run(t, s, bin, job, h, mark)
-	want := []string{
-		"psets rank=0 size=2\nnum_psets=2\npset_names=a,b\npset a members=job:0,job:1\npset b members=job:1\nrank 0 in psets: a\nrank 0 done\n",
-		"psets rank=1 size=2\nrank 1 in psets: a,b\nrank 1 done\n",
-	}
-	for r := range 2 {
-		if codes[r] != 0 || outs[r] != want[r] {
-			t.Errorf("rank %d: exit %d, output\n%s\nwant\n%s", r, codes[r], outs[r], want[r])
-		}
+	for _, withOther := range []bool{false, true} {
+		t.Run(fmt.Sprintf("another job: %v", withOther), func(t *testing.T) {
+			s, _, mark := setup(t)
+			bin := program(t, t.TempDir(), "psets")
+			other := &recorder{s: s}
+			if withOther {
+				if err := s.RegisterJob(oneNode(t, "query-other", 1), other); err != nil {
+					t.Fatal(err)
+				}
+				defer s.DeregisterJob("query-other")
+			}
+			h := &recorder{s: s}
+			job := oneNode(t, "query-a", 2)
+			job.Psets = map[string][]uint32{"b": {1}, "a": {0, 1}}
+			outs, codes := run(t, s, bin, job, h, mark)
+			want := []string{
+				"psets rank=0 size=2\nnum_psets=2\npset_names=a,b\npset a members=job:0,job:1\npset b members=job:1\nrank 0 in psets: a\nrank 0 done\n",
+				"psets rank=1 size=2\nrank 1 in psets: a,b\nrank 1 done\n",
+			}
+			for r := range 2 {
+				if codes[r] != 0 || outs[r] != want[r] {
+					t.Errorf("rank %d: exit %d, output\n%s\nwant\n%s", r, codes[r], outs[r], want[r])
+				}
+			}
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			asker := "query-a:0 query "
+			if !withOther {
+				asker = "query-a:" // the only job: its rank is not needed
+			}
+			if len(h.pubLog) != 4 {
+				t.Errorf("the job's Handler saw %d queries, want 4: %q", len(h.pubLog), h.pubLog)
+			}
+			for _, l := range h.pubLog {
+				if !strings.HasPrefix(l, asker) {
+					t.Errorf("query %q, want it asked by %s", l, asker)
+				}
+			}
+			other.mu.Lock()
+			defer other.mu.Unlock()
+			if len(other.pubLog) != 0 {
+				t.Errorf("the other job's Handler was asked: %q", other.pubLog)
+			}
+		})
 	}
 }
 
