@@ -17,13 +17,14 @@ import (
 // TestOMPIAcrossHosts runs Open MPI programs (testdata/mpi built with
 // Debian's mpicc.openmpi) on a DVM over the three hosts started by the ssh
 // launcher, each daemon serving PMIx to the ranks of its host: a hello
-// whose ranks report their MPI processor name, an allreduce and a ring, an
+// whose ranks report their MPI processor name, an allreduce and a ring,
+// MPI_Comm_split_type(SHARED) grouping the ranks of each host, an
 // MPI_Abort, an MPI_Comm_spawn whose children answer over the
 // intercommunicator, and MPI_Comm_connect/accept between two jobs through
 // the DVM's name service. Ranks are mapped by node, so every step crosses
 // hosts. What dynrun prints and how it exits is what mpirun.openmpi does:
-// run here across the same hosts for the hello and the allreduce, the
-// recorded references (testdata/openmpi) for the rest. Open MPI needs no
+// run here across the same hosts for the hello, the allreduce and the
+// split, the recorded references (testdata/openmpi) for the rest. Open MPI needs no
 // setting for this under either launcher: it takes the ranks of other
 // hosts for remote (PMIx says which ranks are local) and reaches them with
 // its tcp BTL over the hosts' eth0. After `dvm stop` nothing is left on
@@ -41,7 +42,7 @@ func TestOMPIAcrossHosts(t *testing.T) {
 	// The hosts share the filesystem: the programs are built once, and the
 	// commands run in their directory (spawn_tree spawns ./spawn_tree).
 	h.dir = t.TempDir()
-	for _, p := range []string{"hello_mpi", "allreduce", "abort", "spawn_tree", "connacc"} {
+	for _, p := range []string{"hello_mpi", "allreduce", "split", "abort", "spawn_tree", "connacc"} {
 		if out, err := exec.Command(cc, "-O1", "-o", filepath.Join(h.dir, p), filepath.Join(root, "testdata", "mpi", p+".c")).CombinedOutput(); err != nil {
 			t.Fatalf("%s %s: %v\n%s", cc, p, err, out)
 		}
@@ -71,6 +72,10 @@ func TestOMPIAcrossHosts(t *testing.T) {
 		})},
 		{"allreduce", "allreduce", nil, ranks(6, func(r int, _ string) string {
 			return fmt.Sprintf("allreduce rank=%d sum=15 token=%d ok", r, (r+5)%6)
+		})},
+		// MPI_Comm_split_type(SHARED): one communicator per host.
+		{"split_type", "split", nil, ranks(6, func(r int, _ string) string {
+			return fmt.Sprintf("split rank=%d local=%d/2 members=%d,%d", r, r/3, r%3, r%3+3)
 		})},
 	}
 	for _, s := range steps {
