@@ -83,6 +83,7 @@ func Catalogue() []KindInfo {
 		{Kind: KindPMISpawn, Dir: "daemon→master", Req: &PMISpawnReq{}, Reply: &PMISpawnReply{}},
 		{Kind: KindPMIReport, Dir: "daemon→master", Req: &PMIReport{}},
 		{Kind: KindPMIDead, Dir: "master→daemon", Req: &PMIDead{}},
+		{Kind: KindPMIJobCtl, Dir: "daemon→master", Req: &PMIJobCtl{}},
 
 		{Kind: KindDVMState, Dir: "tool→master", Req: &DVMStateReq{}, Reply: &DVMState{}},
 		{Kind: KindDVMStop, Dir: "tool→master", Req: &DVMStopReq{}},

@@ -148,6 +148,7 @@ type KillReq struct {
 	Ranks   RankRanges `msgpack:"r,omitempty"`     // ranks; empty = all of the job on this node
 	Signal  int        `msgpack:"sig,omitempty"`   // first signal (0 = SIGTERM)
 	GraceMS int64      `msgpack:"grace,omitempty"` // ms before SIGKILL (0 = runtime default)
+	Only    bool       `msgpack:"only,omitempty"`  // send Signal alone: no SIGKILL after the grace, and the processes are not ended by the runtime (PMIx_Job_control's signal)
 }
 
 // KillReply says how many processes were signalled.

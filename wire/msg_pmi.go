@@ -10,6 +10,7 @@ const (
 	KindPMISpawn  = "pmi.spawn"  // daemon→master: PMISpawnReq → PMISpawnReply (a process called MPI_Comm_spawn)
 	KindPMIReport = "pmi.report" // daemon→master: PMIReport → empty
 	KindPMIDead   = "pmi.dead"   // master→daemon: PMIDead → empty (keep-going: tell the survivors)
+	KindPMIJobCtl = "pmi.jobctl" // daemon→master: PMIJobCtl → empty (a process called PMIx_Job_control)
 )
 
 // What a PMIReport reports.
@@ -67,6 +68,15 @@ type PMISpawnReply struct {
 	Job   string `msgpack:"j,omitempty"`   // namespace of the new job
 	KVS   string `msgpack:"kvs,omitempty"` // its kvsname / jobid
 	Codes []int  `msgpack:"c,omitempty"`   // per new rank: 0, or the exit code of a failed start
+}
+
+// PMIJobCtl asks the master to kill or signal processes for a process
+// that called PMIx_Job_control (PMIX_JOB_CTRL_KILL, PMIX_JOB_CTRL_SIGNAL).
+type PMIJobCtl struct {
+	Job    string       `msgpack:"j,omitempty"`   // caller's job
+	Rank   uint32       `msgpack:"r,omitempty"`   // caller's rank
+	Procs  []ProcRanges `msgpack:"p,omitempty"`   // targets (no ranks: the whole job); empty = the caller's job. Only the caller's spawn tree
+	Signal int          `msgpack:"sig,omitempty"` // 0 = kill (SIGTERM, SIGKILL after the grace; a whole job ends as killed); else send this signal alone
 }
 
 // PMIReport is a PMI event the master must act on.

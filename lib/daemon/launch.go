@@ -365,10 +365,34 @@ func (d *Daemon) handleKill(_ context.Context, _ *wire.Request, b *wire.KillReq)
 	if b.GraceMS > 0 {
 		grace = time.Duration(b.GraceMS) * time.Millisecond
 	}
-	n := d.kill(func(k procKey) bool {
+	match := func(k procKey) bool {
 		return k.job == b.Job && (len(b.Ranks) == 0 || b.Ranks.Contains(k.rank))
-	}, sig, grace)
-	return &wire.KillReply{N: uint32(n)}, nil
+	}
+	if b.Only {
+		return &wire.KillReply{N: uint32(d.signal(match, sig))}, nil
+	}
+	return &wire.KillReply{N: uint32(d.kill(match, sig, grace))}, nil
+}
+
+// signal sends sig alone to the running processes that match (a
+// PMIx_Job_control signal): they are not ended by the runtime, and one
+// still being forked does not get it.
+func (d *Daemon) signal(match func(procKey) bool, sig syscall.Signal) int {
+	d.mu.Lock()
+	var ps []*proc.Proc
+	for k, e := range d.live {
+		if match(k) && e.p != nil {
+			ps = append(ps, e.p)
+		}
+	}
+	d.mu.Unlock()
+	n := 0
+	for _, p := range ps {
+		if p.Signal(sig) == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // handleStop terminates every process, waits until their exits have been

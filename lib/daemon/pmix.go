@@ -635,6 +635,8 @@ func pmixStatus(err error) error {
 		code = pmix.CodeNotFound
 	case errors.Is(err, wire.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
 		code = pmix.CodeTimeout
+	case errors.Is(err, wire.ErrPermission):
+		code = pmix.CodeNoPermissions
 	default:
 		return err
 	}

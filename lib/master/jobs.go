@@ -900,15 +900,20 @@ func (m *Master) handleAbort(ctx context.Context, _ *wire.Request, b *wire.Abort
 			if t.done {
 				continue
 			}
-			req := &wire.KillReq{Job: t.ns, Ranks: pr.Ranks, Signal: int(syscall.SIGTERM), GraceMS: s.m.grace.Milliseconds()}
-			for idx := range t.nodes {
-				if n := s.nodes[idx]; n.up {
-					s.sendNode(n, outMsg{kind: wire.KindNodeKill, body: req})
-				}
-			}
+			s.killRanks(t, &wire.KillReq{Ranks: pr.Ranks, Signal: int(syscall.SIGTERM), GraceMS: s.m.grace.Milliseconds()})
 		}
 		return nil
 	})
+}
+
+// killRanks sends req (its Job set to t's) to every live node of t.
+func (s *state) killRanks(t *job, req *wire.KillReq) {
+	req.Job = t.ns
+	for idx := range t.nodes {
+		if n := s.nodes[idx]; n.up {
+			s.sendNode(n, outMsg{kind: wire.KindNodeKill, body: req})
+		}
+	}
 }
 
 // output forwards a line to the tool that launched its job.

@@ -127,6 +127,7 @@ func (j *job) staticErr() error {
 func (m *Master) pmiRoutes() {
 	wire.HandleTyped(m.daemonMux, wire.KindPMIReport, m.handlePMIReport)
 	wire.HandleTyped(m.daemonMux, wire.KindPMISpawn, m.handlePMISpawn)
+	wire.HandleTyped(m.daemonMux, wire.KindPMIJobCtl, m.handlePMIJobCtl)
 }
 
 func (m *Master) handlePMIReport(ctx context.Context, _ *wire.Request, b *wire.PMIReport) (any, error) {

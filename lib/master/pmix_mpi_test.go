@@ -75,7 +75,7 @@ func pmixProgram(t *testing.T, name string) string {
 			pmixBuild.err = fmt.Errorf("pkg-config pmix: %v", err)
 			return
 		}
-		pmixBuild.dir, pmixBuild.err = buildProgs("cc", "../../testdata/pmix/*.c", strings.Fields(string(flags))...)
+		pmixBuild.dir, pmixBuild.err = buildProgs("cc", "../../testdata/pmix/*.c", append([]string{"-I../../libdynrt/include"}, strings.Fields(string(flags))...)...)
 	})
 	if pmixBuild.err != nil {
 		t.Fatalf("building the PMIx test clients: %v", pmixBuild.err)

@@ -185,6 +185,7 @@ const (
 
 // PMIx statuses for Handler errors (pmix_common.h).
 const (
+	CodeNoPermissions  = -23 // PMIX_ERR_NO_PERMISSIONS
 	CodeTimeout        = -24 // PMIX_ERR_TIMEOUT
 	CodeNotFound       = -46 // PMIX_ERR_NOT_FOUND
 	CodeNotSupported   = -47 // PMIX_ERR_NOT_SUPPORTED

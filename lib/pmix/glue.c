@@ -3,6 +3,7 @@
 #include <string.h>
 #include "glue.h"
 #include "dyn.h"
+#include "events.h"
 #include "_cgo_export.h"
 
 // The host module. Each callback copies what Go needs and returns at
@@ -109,7 +110,9 @@ static pmix_server_module_t module = {
     .spawn = dyn_spawn_fn,
     .connect = dyn_connect_fn,
     .disconnect = dyn_disconnect_fn,
+    .notify_event = dyn_notify_event_fn,
     .query = query_fn,
+    .job_control = dyn_job_control_fn,
 };
 
 pmix_status_t dyn_server_init(const char *tmpdir, const char *nspace, uint32_t rank)

@@ -39,3 +39,6 @@ func (*Server) SetupFork(Proc) ([]string, error) { return nil, ErrUnavailable }
 func (*Server) DirectModexRequest(context.Context, Proc) ([]byte, error) {
 	return nil, ErrUnavailable
 }
+
+// Notify returns ErrUnavailable without PMIx.
+func (*Server) Notify(Event) error { return ErrUnavailable }

@@ -32,6 +32,7 @@ type Server struct {
 	jobs     map[string]Handler // by namespace
 	inflight map[string]int     // host operations under way, by namespace
 	idle     *sync.Cond         // signalled when an operation ends (on mu)
+	self     Proc               // the server's own name, the source of its events
 }
 
 // the is the process's one server: libpmix keeps its server state in
@@ -68,7 +69,7 @@ func Start(cfg Config) (*Server, error) {
 	if rc := C.dyn_server_init(dir, ns, C.uint32_t(cfg.Rank)); rc != C.PMIX_SUCCESS {
 		return nil, fmt.Errorf("pmix: PMIx_server_init (directory %s): %w", cfg.Dir, status(rc))
 	}
-	the.srv = &Server{jobs: map[string]Handler{}, inflight: map[string]int{}}
+	the.srv = &Server{jobs: map[string]Handler{}, inflight: map[string]int{}, self: Proc{Nspace: cfg.Nspace, Rank: cfg.Rank}}
 	the.srv.idle = sync.NewCond(&the.srv.mu)
 	return the.srv, nil
 }

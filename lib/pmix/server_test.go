@@ -186,7 +186,7 @@ func program(t *testing.T, dir, name string) string {
 		t.Skipf("needs libpmix-dev (pkg-config pmix: %v)", err)
 	}
 	bin := filepath.Join(dir, name)
-	args := append([]string{"-Wall", "-Wextra", "-o", bin, filepath.Join("..", "..", "testdata", "pmix", name+".c")}, strings.Fields(string(flags))...)
+	args := append([]string{"-Wall", "-Wextra", "-I", filepath.Join("..", "..", "libdynrt", "include"), "-o", bin, filepath.Join("..", "..", "testdata", "pmix", name+".c")}, strings.Fields(string(flags))...)
 	if out, err := exec.Command("cc", args...).CombinedOutput(); err != nil {
 		t.Fatalf("cc: %v\n%s", err, out)
 	}

@@ -1,0 +1,123 @@
+//go:build pmix
+
+package pmix
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// eventer is a Handler that answers each client's event to the host
+// with an event to that client alone, and records job control requests.
+type eventer struct {
+	recorder
+	mu     sync.Mutex
+	events []string
+	ctls   []string
+	ctlErr error
+	// of the last Notify
+	notifyErr error
+}
+
+func (e *eventer) ClientEvent(ev ClientEvent) {
+	var kv []string
+	for _, in := range ev.Info {
+		if !strings.HasPrefix(in.Key, "pmix.") {
+			kv = append(kv, in.Key+"="+in.Value)
+		}
+	}
+	e.mu.Lock()
+	e.events = append(e.events, fmt.Sprintf("%d from %s range %d %v", ev.Status, ev.Source, ev.Range, kv))
+	e.mu.Unlock()
+	e.notifyErr = e.s.Notify(Event{
+		Status:   -3602,
+		Targets:  []Proc{ev.Source},
+		Affected: []Proc{{ev.Source.Nspace, 1}, {"elsewhere", 4}},
+		Info: []Info{
+			{"dynrt.for", fmt.Sprint(ev.Source.Rank)},
+			{"dynrt.n", uint32(3)},
+			{"dynrt.names", []string{"a", "b"}},
+		},
+	})
+}
+
+// Fence completes at once with the local part (the events client
+// commits nothing, so the recorder's direct modex would wait for ever).
+func (e *eventer) Fence(_ []Proc, _ bool, data []byte, done func([]byte, error)) {
+	done(data, nil)
+}
+
+func (e *eventer) JobControl(p Proc, targets []Proc, ctl JobCtl, done func(error)) {
+	e.mu.Lock()
+	e.ctls = append(e.ctls, fmt.Sprintf("%s %v %+v", p, targets, ctl))
+	e.mu.Unlock()
+	done(e.ctlErr)
+}
+
+// TestNotify: a client's event to its host (PMIX_RANGE_RM) reaches the
+// Handler's EventReceiver with its source and info, and Server.Notify
+// brings an event with strings, integers, arrays and affected processes
+// to exactly the clients it targets (each rank gets the one meant for
+// it, from the server).
+func TestNotify(t *testing.T) {
+	s, _, mark := setup(t)
+	bin := program(t, t.TempDir(), "events")
+	h := &eventer{recorder: recorder{s: s}}
+	outs, codes := run(t, s, bin, oneNode(t, "ev-a", 2), h, mark, "notify")
+	for r := range 2 {
+		want := fmt.Sprintf("rank %d notify: SUCCESS\nrank %d event -3602 from other:0: pmix.evaffected=job:1,other:4 dynrt.for=%d dynrt.n=3 dynrt.names=a,b\n", r, r, r)
+		if codes[r] != 0 || outs[r] != want {
+			t.Errorf("rank %d: exit %d, output\n%s\nwant\n%s", r, codes[r], outs[r], want)
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	slices.Sort(h.events)
+	want := []string{"-3601 from ev-a:0 range 1 [dynrt.test=hello dynrt.n=7]", "-3601 from ev-a:1 range 1 [dynrt.test=hello dynrt.n=7]"}
+	if !slices.Equal(h.events, want) {
+		t.Errorf("events at the host %q, want %q", h.events, want)
+	}
+	if h.notifyErr != nil {
+		t.Errorf("Notify: %v", h.notifyErr)
+	}
+	if err := s.Notify(Event{Status: -3602}); err == nil {
+		t.Error("Notify without targets: no error")
+	}
+}
+
+// TestJobControl: PMIx_Job_control_nb with PMIX_JOB_CTRL_KILL or
+// PMIX_JOB_CTRL_SIGNAL reaches the Handler's JobController with the
+// requestor, the targets (none: nil) and the request, and its answer
+// reaches the client.
+func TestJobControl(t *testing.T) {
+	s, _, mark := setup(t)
+	bin := program(t, t.TempDir(), "events")
+	for i, tc := range []struct {
+		args     []string
+		err      error
+		wantCtl  string
+		wantLine string
+	}{
+		{[]string{"kill", "1"}, nil, "jc-%d:0 [jc-%d:1] {Kill:true Signal:0}", "SUCCESS"},
+		{[]string{"signal", "1", "10"}, nil, "jc-%d:0 [jc-%d:1] {Kill:false Signal:10}", "SUCCESS"},
+		{[]string{"kill", "all"}, &StatusError{Status: CodeNotSupported}, "jc-%d:0 [jc-%d:*] {Kill:true Signal:0}", "NOT-SUPPORTED"},
+		{[]string{"kill", "none"}, errors.New("refused"), "jc-%d:0 [] {Kill:true Signal:0}", "ERROR"},
+	} {
+		h := &eventer{recorder: recorder{s: s}, ctlErr: tc.err}
+		ns := fmt.Sprintf("jc-%d", i)
+		job := &Job{Nspace: ns, Size: 2, Nodes: []string{"n0", "n1"}, RankNode: []int{0, 1}}
+		outs, codes := run(t, s, bin, job, h, mark, tc.args...)
+		if want := "rank 0 job control: " + tc.wantLine + "\n"; codes[0] != 0 || outs[0] != want {
+			t.Errorf("%v: exit %d, output %q, want %q", tc.args, codes[0], outs[0], want)
+		}
+		h.mu.Lock()
+		if want := strings.ReplaceAll(tc.wantCtl, "%d", fmt.Sprint(i)); len(h.ctls) != 1 || h.ctls[0] != want {
+			t.Errorf("%v: job control calls %q, want %q", tc.args, h.ctls, want)
+		}
+		h.mu.Unlock()
+	}
+}
