@@ -129,7 +129,7 @@ $(LIBDYNRT_BUILD)/c-synthetic: examples/c-synthetic/src/synthetic.c $(LIBDYNRT_B
 
 libdynrt-install: $(LIBDYNRT_BUILD)/libdynrt.a $(LIBDYNRT_BUILD)/libdynrt.so ## install libdynrt's header, libraries and dynrt.pc under PREFIX (/usr/local)
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
-	install -m 644 libdynrt/include/dynrt.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 libdynrt/include/dynrt.h libdynrt/include/dynrt_pmix.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(LIBDYNRT_BUILD)/libdynrt.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(LIBDYNRT_BUILD)/libdynrt.so $(DESTDIR)$(PREFIX)/lib/libdynrt.so.$(DYNRT_VERSION)
 	ln -sf libdynrt.so.$(DYNRT_VERSION) $(DESTDIR)$(PREFIX)/lib/libdynrt.so.1
