@@ -149,7 +149,7 @@ func samples() map[string]any {
 		"ProcExited": &ProcExited{Job: "dvm1.1", Rank: 4, PID: 999, Node: "n1", Code: 137, Signal: 9, Forced: true,
 			Err: "exec: no such file", Time: 6},
 		"OutputLine":  &out,
-		"KillReq":     &KillReq{Job: "dvm1.7", Ranks: RankRanges{{10, 11}}, Signal: 15, GraceMS: 2000},
+		"KillReq":     &KillReq{Job: "dvm1.7", Ranks: RankRanges{{10, 11}}, Signal: 15, GraceMS: 2000, Only: true},
 		"KillReply":   &KillReply{N: 2},
 		"NodeStopReq": &NodeStopReq{GraceMS: 100},
 		"Ping":        &Ping{Seq: 1, Time: 2},
@@ -161,6 +161,7 @@ func samples() map[string]any {
 		"PMISpawnReply": &PMISpawnReply{Job: "dvm1.7", KVS: "kvs_dvm1.7", Codes: []int{0, 0, 127}},
 		"PMIReport":     &PMIReport{Job: "dvm1.7", Rank: 3, What: PMIReportUnfinished, Msg: "rank 3 left PMI without finalize"},
 		"PMIDead":       &PMIDead{Job: "dvm1.7", Ranks: []uint32{3, 1}},
+		"PMIJobCtl":     &PMIJobCtl{Job: "dvm1.7", Rank: 2, Procs: []ProcRanges{{Job: "dvm1.7", Ranks: RankRanges{{1, 1}}}}, Signal: 10},
 
 		"DVMStateReq": &DVMStateReq{Ended: true},
 		"DVMState": &DVMState{ID: "ab12cd", PID: 77, Started: 1, Uptime: 2, Version: "v0.1.0", Nodes: []NodeInfo{node},
