@@ -21,11 +21,11 @@ func TestPMIxJobControl(t *testing.T) {
 	for _, nodes := range []int{1, 2} {
 		d := startDVM(t, nodes, 2)
 		for _, tc := range []struct {
-			args      []string
-			code      int
-			state     string
-			lines     []string
-			rank1     string // state of rank 1 at the end
+			args  []string
+			code  int
+			state string
+			lines []string
+			rank1 string // state of rank 1 at the end
 		}{
 			{[]string{"kill", "1"}, 0, wire.JobStateDone, []string{"rank 0 job control: SUCCESS"}, wire.ProcStateKilled},
 			{[]string{"kill", "all"}, 128 + 15, wire.JobStateKilled, nil, wire.ProcStateKilled}, // rank 0 may be gone before the answer
