@@ -81,11 +81,15 @@ const UniverseSlots = -1
 // PMI service modes (JobLaunchReq.PMI): how MPI programs (MPICH's PMI-1
 // and PMI-2 wire protocols) reach their node daemon.
 const (
-	PMIAuto = "auto" // the default: PMIPMIx for a program that links Open MPI, else PMIFD (PMINeed)
+	PMIAuto = "auto" // the default: PMIPMIx for a program that links Open MPI, PMIBoth for one of unknown MPI, else PMIFD (PMINeed)
 	PMIFD   = "fd"   // one socketpair per process, PMI_FD=3 with PMI_RANK and PMI_SIZE (like Hydra)
 	PMIPort = "port" // TCP: PMI_PORT=host:port and PMI_ID
 	PMINone = "none" // no PMI service, no PMI_* variables
 	PMIPMIx = "pmix" // PMIx (Open MPI): the daemon's PMIx server (lib/pmix, a dynrun built with -tags pmix)
+	// PMIBoth offers PMIFD and PMIx at once, for a program whose MPI
+	// cannot be told from its file (a script, an interpreter): the one
+	// the program speaks is used. PMIAuto picks it for those.
+	PMIBoth = "fd+pmix"
 )
 
 // What a launcher found a program needs (JobLaunchReq.PMINeed, for
@@ -95,6 +99,9 @@ const (
 	PMINeedPMIx = "pmix" // links Open MPI or libpmix: PMIx only
 	PMINeedPMI  = "pmi"  // links MPICH or its ABI (libmpich, libmpi.so.12): PMI-1/PMI-2
 	PMINeedNone = "none" // an ELF program that links no MPI library
+	// PMINeedUnknown: a script, an interpreter or an unreadable file,
+	// which may start any MPI.
+	PMINeedUnknown = "unknown"
 )
 
 // JobLaunchReply identifies the new job.

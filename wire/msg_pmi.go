@@ -22,7 +22,7 @@ const (
 // PMIJob rides along node.launch (LaunchReq.PMI) for a job launched with
 // the PMI service: what the daemon needs to answer PMI for its ranks.
 type PMIJob struct {
-	Mode       string     `msgpack:"m,omitempty"`   // PMIFD, PMIPort or PMIPMIx
+	Mode       string     `msgpack:"m,omitempty"`   // PMIFD, PMIPort, PMIPMIx or PMIBoth
 	KVS        string     `msgpack:"kvs,omitempty"` // kvsname / PMI-2 jobid
 	Universe   int        `msgpack:"u,omitempty"`   // MPI_UNIVERSE_SIZE; 0 or less: unset
 	Parent     string     `msgpack:"par,omitempty"` // KVS of the spawning job ("" = not spawned)

@@ -37,7 +37,7 @@ func launchFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "keep-going", Usage: "the same as --on-failure continue (MPI: the peers of a failed process are told, see docs/mpi.md)"},
 		&cli.BoolFlag{Name: "disable-auto-cleanup", Usage: "mpiexec.hydra's name for --keep-going (--on-failure continue); dynrun then also prints no report of failed processes, as Hydra"},
 		&cli.StringFlag{Name: "usize", Usage: "MPI_UNIVERSE_SIZE as Hydra's -usize: `U` = INFINITE (unset, the default), SYSTEM (the DVM's slot count) or a number"},
-		&cli.StringFlag{Name: "pmi", Value: wire.PMIAuto, Usage: "PMI service for MPI programs (docs/mpi.md): auto (pmix for a program linking Open MPI, else fd), pmix (the daemons' PMIx server, Open MPI), fd (PMI_FD socketpair, like Hydra), port (TCP PMI_PORT + PMI_ID) or none"},
+		&cli.StringFlag{Name: "pmi", Value: wire.PMIAuto, Usage: "PMI service for MPI programs (docs/mpi.md): auto (pmix for a program linking Open MPI, fd+pmix for a script or an interpreter, else fd), pmix (the daemons' PMIx server, Open MPI), fd (PMI_FD socketpair, like Hydra), fd+pmix (both: the one the program speaks is used), port (TCP PMI_PORT + PMI_ID) or none"},
 		&cli.IntFlag{Name: "nodes", Usage: "private DVM only: `K` virtual nodes (default 1)"},
 		&cli.IntFlag{Name: "slots", Usage: "private DVM only: `S` slots per node (default: CPUs)"},
 		heartbeatFlag("private DVM only: "), heartbeatMissesFlag("private DVM only: "),
@@ -104,9 +104,9 @@ func parseLaunch(c *cli.Context, cwd string, lim wire.Limits, e *env) (launchOpt
 	}
 	o.mapBy = strings.ToLower(o.mapBy)
 	switch o.pmi {
-	case wire.PMIAuto, wire.PMIPMIx, wire.PMIFD, wire.PMIPort, wire.PMINone:
+	case wire.PMIAuto, wire.PMIPMIx, wire.PMIFD, wire.PMIBoth, wire.PMIPort, wire.PMINone:
 	default:
-		return o, cliutil.Usagef("--pmi %q: want auto, pmix, fd, port or none", o.pmi)
+		return o, cliutil.Usagef("--pmi %q: want auto, pmix, fd, fd+pmix, port or none", o.pmi)
 	}
 	if o.universe, err = parseUsize(c.String("usize")); err != nil {
 		return o, err

@@ -10,8 +10,9 @@ import (
 // TestAutoWithPMIx: on a dynrun built with PMIx, --pmi auto (the default)
 // gives an Open MPI program PMIx, so that it runs as one job of N ranks
 // instead of N singletons, also when started by a wrapper such as env;
-// MPICH programs still get PMI_FD; a script that starts an Open MPI
-// program needs --pmi pmix.
+// MPICH programs still get PMI_FD; a script or an interpreter, which may
+// start either MPI, gets both (before, a script starting an Open MPI
+// program ran N singletons).
 func TestAutoWithPMIx(t *testing.T) {
 	tmp := t.TempDir()
 	compile := helloBuilder(tmp)
@@ -26,6 +27,12 @@ func TestAutoWithPMIx(t *testing.T) {
 		}},
 		{"Open MPI through a script, --pmi pmix", func(t *testing.T) []string {
 			return []string{"--pmi", "pmix", "sh", "-c", "exec " + compile(t, "mpicc.openmpi")}
+		}},
+		{"Open MPI through a script", func(t *testing.T) []string {
+			return []string{"sh", "-c", "exec " + compile(t, "mpicc.openmpi")}
+		}},
+		{"MPICH through a script", func(t *testing.T) []string {
+			return []string{"sh", "-c", "exec " + compile(t, "mpicc.mpich")}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -113,7 +113,7 @@ type pmixProc struct {
 // the server's variables into the rank's environment. It returns nil for
 // a job without PMIx.
 func (d *Daemon) pmixAttach(b *wire.LaunchReq, rank uint32, spec *proc.Spec) (*pmixProc, error) {
-	if b.PMI == nil || b.PMI.Mode != wire.PMIPMIx {
+	if b.PMI == nil || (b.PMI.Mode != wire.PMIPMIx && b.PMI.Mode != wire.PMIBoth) {
 		return nil, nil
 	}
 	svc := d.pmix

@@ -60,10 +60,10 @@ const maxSpawnProcs = 1 << 20
 // checkPMIMode validates JobLaunchReq.PMI.
 func checkPMIMode(mode string) error {
 	switch mode {
-	case "", wire.PMIAuto, wire.PMIFD, wire.PMIPort, wire.PMINone, wire.PMIPMIx:
+	case "", wire.PMIAuto, wire.PMIFD, wire.PMIPort, wire.PMINone, wire.PMIPMIx, wire.PMIBoth:
 		return nil
 	}
-	return wire.Errorf(wire.ErrInvalid, "master: unknown PMI mode %q (want %s, %s, %s, %s or %s)", mode, wire.PMIAuto, wire.PMIPMIx, wire.PMIFD, wire.PMIPort, wire.PMINone)
+	return wire.Errorf(wire.ErrInvalid, "master: unknown PMI mode %q (want %s, %s, %s, %s, %s or %s)", mode, wire.PMIAuto, wire.PMIPMIx, wire.PMIFD, wire.PMIBoth, wire.PMIPort, wire.PMINone)
 }
 
 // kvsName is the PMI kvsname (PMI-2 jobid) of a job.

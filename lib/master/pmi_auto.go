@@ -22,18 +22,27 @@ import (
 // nodes it is placed on whose daemons host no PMIx server.
 func pmiSelect(b *wire.JobLaunchReq, without []string) (string, error) {
 	switch b.PMI {
-	case wire.PMIPMIx:
+	case wire.PMIPMIx, wire.PMIBoth:
 		if len(without) > 0 {
-			return "", wire.Errorf(wire.ErrUnsupported, "master: --pmi %s: %s: %s", wire.PMIPMIx, noPMIx(without), pmixFix)
+			return "", wire.Errorf(wire.ErrUnsupported, "master: --pmi %s: %s: %s", b.PMI, noPMIx(without), pmixFix)
 		}
-		return wire.PMIPMIx, nil
+		return b.PMI, nil
 	case "", wire.PMIAuto:
 	default:
 		return b.PMI, nil
 	}
-	if b.PMINeed != wire.PMINeedPMIx {
-		// MPICH, no MPI, or unknown (a script may start anything): the
-		// service that costs nothing unless spoken.
+	switch b.PMINeed {
+	case wire.PMINeedPMIx:
+	case wire.PMINeedUnknown:
+		// A script or an interpreter may start either MPI (python3 with
+		// an Open MPI mpi4py): both services, where every daemon has
+		// both; else the one every daemon has.
+		if len(without) > 0 {
+			return wire.PMIFD, nil
+		}
+		return wire.PMIBoth, nil
+	default:
+		// MPICH or no MPI: the service that costs nothing unless spoken.
 		return wire.PMIFD, nil
 	}
 	if len(without) > 0 {

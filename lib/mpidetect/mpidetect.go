@@ -28,7 +28,7 @@ type Need string
 const (
 	// Unknown: a script, an interpreter or an unreadable file; it may
 	// start any MPI (offer every mechanism).
-	Unknown Need = ""
+	Unknown Need = "unknown"
 	// PMIx: the program links Open MPI (or libpmix itself).
 	PMIx Need = "pmix"
 	// PMI: the program links MPICH or a library of MPICH's ABI (PMI-1/PMI-2).
