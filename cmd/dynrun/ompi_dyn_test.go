@@ -140,6 +140,21 @@ func TestOMPISpawn(t *testing.T) {
 	checkNoScratch(t, warm)
 }
 
+// TestOMPISpawnThroughScript: an Open MPI program started by a shell script
+// (--pmi auto offers a script both services) spawns as it does when
+// started directly: its children get the services the master chose for
+// the parent.
+func TestOMPISpawnThroughScript(t *testing.T) {
+	dir := t.TempDir()
+	compileOMPI(t, dir, "spawn_tree")
+	dynDir(t)
+	ref := readOMPIRef(t, "spawn-2")[0]
+	code, out, errOut := runLauncherIn(t, dir, nil, bin, "-n", "1", "--slots", "2", "sh", "-c", "exec ./spawn_tree 2 ok")
+	if got := programLines(out); code != ref.Exit || !slices.Equal(got, ref.Lines) {
+		t.Errorf("exit %d, output\n%s\nmpirun.openmpi's (exit %d)\n%s\nstderr:\n%s", code, strings.Join(got, "\n"), ref.Exit, strings.Join(ref.Lines, "\n"), errOut)
+	}
+}
+
 // TestOMPIConnectAccept: two Open MPI jobs of one DVM meet through
 // MPI_Comm_accept/MPI_Comm_connect (the port published on the DVM's name
 // service), exchange messages, merge and allreduce, then disconnect; on 1
