@@ -32,7 +32,8 @@
 #
 # With BASE=<git revision>, dynrun is also built at that revision (from
 # `git archive`, the work tree is not touched) and a variant
-# dynrt-private-base runs it like dynrt-private: a same-run before/after.
+# dynrt-private-base runs it like dynrt-private (and ompi-dynrt-private-base
+# like ompi-dynrt-private): a same-run before/after.
 #
 # Runs alternate: each of $ROUNDS rounds (default 10) runs every variant once
 # in a fresh random order, after $WARMUP (default 1) uncounted runs of each.
@@ -66,7 +67,7 @@ build_base() {
 	[[ -n ${BASE:-} ]] || return 0
 	mkdir "$work/base"
 	git -C "$root" archive "$BASE" | tar -x -C "$work/base"
-	(cd "$work/base" && go build -tags urfave_cli_no_docs,netgo -o "$work/dynrun-base" ./cmd/dynrun)
+	(cd "$work/base" && go build -tags "$tags" -o "$work/dynrun-base" ./cmd/dynrun) # the same build as dynrun's
 	note "base: dynrun at $(git -C "$root" rev-parse --short "$BASE")"
 }
 
@@ -158,6 +159,9 @@ if has openmpi; then
 	for n in $NS; do
 		if ((dyn_ompi)); then
 			echo "ompi-dynrt-private${tab}$n${tab}DYNRT_DIR=$work/priv${tab}$work/dynrun${tab}-n${tab}$n${tab}--slots${tab}$n${tab}$work/hello_ompi" >>"$spec"
+			if [[ -n ${BASE:-} ]]; then
+				echo "ompi-dynrt-private-base${tab}$n${tab}DYNRT_DIR=$work/priv${tab}$work/dynrun-base${tab}-n${tab}$n${tab}--slots${tab}$n${tab}$work/hello_ompi" >>"$spec"
+			fi
 			echo "ompi-dynrt-warm${tab}$n${tab}$work/dynrun${tab}--dvm${tab}$dvm${tab}-n${tab}$n${tab}$work/hello_ompi" >>"$spec"
 		fi
 		line="openmpi${tab}$n${tab}$(command -v mpirun.openmpi)"
