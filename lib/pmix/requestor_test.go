@@ -3,8 +3,17 @@
 package pmix
 
 import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"net"
 	"net/netip"
+	"os/exec"
+	"strings"
 	"testing"
+
+	"github.com/dynrt/dynrt/internal/leakcheck"
+	"golang.org/x/sys/unix"
 )
 
 func TestProcOfEnviron(t *testing.T) {
@@ -28,40 +37,82 @@ func TestProcOfEnviron(t *testing.T) {
 	}
 }
 
-// procNetTCP is /proc/net/tcp of a little-endian machine with a server
-// listening on 127.0.0.1:40000 (9C40), one client 127.0.0.1:50001 (C351)
-// connected to it (both ends listed) and a socket of another connection.
-const procNetTCP = `  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
-   0: 0100007F:9C40 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1001 1 0000000000000000 100 0 0 10 0
-   1: 0100007F:C351 0100007F:9C40 01 00000000:00000000 00:00000000 00000000     0        0 1002 1 0000000000000000 20 4 30 10 -1
-   2: 0100007F:9C40 0100007F:C351 01 00000000:00000000 00:00000000 00000000     0        0 1003 1 0000000000000000 20 4 30 10 -1
-   3: 0100000A:C351 0200000A:9C40 01 00000000:00000000 00:00000000 00000000     0        0 1004 1 0000000000000000 20 4 30 10 -1
-`
-
-func TestTCPInode(t *testing.T) {
-	if procNetAddr(netip.MustParseAddrPort("127.0.0.1:40000")) != "0100007F:9C40" {
-		t.Skipf("not a little-endian machine: the table is written for one (%s)", procNetAddr(netip.MustParseAddrPort("127.0.0.1:40000")))
+// TestDiag: the sock_diag request carries the 4-tuple in network order and
+// no cookie; the answers are read (an inode, the kernel's error, garbage).
+func TestDiag(t *testing.T) {
+	req := diagRequest(netip.MustParseAddrPort("127.0.0.1:50001"), netip.MustParseAddrPort("10.1.2.3:40000"))
+	ne := binary.NativeEndian
+	if len(req) != 72 || ne.Uint32(req[0:]) != 72 || ne.Uint16(req[4:]) != unix.SOCK_DIAG_BY_FAMILY || ne.Uint16(req[6:]) != 1 {
+		t.Errorf("header % x", req[:16])
+	}
+	id := req[24:]
+	if req[16] != unix.AF_INET || req[17] != 6 || !bytes.Equal(id[0:4], []byte{0xc3, 0x51, 0x9c, 0x40}) ||
+		!bytes.Equal(id[4:8], []byte{127, 0, 0, 1}) || !bytes.Equal(id[20:24], []byte{10, 1, 2, 3}) ||
+		!bytes.Equal(id[40:48], bytes.Repeat([]byte{0xff}, 8)) {
+		t.Errorf("request % x", req[16:])
+	}
+	answer := func(typ uint16, n int, at int, v uint32) []byte {
+		b := make([]byte, n)
+		ne.PutUint16(b[4:], typ)
+		if at+4 <= n {
+			ne.PutUint32(b[at:], v)
+		}
+		return b
 	}
 	for _, tc := range []struct {
-		conn, inode string
-		ok          bool
+		name  string
+		b     []byte
+		inode uint32
+		err   string
 	}{
-		{"127.0.0.1:50001 127.0.0.1:40000", "1002", true}, // the client's end, not the server's (1003)
-		{"10.0.0.1:50001 10.0.0.2:40000", "1004", true},
-		{"127.0.0.1:50002 127.0.0.1:40000", "", false},
+		{"socket", answer(unix.SOCK_DIAG_BY_FAMILY, 88, 84, 4242), 4242, ""},
+		{"no such socket", answer(2, 36, 16, ^uint32(unix.ENOENT)+1), 0, "no such file"}, // -ENOENT
+		{"short", make([]byte, 8), 0, "short answer"},
+		{"short socket", answer(unix.SOCK_DIAG_BY_FAMILY, 40, 84, 0), 0, "unexpected answer"},
+		{"other type", answer(3, 88, 84, 1), 0, "unexpected answer (type 3"},
 	} {
-		c, s, err := parseConn(tc.conn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if inode, ok := tcpInode([]byte(procNetTCP), c, s); inode != tc.inode || ok != tc.ok {
-			t.Errorf("%s: inode %q %v, want %q %v", tc.conn, inode, ok, tc.inode, tc.ok)
+		inode, err := diagInode(tc.b)
+		if inode != tc.inode || (tc.err == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%s: %d, %v; want %d, %q", tc.name, inode, err, tc.inode, tc.err)
 		}
 	}
 	for _, bad := range []string{"", "127.0.0.1:1", "x 127.0.0.1:1", "[::1]:5 [::1]:6"} {
 		if _, _, err := parseConn(bad); err == nil {
 			t.Errorf("parseConn(%q) accepted", bad)
 		}
+	}
+}
+
+// TestRequestorOf: the process at the other end of a TCP connection to
+// this one (a child, as the daemon's processes are) is found and named
+// from its environment; a connection nobody holds names nobody.
+func TestRequestorOf(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	// bash's /dev/tcp connects; the client waits for the server to close.
+	cmd := exec.Command("bash", "-c", fmt.Sprintf("exec 3<>/dev/tcp/127.0.0.1/%d; read -r _ <&3", port))
+	cmd.Env = []string{"PMIX_NAMESPACE=req-a", "PMIX_RANK=3", leakcheck.EnvMark + "=" + leakcheck.NewMark(t)}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := c.RemoteAddr().String() + " " + c.LocalAddr().String()
+	got, ok := requestorOf(conn)
+	c.Close() // the client's read ends
+	if !ok || got != (Proc{"req-a", 3}) {
+		t.Errorf("requestorOf(%q) = %v %v, want req-a:3", conn, got, ok)
+	}
+	// The server's end is this process's own socket, which is skipped.
+	if p, ok := requestorOf(c.LocalAddr().String() + " " + c.RemoteAddr().String()); ok {
+		t.Errorf("requestorOf of the server's end = %v", p)
 	}
 	if p, ok := requestorOf("127.0.0.1:1 127.0.0.1:2"); ok {
 		t.Errorf("requestorOf of no connection = %v", p)

@@ -565,14 +565,10 @@ func dynGoQuery(ns *C.char, rank C.uint32_t, queries *C.pmix_query_t, n C.size_t
 // asker names the process a query is answered for. libpmix 4.2.2 hands
 // the host queries in the server's own name, not the client's: the job
 // is then the one a qualifier names (PMIX_NSPACE, PMIX_PROCID), else the
-// client that asked, whose connection requestor.c adds as a qualifier
-// (callerConn), else the only job registered here (the rank is then
-// PMIX_RANK_UNDEF); with several and none of these, nobody answers.
+// only job registered here (the rank is then PMIX_RANK_UNDEF), else (with
+// several) the client that asked, found from the connection requestor.c
+// adds as a qualifier (callerConn); if that fails, nobody answers.
 func asker(requestor Proc, about, callerConn string) Proc {
-	caller, byConn := Proc{}, false
-	if about == "" && callerConn != "" {
-		caller, byConn = requestorOf(callerConn) // reads /proc: before the locks
-	}
 	the.mu.Lock()
 	s := the.srv
 	the.mu.Unlock()
@@ -580,15 +576,29 @@ func asker(requestor Proc, about, callerConn string) Proc {
 		return requestor
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.jobs[requestor.Nspace]; ok {
+	_, own := s.jobs[requestor.Nspace]
+	jobs := len(s.jobs)
+	s.mu.Unlock()
+	switch {
+	case own:
 		return requestor
+	case about != "":
+		return Proc{Nspace: about, Rank: RankUndef}
+	case jobs > 1 && callerConn != "":
+		// Only then: finding the client reads /proc (outside the lock).
+		if caller, ok := requestorOf(callerConn); ok {
+			s.mu.Lock()
+			_, known := s.jobs[caller.Nspace]
+			s.mu.Unlock()
+			if known {
+				return caller
+			}
+		}
 	}
-	if _, known := s.jobs[caller.Nspace]; byConn && known {
-		return caller
-	}
-	requestor = Proc{Nspace: about, Rank: RankUndef}
-	if about == "" && len(s.jobs) == 1 {
+	requestor = Proc{Rank: RankUndef}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.jobs) == 1 {
 		for ns := range s.jobs {
 			requestor.Nspace = ns
 		}
