@@ -1,5 +1,7 @@
 //go:build pmix
 
+#include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include "glue.h"
 #include "dyn.h"
@@ -122,6 +124,7 @@ pmix_status_t dyn_server_init(const char *tmpdir, const char *nspace, uint32_t r
     pmix_rank_t r = rank;
     bool no = false, yes = true;
     pmix_status_t rc;
+    sigset_t pipe, old;
 
     // Job data in the server's own memory (gds/hash), not in shared
     // memory segments under the server's directory (gds/ds21, ds12).
@@ -139,7 +142,17 @@ pmix_status_t dyn_server_init(const char *tmpdir, const char *nspace, uint32_t r
     // removes the directory): without it every Open MPI process discovers
     // the node itself, PCI devices included, as none does under mpirun.
     PMIX_INFO_LOAD(&info[4], PMIX_SERVER_SHARE_TOPOLOGY, &yes, PMIX_BOOL);
+    // libpmix's threads (its progress thread, its listener) are made in
+    // PMIx_server_init and inherit this thread's signal mask: with SIGPIPE
+    // blocked there, a send to a client that has gone fails with EPIPE.
+    // Unblocked, the signal hits a thread Go did not make, where the Go
+    // runtime gives it its default action and the whole daemon dies
+    // ("signal: broken pipe").
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, &old);
     rc = PMIx_server_init(&module, info, n);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     PMIX_INFO_FREE(info, n);
     return rc;
 }

@@ -549,3 +549,34 @@ func TestJobValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestSIGPIPEBlocked: the threads libpmix makes (its progress thread and
+// listener) have SIGPIPE blocked, so that a send to a client that has
+// gone fails with EPIPE instead of raising SIGPIPE on a thread Go did not
+// make, which the Go runtime answers by ending the process (CI: the
+// lib/master test binary died with "signal: broken pipe").
+func TestSIGPIPEBlocked(t *testing.T) {
+	setup(t)
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocked := 0
+	for _, task := range tasks {
+		st, err := os.ReadFile("/proc/self/task/" + task.Name() + "/status")
+		if err != nil {
+			continue // the thread ended
+		}
+		for _, l := range strings.Split(string(st), "\n") {
+			if v, ok := strings.CutPrefix(l, "SigBlk:"); ok {
+				if m, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64); err == nil && m&(1<<(uint(syscall.SIGPIPE)-1)) != 0 {
+					blocked++
+				}
+			}
+		}
+	}
+	// libpmix 4.2 runs a progress thread and a listener thread.
+	if blocked < 2 {
+		t.Errorf("%d of %d threads block SIGPIPE, want libpmix's (2 or more)", blocked, len(tasks))
+	}
+}
