@@ -14,13 +14,26 @@ const (
 	RangeDVM = "dvm" // visible to every job of the DVM
 )
 
+// Publish persistences: how long a published key lives (PMIx's
+// PMIX_PERSISTENCE). Whatever the persistence, an unpublish removes the
+// key, and the end of a job removes the keys of its job range.
+const (
+	PersistDefault   = ""           // until unpublished (the publisher's daemon withdraws PMI and PMIx names at the job's end)
+	PersistIndef     = "indef"      // until unpublished or the DVM ends
+	PersistSession   = "session"    // as indef: the DVM is the session
+	PersistApp       = "app"        // until the publisher's job ends
+	PersistProc      = "proc"       // until the publishing process ends
+	PersistFirstRead = "first-read" // removed by the first lookup that finds it
+)
+
 // PublishReq publishes keys; a key already published in the range gets
 // ErrExists.
 type PublishReq struct {
-	Job   string `msgpack:"j,omitempty"`   // publisher's job
-	Rank  uint32 `msgpack:"r,omitempty"`   // publisher's rank
-	Range string `msgpack:"rng,omitempty"` // RangeJob (default) or RangeDVM
-	Data  []KV   `msgpack:"d,omitempty"`   // keys and values
+	Job     string `msgpack:"j,omitempty"`   // publisher's job
+	Rank    uint32 `msgpack:"r,omitempty"`   // publisher's rank
+	Range   string `msgpack:"rng,omitempty"` // RangeJob (default) or RangeDVM
+	Data    []KV   `msgpack:"d,omitempty"`   // keys and values
+	Persist string `msgpack:"per,omitempty"` // PersistIndef, PersistSession, PersistApp, PersistProc or PersistFirstRead; absent = PersistDefault
 }
 
 // LookupReq looks keys up. Without Wait, any missing key gives ErrNotFound;

@@ -110,7 +110,7 @@ func samples() map[string]any {
 			Job: "dvm1.1"},
 		"FenceReply": &FenceReply{Data: pkv},
 
-		"PublishReq":   &PublishReq{Job: "dvm1.1", Rank: 1, Range: RangeDVM, Data: kv},
+		"PublishReq":   &PublishReq{Job: "dvm1.1", Rank: 1, Range: RangeDVM, Data: kv, Persist: PersistFirstRead},
 		"LookupReq":    &LookupReq{Job: "dvm1.1", Rank: 8, Range: RangeJob, Keys: []string{"a", "b"}, Wait: true, TimeoutMS: 10},
 		"LookupReply":  &LookupReply{Data: kv},
 		"UnpublishReq": &UnpublishReq{Job: "dvm1.1", Rank: 1, Range: RangeDVM, Keys: []string{"a"}},

@@ -508,15 +508,19 @@ func (d *Daemon) pmixModexFetch(ctx context.Context, b *wire.KVFetchReq) (*wire.
 // name service, DVM-wide, as PMI's publish (MPI_Publish_name between
 // jobs).
 
-func (j *pmixJob) Publish(p pmix.Proc, data map[string]string, done func(error)) {
-	req := &wire.PublishReq{Job: j.ns, Rank: p.Rank, Range: wire.RangeDVM}
+// A publish without a persistence keeps today's life (until unpublished,
+// and withdrawn by this daemon when the job ends here, as the PMI service
+// does: PRRTE's data server also takes unmarked names at their job's end);
+// with one, the master keeps the name as long as it says.
+func (j *pmixJob) Publish(p pmix.Proc, data map[string]string, persist pmix.Persistence, done func(error)) {
+	req := &wire.PublishReq{Job: j.ns, Rank: p.Rank, Range: wire.RangeDVM, Persist: wirePersist[persist]}
 	for _, k := range slices.Sorted(maps.Keys(data)) {
 		req.Data = append(req.Data, wire.KV{Key: k, Value: []byte(data[k])})
 	}
 	ctx, cancel := context.WithTimeout(j.ctx, 10*time.Second)
 	defer cancel()
 	err := j.svc.d.master.Call(ctx, wire.KindPublish, req, nil)
-	if err == nil {
+	if err == nil && req.Persist == wire.PersistDefault {
 		j.mu.Lock()
 		for k := range data {
 			j.published[k] = p.Rank
@@ -524,6 +528,16 @@ func (j *pmixJob) Publish(p pmix.Proc, data map[string]string, done func(error))
 		j.mu.Unlock()
 	}
 	done(pmixStatus(err))
+}
+
+// wirePersist names PMIx's persistences on the wire.
+var wirePersist = map[pmix.Persistence]string{
+	pmix.PersistDefault:   wire.PersistDefault,
+	pmix.PersistIndef:     wire.PersistIndef,
+	pmix.PersistFirstRead: wire.PersistFirstRead,
+	pmix.PersistProc:      wire.PersistProc,
+	pmix.PersistApp:       wire.PersistApp,
+	pmix.PersistSession:   wire.PersistSession,
 }
 
 func (j *pmixJob) Lookup(p pmix.Proc, keys []string, wait bool, done func(map[string]string, error)) {

@@ -17,6 +17,9 @@ import (
 // last key is published. Entries go away when unpublished; the job range
 // of a job also goes away when the job ends, while DVM-wide entries stay
 // until unpublished (a job may publish for jobs that start after its end).
+// A publish may ask for a shorter life (wire.Persist*, PMIx's
+// PMIX_PERSISTENCE): until its job ends, until its process ends, or until
+// the first lookup that finds it.
 
 // pubStore is the data server's state: pure logic, run on the loop.
 type pubStore struct {
@@ -25,8 +28,9 @@ type pubStore struct {
 }
 
 type pubEntry struct {
-	value []byte
-	owner procRef
+	value   []byte
+	owner   procRef
+	persist string // wire.Persist*
 }
 
 // lookupWaiter is a lookup with wait whose keys are not all published.
@@ -58,9 +62,15 @@ func rangeKey(rng, job string) (string, error) {
 
 // publish stores every key of data or, if one is already published in the
 // range, none of them; then answers the waiters it completes.
-func (p *pubStore) publish(rng string, owner procRef, data []wire.KV) error {
+func (p *pubStore) publish(rng string, owner procRef, persist string, data []wire.KV) error {
 	if len(data) == 0 {
 		return wire.Errorf(wire.ErrInvalid, "master: nothing to publish")
+	}
+	switch persist {
+	case wire.PersistDefault, wire.PersistIndef, wire.PersistSession, wire.PersistApp, wire.PersistProc, wire.PersistFirstRead:
+	default:
+		return wire.Errorf(wire.ErrInvalid, "master: unknown publish persistence %q (want %q, %q, %q, %q, %q or none)", persist,
+			wire.PersistIndef, wire.PersistSession, wire.PersistApp, wire.PersistProc, wire.PersistFirstRead)
 	}
 	m := p.ranges[rng]
 	seen := make(map[string]bool, len(data))
@@ -81,14 +91,17 @@ func (p *pubStore) publish(rng string, owner procRef, data []wire.KV) error {
 		p.ranges[rng] = m
 	}
 	for _, kv := range data {
-		m[kv.Key] = pubEntry{value: kv.Value, owner: owner}
+		m[kv.Key] = pubEntry{value: kv.Value, owner: owner, persist: persist}
 	}
 	for w := range p.waiters {
 		if w.rng != rng {
 			continue
 		}
+		// find again for each waiter: an earlier one may have taken a
+		// first-read key.
 		if found, missing := p.find(rng, w.keys); len(missing) == 0 {
 			delete(p.waiters, w)
+			p.consume(rng, w.keys)
 			w.reply(&wire.LookupReply{Data: found}, nil)
 		}
 	}
@@ -122,11 +135,39 @@ func (p *pubStore) lookup(w *lookupWaiter, wait bool) {
 	found, missing := p.find(w.rng, w.keys)
 	switch {
 	case len(missing) == 0:
+		p.consume(w.rng, w.keys)
 		w.reply(&wire.LookupReply{Data: found}, nil)
 	case wait:
 		p.waiters[w] = struct{}{}
 	default:
 		w.reply(nil, wire.Errorf(wire.ErrNotFound, "master: %s not published in range %s", quoteKeys(missing), w.rng))
+	}
+}
+
+// consume removes the first-read keys among keys, which a lookup has just
+// found (a lookup that misses a key finds nothing, and takes nothing).
+func (p *pubStore) consume(rng string, keys []string) {
+	m := p.ranges[rng]
+	for _, k := range keys {
+		if e, ok := m[k]; ok && e.persist == wire.PersistFirstRead {
+			delete(m, k)
+		}
+	}
+}
+
+// expire removes the keys whose life ended with what ended: with a rank,
+// the keys that process published to live as long as it; without, those
+// its job published to live as long as the job or one of its processes.
+func (p *pubStore) expire(job string, rank uint32, proc bool) {
+	for _, m := range p.ranges {
+		for k, e := range m {
+			if e.owner.job != job || (proc && e.owner.rank != rank) {
+				continue
+			}
+			if e.persist == wire.PersistProc || (!proc && e.persist == wire.PersistApp) {
+				delete(m, k)
+			}
+		}
 	}
 }
 
@@ -169,9 +210,11 @@ func (p *pubStore) unpublish(rng string, owner procRef, keys []string) error {
 	return nil
 }
 
-// dropJob removes the job's range and its waiters.
+// dropJob removes the job's range, its keys that lived as long as it, and
+// its waiters.
 func (p *pubStore) dropJob(job string) {
 	delete(p.ranges, "job:"+job)
+	p.expire(job, 0, false)
 	for w := range p.waiters {
 		if w.job == job {
 			delete(p.waiters, w)
@@ -186,7 +229,7 @@ func (ss *sessState) handlePublish(ctx context.Context, _ *wire.Request, b *wire
 		if err != nil {
 			return err
 		}
-		return ss.pub.publish(rng, procRef{b.Job, b.Rank}, b.Data)
+		return ss.pub.publish(rng, procRef{b.Job, b.Rank}, b.Persist, b.Data)
 	})
 }
 

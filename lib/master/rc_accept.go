@@ -30,7 +30,7 @@ func (s *state) rcPublish(j *job, owner procRef, key string, value []byte) {
 	if _, missing := ss.pub.find(rng, []string{key}); len(missing) == 0 {
 		return
 	}
-	if err := ss.pub.publish(rng, owner, []wire.KV{{Key: key, Value: value}}); err != nil {
+	if err := ss.pub.publish(rng, owner, wire.PersistDefault, []wire.KV{{Key: key, Value: value}}); err != nil {
 		s.log.Warn("master: cannot publish a resource change key", "key", key, "err", err)
 	}
 }

@@ -76,8 +76,10 @@ func (ss *sessState) onEvent(s *state, ev *wire.Event) {
 }
 
 // procEnded fails the fences the process was expected in and the pending
-// groups it is a member of, and takes it out of its groups.
+// groups it is a member of, takes it out of its groups, and removes the
+// names it published to live as long as it.
 func (ss *sessState) procEnded(p procRef, how string) {
+	ss.pub.expire(p.job, p.rank, true)
 	err := func(what string) error {
 		return wire.Errorf(wire.ErrAborted, "master: %s: %s %s before entering", what, p, how)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -281,17 +282,17 @@ func TestPubStore(t *testing.T) {
 	p.lookup(waiter("job:k", "x"), true)
 	p.lookup(waiter("dvm", "x"), false)
 	check(`[x]: not_found`)
-	if err := p.publish("dvm", a, []wire.KV{kv("x", "1")}); err != nil {
+	if err := p.publish("dvm", a, "", []wire.KV{kv("x", "1")}); err != nil {
 		t.Fatal(err)
 	}
 	check() // y is still missing; the job range is another range
-	if err := p.publish("dvm", a, []wire.KV{kv("y", "2"), kv("x", "3")}); !errors.Is(err, wire.ErrExists) {
+	if err := p.publish("dvm", a, "", []wire.KV{kv("y", "2"), kv("x", "3")}); !errors.Is(err, wire.ErrExists) {
 		t.Errorf("publish over a key: %v", err)
 	}
-	if err := p.publish("dvm", a, []wire.KV{kv("z", "2"), kv("z", "3")}); !errors.Is(err, wire.ErrInvalid) {
+	if err := p.publish("dvm", a, "", []wire.KV{kv("z", "2"), kv("z", "3")}); !errors.Is(err, wire.ErrInvalid) {
 		t.Errorf("publish of a key twice: %v", err)
 	}
-	if err := p.publish("dvm", b, []wire.KV{kv("y", "2")}); err != nil {
+	if err := p.publish("dvm", b, "", []wire.KV{kv("y", "2")}); err != nil {
 		t.Fatal(err)
 	}
 	check("x=1", "y=2")
@@ -312,7 +313,7 @@ func TestPubStore(t *testing.T) {
 
 	// The end of job k drops its range and its waiters, not its DVM-wide
 	// entries.
-	if err := p.publish("job:k", b, []wire.KV{kv("x", "4")}); err != nil { // answers the waiter from the start
+	if err := p.publish("job:k", b, "", []wire.KV{kv("x", "4")}); err != nil { // answers the waiter from the start
 		t.Fatal(err)
 	}
 	check("x=4")
@@ -324,5 +325,96 @@ func TestPubStore(t *testing.T) {
 	check(`[x]: not_found`, "y=2")
 	if _, err := rangeKey("world", "j"); !errors.Is(err, wire.ErrInvalid) {
 		t.Errorf("unknown range: %v", err)
+	}
+}
+
+// TestPubPersistence: how long a published name lives with each
+// persistence (PMIx's PMIX_PERSISTENCE): through lookups and the end of
+// the publisher's process, of another process of its job, and of its job.
+func TestPubPersistence(t *testing.T) {
+	for _, tc := range []struct {
+		persist string
+		steps   []string // "lookup" (with the result), "end j:R" (a process), "end j" (the job)
+	}{
+		{wire.PersistDefault, []string{"lookup found", "lookup found", "end j:0", "lookup found", "end j", "lookup found"}},
+		{wire.PersistIndef, []string{"lookup found", "end j:0", "end j", "lookup found", "lookup found"}},
+		{wire.PersistSession, []string{"lookup found", "end j:0", "end j", "lookup found"}},
+		{wire.PersistApp, []string{"lookup found", "end j:1", "end j:0", "lookup found", "end j", "lookup not_found"}},
+		{wire.PersistProc, []string{"lookup found", "end j:1", "lookup found", "end j:0", "lookup not_found"}},
+		{wire.PersistFirstRead, []string{"lookup found", "lookup not_found"}},
+		{wire.PersistFirstRead, []string{"end j:0", "end j", "lookup found", "lookup not_found"}},
+	} {
+		t.Run(tc.persist+"/"+strings.Join(tc.steps, ","), func(t *testing.T) {
+			s, ss := sessTestState(map[string]int{"j": 2, "k": 1})
+			if err := ss.pub.publish("dvm", procRef{"j", 0}, tc.persist, []wire.KV{{Key: "x", Value: []byte("1")}}); err != nil {
+				t.Fatal(err)
+			}
+			for i, step := range tc.steps {
+				switch {
+				case strings.HasPrefix(step, "lookup "):
+					got := "found"
+					ss.pub.lookup(&lookupWaiter{rng: "dvm", keys: []string{"x"}, job: "k", reply: func(_ *wire.LookupReply, err error) {
+						if err != nil {
+							got = string(wire.CodeOf(err))
+						}
+					}}, false)
+					if want := strings.TrimPrefix(step, "lookup "); got != want {
+						t.Fatalf("step %d: lookup %s, want %s", i, got, want)
+					}
+				case step == "end j":
+					ss.onEvent(s, &wire.Event{Kind: wire.EvJobState, Job: "j", State: wire.JobStateDone})
+				case strings.HasPrefix(step, "end j:"):
+					r, err := strconv.Atoi(strings.TrimPrefix(step, "end j:"))
+					if err != nil {
+						t.Fatal(err)
+					}
+					endProc(s, ss, "j", uint32(r))
+				default:
+					t.Fatalf("bad step %q", step)
+				}
+			}
+		})
+	}
+}
+
+// TestPubFirstReadWaiters: a first-read name published while two lookups
+// wait for it answers one of them; the other waits on. A lookup that
+// misses one of its keys takes no first-read key.
+func TestPubFirstReadWaiters(t *testing.T) {
+	var p pubStore
+	p.init()
+	var got []string
+	waiter := func(keys ...string) *lookupWaiter {
+		return &lookupWaiter{rng: "dvm", keys: keys, job: "k", reply: func(r *wire.LookupReply, err error) {
+			if err != nil {
+				got = append(got, fmt.Sprintf("%s: %s", keys, wire.CodeOf(err)))
+				return
+			}
+			for _, kv := range r.Data {
+				got = append(got, kv.Key+"="+string(kv.Value))
+			}
+		}}
+	}
+	w1, w2 := waiter("x"), waiter("x")
+	p.lookup(w1, true)
+	p.lookup(w2, true)
+	if err := p.publish("dvm", procRef{"j", 0}, wire.PersistFirstRead, []wire.KV{{Key: "x", Value: []byte("1")}}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, []string{"x=1"}) || len(p.waiters) != 1 {
+		t.Fatalf("after the publish: replies %q, %d waiting; want one reply x=1 and one waiting", got, len(p.waiters))
+	}
+	got = nil
+	if err := p.publish("dvm", procRef{"j", 0}, wire.PersistFirstRead, []wire.KV{{Key: "y", Value: []byte("2")}}); err != nil {
+		t.Fatal(err)
+	}
+	p.lookup(waiter("y", "z"), false) // z is missing: y stays
+	p.lookup(waiter("y"), false)
+	p.lookup(waiter("y"), false)
+	if want := []string{"[y z]: not_found", "y=2", "[y]: not_found"}; !slices.Equal(got, want) {
+		t.Errorf("replies %q, want %q", got, want)
+	}
+	if err := p.publish("dvm", procRef{"j", 0}, "forever", []wire.KV{{Key: "z", Value: []byte("3")}}); !errors.Is(err, wire.ErrInvalid) || !strings.Contains(err.Error(), `"forever"`) {
+		t.Errorf("publish with an unknown persistence: %v", err)
 	}
 }

@@ -127,17 +127,33 @@ type Handler interface {
 	DirectModex(p Proc, done func([]byte, error))
 }
 
+// Persistence is how long a published name is to live: the
+// PMIX_PERSISTENCE a publish gave (PersistDefault: none). A persistence
+// of another type or an unknown value fails the publish with
+// PMIX_ERR_BAD_PARAM.
+type Persistence int
+
+const (
+	PersistDefault   Persistence = iota // no PMIX_PERSISTENCE given
+	PersistIndef                        // PMIX_PERSIST_INDEF: until unpublished
+	PersistFirstRead                    // PMIX_PERSIST_FIRST_READ: until the first lookup that finds it
+	PersistProc                         // PMIX_PERSIST_PROC: until the publishing process ends
+	PersistApp                          // PMIX_PERSIST_APP: until the publisher's application ends
+	PersistSession                      // PMIX_PERSIST_SESSION: until the session ends
+)
+
 // Publisher is the optional part of a Handler that serves PMIx_Publish,
 // PMIx_Lookup and PMIx_Unpublish (MPI_Publish_name and friends); without
 // it they fail with PMIX_ERR_NOT_SUPPORTED. Values are strings: port
 // names (what MPI publishes) as they are; a value of another type (Open
 // MPI 4.1 exchanges integers this way when it agrees on a communicator
 // id with another job) is packed by libpmix behind a marker that no
-// string starts with, and unpacked again for a lookup. Directives (keys in PMIx's own "pmix."
-// namespace: range, persistence, timeout) are not passed on.
+// string starts with, and unpacked again for a lookup. Of the directives
+// (keys in PMIx's own "pmix." namespace) only the persistence is passed on;
+// range and timeout are not.
 type Publisher interface {
-	// Publish: p publishes data (key → value).
-	Publish(p Proc, data map[string]string, done func(error))
+	// Publish: p publishes data (key → value) to live as persist says.
+	Publish(p Proc, data map[string]string, persist Persistence, done func(error))
 	// Lookup: p asks for keys; with wait, the answer waits until they
 	// are published. done gets the values found (CodeNotFound if none);
 	// the answer names p as their publisher.

@@ -60,10 +60,23 @@ static pmix_status_t direct_modex(const pmix_proc_t *proc, const pmix_info_t inf
     return dynGoDirectModex((char *)proc->nspace, proc->rank, cbfunc, cbdata);
 }
 
+/* The PMIX_PERSISTENCE of a publish: its value, -1 when none is given, -2
+ * when it is not a pmix_persistence_t. */
+static int publish_persistence(const pmix_info_t info[], size_t ninfo)
+{
+    for (size_t i = 0; i < ninfo; i++) {
+        if (PMIX_CHECK_KEY(&info[i], PMIX_PERSISTENCE)) {
+            return PMIX_PERSIST == info[i].value.type ? (int)info[i].value.data.persist : -2;
+        }
+    }
+    return -1;
+}
+
 static pmix_status_t publish_fn(const pmix_proc_t *proc, const pmix_info_t info[], size_t ninfo,
                                 pmix_op_cbfunc_t cbfunc, void *cbdata)
 {
-    return dynGoPublish((char *)proc->nspace, proc->rank, (pmix_info_t *)info, ninfo, cbfunc, cbdata);
+    return dynGoPublish((char *)proc->nspace, proc->rank, (pmix_info_t *)info, ninfo,
+                        publish_persistence(info, ninfo), cbfunc, cbdata);
 }
 
 static int has_key(const pmix_info_t info[], size_t ninfo, const char *key)

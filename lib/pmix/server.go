@@ -442,8 +442,12 @@ func goStrings(keys **C.char) []string {
 }
 
 //export dynGoPublish
-func dynGoPublish(ns *C.char, rank C.uint32_t, info *C.pmix_info_t, n C.size_t, f C.pmix_op_cbfunc_t, cbdata unsafe.Pointer) C.pmix_status_t {
+func dynGoPublish(ns *C.char, rank C.uint32_t, info *C.pmix_info_t, n C.size_t, persistence C.int, f C.pmix_op_cbfunc_t, cbdata unsafe.Pointer) C.pmix_status_t {
 	p := cproc(ns, rank)
+	persist, ok := persistOf(persistence)
+	if !ok {
+		return C.PMIX_ERR_BAD_PARAM
+	}
 	data := map[string]string{}
 	for i := range C.size_t(n) {
 		key := C.GoString(C.dyn_info_key(info, i))
@@ -463,8 +467,28 @@ func dynGoPublish(ns *C.char, rank C.uint32_t, info *C.pmix_info_t, n C.size_t, 
 	if pub == nil {
 		return C.PMIX_ERR_NOT_SUPPORTED
 	}
-	go pub.Publish(p, data, opDone(f, cbdata, end))
+	go pub.Publish(p, data, persist, opDone(f, cbdata, end))
 	return C.PMIX_SUCCESS
+}
+
+// persistOf reads the persistence publish_persistence (glue.c) found;
+// false for one that is not a PMIx persistence.
+func persistOf(v C.int) (Persistence, bool) {
+	switch v {
+	case -1:
+		return PersistDefault, true
+	case C.PMIX_PERSIST_INDEF:
+		return PersistIndef, true
+	case C.PMIX_PERSIST_FIRST_READ:
+		return PersistFirstRead, true
+	case C.PMIX_PERSIST_PROC:
+		return PersistProc, true
+	case C.PMIX_PERSIST_APP:
+		return PersistApp, true
+	case C.PMIX_PERSIST_SESSION:
+		return PersistSession, true
+	}
+	return PersistDefault, false
 }
 
 //export dynGoLookup

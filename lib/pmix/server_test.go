@@ -69,7 +69,7 @@ type recorder struct {
 	pubLog      []string
 }
 
-func (r *recorder) Publish(p Proc, data map[string]string, done func(error)) {
+func (r *recorder) Publish(p Proc, data map[string]string, persist Persistence, done func(error)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.published == nil {
@@ -77,7 +77,11 @@ func (r *recorder) Publish(p Proc, data map[string]string, done func(error)) {
 	}
 	for k, v := range data {
 		r.published[k] = v
-		r.pubLog = append(r.pubLog, fmt.Sprintf("%s publish %s=%s", p, k, v))
+		l := fmt.Sprintf("%s publish %s=%s", p, k, v)
+		if persist != PersistDefault {
+			l += fmt.Sprintf(" persist=%d", persist)
+		}
+		r.pubLog = append(r.pubLog, l)
 	}
 	done(nil)
 }
