@@ -58,18 +58,26 @@ func runLaunch(c *cli.Context, e *env) error {
 	if o.programPath, err = resolveProgram(o.argv[0], o.wdir, env); err != nil {
 		return programExit(err)
 	}
-	if o.pmi == wire.PMIAuto {
+	resolve := func(name string) (string, bool) {
+		p, err := resolveProgram(name, o.wdir, env)
+		if err != nil {
+			return "", false
+		}
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(o.wdir, p) // where the daemon starts it, not dynrun's directory
+		}
+		return p, true
+	}
+	switch o.pmi {
+	case wire.PMIAuto:
 		// An unreadable program is Unknown here; its start reports why.
-		o.pmiNeed, _ = mpidetect.DetectCommand(o.argv, func(name string) (string, bool) {
-			p, err := resolveProgram(name, o.wdir, env)
-			if err != nil {
-				return "", false
+		o.pmiNeed, _ = mpidetect.DetectCommand(o.argv, resolve)
+	case wire.PMIFD, wire.PMIPort, wire.PMINone, wire.PMIPMIx:
+		if v, err := mpidetect.DetectCommand(o.argv, resolve); err == nil {
+			if w := pmiMismatch(o.pmi, o.argv[0], v); w != "" {
+				fmt.Fprintln(e.stderr, w)
 			}
-			if !filepath.IsAbs(p) {
-				p = filepath.Join(o.wdir, p) // where the daemon starts it, not dynrun's directory
-			}
-			return p, true
-		})
+		}
 	}
 	req := o.launchReq(env, cwd)
 

@@ -38,7 +38,8 @@ func TestAutoWithoutPMIx(t *testing.T) {
 		}, 1, "", []string{"--pmi pmix: the daemon of node node0 was built without PMIx support"}},
 		{"Open MPI with --pmi none: singletons", func(t *testing.T) []string {
 			return []string{"--pmi", "none", compile(t, "mpicc.openmpi")}
-		}, 0, "hello rank=0 size=1 appnum=0 universe=1\nhello rank=0 size=1 appnum=0 universe=1", nil},
+		}, 0, "hello rank=0 size=1 appnum=0 universe=1\nhello rank=0 size=1 appnum=0 universe=1",
+			[]string{"dynrun: warning: " + filepath.Join(tmp, "hello-mpicc.openmpi") + " links libmpi.so.40 (Open MPI), which speaks PMIx only: with --pmi none"}},
 		{"MPICH", func(t *testing.T) []string { return []string{compile(t, "mpicc.mpich")} }, 0, both, nil},
 		{"MPICH through a script", func(t *testing.T) []string {
 			return []string{"sh", "-c", "exec " + compile(t, "mpicc.mpich")}
