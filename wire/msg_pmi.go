@@ -17,6 +17,7 @@ const (
 const (
 	PMIReportInit       = "init"       // a process of the job began a PMI session (the job becomes static)
 	PMIReportUnfinished = "unfinished" // a process left PMI without finalize or abort (the job fails, or with keep-going its peers are told)
+	PMIReportMalleable  = "malleable"  // a PMIx process declared that it follows resource changes (DYNRT_PMIX_MALLEABLE)
 )
 
 // PMIJob rides along node.launch (LaunchReq.PMI) for a job launched with
@@ -83,7 +84,7 @@ type PMIJobCtl struct {
 type PMIReport struct {
 	Job  string `msgpack:"j,omitempty"`   // job
 	Rank uint32 `msgpack:"r,omitempty"`   // process
-	What string `msgpack:"w,omitempty"`   // PMIReportInit or PMIReportUnfinished
+	What string `msgpack:"w,omitempty"`   // PMIReportInit, PMIReportUnfinished or PMIReportMalleable
 	Msg  string `msgpack:"msg,omitempty"` // detail for the job's report
 }
 

@@ -61,8 +61,9 @@ const (
 	vaderDirEnv = "OMPI_MCA_btl_vader_backing_directory"
 )
 
-// pmixService is the daemon's PMIx state. Lock order: pmixService.mu,
-// then pmixJob.mu; never d.mu while holding either.
+// pmixService is the daemon's PMIx state. Lock order: d.mu (held by
+// rc.push's announcements), then pmixService.mu, then pmixJob.mu or
+// pmixProc.mu; never d.mu while holding either of the others.
 type pmixService struct {
 	d *Daemon
 
@@ -106,6 +107,7 @@ type pmixProc struct {
 
 	mu                           sync.Mutex
 	connected, finalized, aborts bool
+	malleable                    bool // declared DYNRT_PMIX_MALLEABLE: gets the job's resource changes (pmix_events.go)
 }
 
 // pmixAttach prepares the start of one rank of a PMIx job: it registers

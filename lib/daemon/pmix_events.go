@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/dynrt/dynrt/lib/pmix"
@@ -51,4 +52,117 @@ func procRanges(ps []pmix.Proc) []wire.ProcRanges {
 		out = append(out, pr)
 	}
 	return out
+}
+
+// Resource changes through PMIx (docs/mpi.md): a process that sends
+// DYNRT_PMIX_MALLEABLE to its daemon is told of every change of its job
+// by PMIx events (announce), and the root of a bound set accepts a change
+// with DYNRT_PMIX_ACCEPT, answered with DYNRT_PMIX_ACCEPTED. The master
+// allows changes of a PMIx job only once every live process declared
+// itself.
+
+// acceptTimeout bounds a PMIx process's accept (the alone form does not
+// wait for other processes).
+const acceptTimeout = 30 * time.Second
+
+// ClientEvent handles the events a process of the job addresses to its
+// daemon; others are left to libpmix.
+func (j *pmixJob) ClientEvent(ev pmix.ClientEvent) {
+	switch ev.Status {
+	case pmix.CodeDynrtMalleable:
+		if xp := j.proc(ev.Source.Rank); xp != nil {
+			xp.mu.Lock()
+			xp.malleable = true
+			xp.mu.Unlock()
+		}
+		j.svc.d.pmi.report(procKey{j.ns, ev.Source.Rank}, wire.PMIReportMalleable, "")
+	case pmix.CodeDynrtAccept:
+		j.accept(ev)
+	}
+}
+
+// accept runs the alone form of rc.accept for the root that sent ev and
+// tells it the outcome.
+func (j *pmixJob) accept(ev pmix.ClientEvent) {
+	req := &wire.RCAcceptReq{Alone: true}
+	for _, kv := range ev.Info {
+		switch kv.Key {
+		case pmix.KeyDynrtDelta:
+			req.Delta = kv.Value
+		case pmix.KeyDynrtBound:
+			req.Bound = kv.Value
+		}
+	}
+	info := []pmix.Info{{Key: pmix.KeyDynrtDelta, Value: req.Delta}}
+	var rep *wire.RCAcceptReply
+	var err error
+	if req.Delta == "" {
+		err = wire.Errorf(wire.ErrInvalid, "daemon %s: a PMIx accept (DYNRT_PMIX_ACCEPT) without %s names no change", j.svc.d.node, pmix.KeyDynrtDelta)
+	} else {
+		ctx, cancel := context.WithTimeout(j.ctx, acceptTimeout)
+		rep, err = j.svc.d.rcAccept(ctx, Caller{Job: j.ns, Rank: ev.Source.Rank}, req)
+		cancel()
+	}
+	if err != nil {
+		info = append(info, pmix.Info{Key: pmix.KeyDynrtError, Value: err.Error()})
+	} else {
+		info = append(info, pmix.Info{Key: pmix.KeyDynrtStatus, Value: rep.Status})
+	}
+	j.svc.notify(pmix.Event{Status: pmix.CodeDynrtAccepted, Targets: []pmix.Proc{ev.Source}, Info: info})
+}
+
+// notify sends ev, logging a failure (the processes then miss it, as
+// they would miss a lost message).
+func (svc *pmixService) notify(ev pmix.Event) {
+	svc.mu.Lock()
+	srv := svc.srv
+	svc.mu.Unlock()
+	if srv == nil {
+		return
+	}
+	if err := srv.Notify(ev); err != nil {
+		svc.d.log.Warn("daemon: PMIx event not sent", "code", ev.Status, "to", ev.Targets, "err", err)
+	}
+}
+
+// announce tells the job's local processes that declared themselves
+// malleable of a change: its delta set when it is new
+// (PMIX_PROCESS_SET_DEFINE), and its status (DYNRT_PMIX_RC). Called with
+// d.mu held, in the order of the pushes, so the events keep that order
+// (Notify only queues them in libpmix).
+func (svc *pmixService) announce(rec *wire.RC, isNew bool) {
+	svc.mu.Lock()
+	var targets []pmix.Proc
+	for k, xp := range svc.procs {
+		if k.job != rec.Job {
+			continue
+		}
+		xp.mu.Lock()
+		if xp.malleable && !xp.finalized {
+			targets = append(targets, pmix.Proc{Nspace: k.job, Rank: k.rank})
+		}
+		xp.mu.Unlock()
+	}
+	svc.mu.Unlock()
+	if len(targets) == 0 {
+		return
+	}
+	slices.SortFunc(targets, func(a, b pmix.Proc) int { return int(a.Rank) - int(b.Rank) })
+	var delta []pmix.Proc
+	for r := range rec.Ranks.All() {
+		delta = append(delta, pmix.Proc{Nspace: rec.Job, Rank: r})
+	}
+	if isNew {
+		svc.notify(pmix.Event{Status: pmix.CodeProcessSetDefine, Targets: targets, Info: []pmix.Info{
+			{Key: pmix.KeyPsetName, Value: rec.Delta}, {Key: pmix.KeyPsetMembers, Value: delta},
+		}})
+	}
+	info := []pmix.Info{
+		{Key: pmix.KeyDynrtType, Value: rec.Type}, {Key: pmix.KeyDynrtStatus, Value: rec.Status},
+		{Key: pmix.KeyDynrtDelta, Value: rec.Delta}, {Key: pmix.KeyDynrtBound, Value: strings.Join(rec.Bound, ",")},
+	}
+	if rec.Status == wire.RCAborted {
+		info = append(info, pmix.Info{Key: pmix.KeyDynrtError, Value: rec.Reason})
+	}
+	svc.notify(pmix.Event{Status: pmix.CodeDynrtRC, Targets: targets, Affected: delta, Info: info})
 }

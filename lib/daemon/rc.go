@@ -157,13 +157,18 @@ func (d *Daemon) handleRCPush(_ context.Context, _ *wire.Request, b *wire.RC) (a
 	defer d.fenceLeaving(&rec)
 	if old := jc.rcs.byDelta[b.Delta]; old != nil {
 		if old.Seq <= b.Seq {
+			changed := old.Status != rec.Status
 			*old = rec
+			if changed {
+				d.pmix.announce(&rec, false) // pmix_events.go
+			}
 		}
 		return nil, nil
 	}
 	p := &rec
 	jc.rcs.byDelta[b.Delta] = p
 	jc.rcs.order = append(jc.rcs.order, p)
+	d.pmix.announce(&rec, true)
 	return nil, nil
 }
 

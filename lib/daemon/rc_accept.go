@@ -51,11 +51,17 @@ type acceptPlan struct {
 }
 
 // handleRCAccept serves rc.accept from a local process.
-func (d *Daemon) handleRCAccept(ctx context.Context, req *wire.Request, b *wire.RCAcceptReq) (_ any, err error) {
+func (d *Daemon) handleRCAccept(ctx context.Context, req *wire.Request, b *wire.RCAcceptReq) (any, error) {
 	c, err := CallerOf(req)
 	if err != nil {
 		return nil, err
 	}
+	return d.rcAccept(ctx, c, b)
+}
+
+// rcAccept runs an accept of process c (a client's rc.accept, or the
+// accept event of a PMIx process, pmix_events.go).
+func (d *Daemon) rcAccept(ctx context.Context, c Caller, b *wire.RCAcceptReq) (_ *wire.RCAcceptReply, err error) {
 	ctx, cancel := withTimeout(ctx, b.TimeoutMS)
 	defer cancel()
 	p, err := d.planAccept(c, b)

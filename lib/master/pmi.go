@@ -51,6 +51,9 @@ type pmiJob struct {
 	spawner  *job         // the same job (it may be forgotten by name before its children end)
 	children []*job       // jobs this one spawned
 	dead     []uint32     // keep-going: ranks that left PMI without finalize, in order (pmi_dead.go)
+	// malleable: PMIx processes that declared they follow resource
+	// changes (DYNRT_PMIX_MALLEABLE, docs/mpi.md).
+	malleable map[uint32]bool
 }
 
 // maxSpawnProcs bounds one spawn (a broken request must not exhaust the
@@ -113,10 +116,13 @@ func (s *state) universe(u int32) int {
 // staticErr refuses a resource change on a job whose processes speak PMI
 // (resource changes call it; nil = allowed).
 func (j *job) staticErr() error {
-	if j.pmi != nil && j.pmi.used && j.pmi.info != nil && j.pmi.info.Mode == wire.PMIPMIx {
-		// Open MPI's communicators know nothing of a change, and no PMIx
-		// event carries one to them yet.
-		return wire.Errorf(wire.ErrState, "master: job %s (%s) is an Open MPI job (its processes speak PMIx): dynrt cannot carry a resource change through to Open MPI yet, so its processes cannot be changed; a malleable program uses dynrt's session API (docs/session.md, libdynrt)", j.app, j.ns)
+	if j.pmixJob() {
+		if j.pmixMalleable() {
+			return nil // announced to its processes through PMIx events (lib/daemon/pmix_events.go)
+		}
+		// Open MPI's communicators know nothing of a change; a program
+		// that speaks PMIx itself may follow one, if it says so.
+		return wire.Errorf(wire.ErrState, "master: job %s (%s) is an Open MPI job (its processes speak PMIx) and not every process of it declared itself malleable: dynrt cannot carry a resource change through to Open MPI, so its processes cannot be changed. A program that speaks PMIx directly opts in by sending the event DYNRT_PMIX_MALLEABLE (dynrt_pmix.h) to its daemon from every process; a malleable MPI program uses dynrt's session API (docs/mpi.md, docs/session.md, libdynrt)", j.app, j.ns)
 	}
 	if j.pmi != nil && j.pmi.used {
 		return wire.Errorf(wire.ErrState, "master: job %s (%s) was launched as an MPI job without dynrt's session API; its processes cannot be changed (MPI_Comm_spawn through PMI works)", j.app, j.ns)
@@ -140,6 +146,13 @@ func (m *Master) handlePMIReport(ctx context.Context, _ *wire.Request, b *wire.P
 		case wire.PMIReportInit:
 			if j.pmi != nil {
 				j.pmi.used = true
+			}
+		case wire.PMIReportMalleable:
+			if j.pmi != nil {
+				if j.pmi.malleable == nil {
+					j.pmi.malleable = map[uint32]bool{}
+				}
+				j.pmi.malleable[b.Rank] = true
 			}
 		case wire.PMIReportUnfinished:
 			if j.req.KeepGoing {

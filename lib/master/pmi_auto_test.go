@@ -72,8 +72,12 @@ func TestPMISelect(t *testing.T) {
 	}
 }
 
+// openMPIRefusal is what the refusal of a change of an Open MPI job says.
+var openMPIRefusal = []string{"job hello (dvm1.3) is an Open MPI job (its processes speak PMIx)", "not every process of it declared itself malleable", "cannot carry a resource change through to Open MPI", "DYNRT_PMIX_MALLEABLE (dynrt_pmix.h)", "session API"}
+
 // TestStaticErr: a job whose processes began a PMI or PMIx session refuses
-// resource changes, and says which MPI it is and what works instead.
+// resource changes, and says which MPI it is and what works instead,
+// unless every live process of a PMIx job declared itself malleable.
 func TestStaticErr(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -85,11 +89,16 @@ func TestStaticErr(t *testing.T) {
 		{"PMIx service never used", &pmiJob{info: &wire.PMIJob{Mode: wire.PMIPMIx}}, nil},
 		{"MPICH", &pmiJob{used: true, info: &wire.PMIJob{Mode: wire.PMIFD}},
 			[]string{"job hello (dvm1.3) was launched as an MPI job without dynrt's session API", "MPI_Comm_spawn through PMI works"}},
-		{"Open MPI", &pmiJob{used: true, info: &wire.PMIJob{Mode: wire.PMIPMIx}},
-			[]string{"job hello (dvm1.3) is an Open MPI job (its processes speak PMIx)", "cannot carry a resource change through to Open MPI yet", "session API"}},
+		{"Open MPI", &pmiJob{used: true, info: &wire.PMIJob{Mode: wire.PMIPMIx}}, openMPIRefusal},
+		{"PMIx, one live process declared", &pmiJob{used: true, info: &wire.PMIJob{Mode: wire.PMIPMIx}, malleable: map[uint32]bool{0: true}}, openMPIRefusal},
+		{"PMIx, every live process declared", &pmiJob{used: true, info: &wire.PMIJob{Mode: wire.PMIPMIx}, malleable: map[uint32]bool{0: true, 2: true}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j := &job{app: "hello", ns: "dvm1.3", pmi: tc.pmi}
+			// Ranks 0 and 2 run, rank 1 has exited (it need not declare).
+			for _, st := range []string{wire.ProcStateRunning, wire.ProcStateExited, wire.ProcStateRunning} {
+				j.procs.add(jproc{state: st})
+			}
 			err := j.staticErr()
 			if tc.want == nil {
 				if err != nil {

@@ -60,3 +60,30 @@ func (m *Master) handlePMIJobCtl(ctx context.Context, _ *wire.Request, b *wire.P
 		return nil
 	})
 }
+
+// pmixJob reports whether a process of j began a PMIx session.
+func (j *job) pmixJob() bool {
+	return j.pmi != nil && j.pmi.used && j.pmi.info != nil && j.pmi.info.Mode == wire.PMIPMIx
+}
+
+// pmixMalleable reports whether every live process of the PMIx job j
+// declared itself malleable, so that its daemons announce changes to it.
+func (j *job) pmixMalleable() bool {
+	all := true
+	j.procs.each(func(r uint32, p *jproc) {
+		if (p.state == wire.ProcStateLaunching || p.state == wire.ProcStateRunning) && !j.pmi.malleable[r] {
+			all = false
+		}
+	})
+	return all && len(j.pmi.malleable) > 0
+}
+
+// pmixTypeErr refuses the changes a PMIx job cannot take: new processes
+// would have to join its running PMIx namespace, whose size and maps its
+// processes read at PMIx_Init.
+func (j *job) pmixTypeErr(typ string) error {
+	if typ == wire.RCSub || !j.pmixJob() {
+		return nil
+	}
+	return wire.Errorf(wire.ErrUnsupported, "master: job %s (%s) is a PMIx job: dynrt cannot %s processes to it (the new processes would have to join its running PMIx namespace, which PMIx does not allow); of the resource changes only SUB is carried through to PMIx programs", j.app, j.ns, map[string]string{wire.RCAdd: "add", wire.RCReplace: "start replacement"}[typ])
+}

@@ -480,7 +480,11 @@ func (s *state) rcSubmit(b *wire.RCRequest, at time.Time, reply func(*wire.RC, e
 		reply(nil, err)
 		return
 	}
-	if _, err := parseRCType(b.Type); err != nil {
+	typ, err := parseRCType(b.Type)
+	if err == nil {
+		err = j.pmixTypeErr(typ) // pmix_jobctl.go
+	}
+	if err != nil {
 		reply(nil, err)
 		return
 	}

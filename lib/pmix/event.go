@@ -15,6 +15,21 @@ const (
 	KeyEventNonDefault = "pmix.evnondef"   // bool: only handlers registered for the code get it
 )
 
+// dynrt's own event codes and keys: libdynrt/include/dynrt_pmix.h, for
+// programs (TestDynrtHeader keeps the two the same).
+const (
+	CodeDynrtMalleable = -3601 // DYNRT_PMIX_MALLEABLE: a process follows resource changes
+	CodeDynrtRC        = -3602 // DYNRT_PMIX_RC: a resource change and its status
+	CodeDynrtAccept    = -3603 // DYNRT_PMIX_ACCEPT: the root of a bound set accepts
+	CodeDynrtAccepted  = -3604 // DYNRT_PMIX_ACCEPTED: the outcome of that accept
+
+	KeyDynrtType   = "dynrt.rc.type"   // DYNRT_PMIX_RC_TYPE
+	KeyDynrtStatus = "dynrt.rc.status" // DYNRT_PMIX_RC_STATUS
+	KeyDynrtDelta  = "dynrt.rc.delta"  // DYNRT_PMIX_RC_DELTA
+	KeyDynrtBound  = "dynrt.rc.bound"  // DYNRT_PMIX_RC_BOUND
+	KeyDynrtError  = "dynrt.rc.error"  // DYNRT_PMIX_RC_ERROR
+)
+
 // RangeRM is PMIX_RANGE_RM: an event addressed to the host alone.
 const RangeRM = 1
 

@@ -29,52 +29,11 @@
 #include <time.h>
 #include <unistd.h>
 #include "dynrt_pmix.h"
+#include "pmixprint.h"
 
-static pmix_proc_t me;
 static volatile int got, ctl_done;
 static volatile pmix_status_t ctl_status;
 static volatile sig_atomic_t signalled;
-
-static void proc(char *buf, size_t n, const pmix_proc_t *p)
-{
-    const char *where = PMIX_CHECK_NSPACE(p->nspace, me.nspace) ? "job" : "other";
-    if (p->rank == PMIX_RANK_WILDCARD)
-        snprintf(buf, n, "%s:*", where);
-    else
-        snprintf(buf, n, "%s:%u", where, p->rank);
-}
-
-static void value(char *buf, size_t n, const pmix_value_t *v)
-{
-    size_t used = 0;
-    char one[300];
-
-    switch (v->type) {
-    case PMIX_STRING:
-        snprintf(buf, n, "%s", v->data.string ? v->data.string : "");
-        return;
-    case PMIX_UINT32:
-        snprintf(buf, n, "%u", v->data.uint32);
-        return;
-    case PMIX_BOOL:
-        snprintf(buf, n, "%s", v->data.flag ? "true" : "false");
-        return;
-    case PMIX_DATA_ARRAY:
-        buf[0] = '\0';
-        for (size_t i = 0; v->data.darray != NULL && i < v->data.darray->size && used + 1 < n; i++) {
-            if (v->data.darray->type == PMIX_PROC)
-                proc(one, sizeof one, &((pmix_proc_t *)v->data.darray->array)[i]);
-            else if (v->data.darray->type == PMIX_STRING)
-                snprintf(one, sizeof one, "%s", ((char **)v->data.darray->array)[i]);
-            else
-                snprintf(one, sizeof one, "(%s)", PMIx_Data_type_string(v->data.darray->type));
-            used += snprintf(buf + used, n - used, "%s%s", i ? "," : "", one);
-        }
-        return;
-    default:
-        snprintf(buf, n, "(%s)", PMIx_Data_type_string(v->type));
-    }
-}
 
 static void event(size_t id, pmix_status_t status, const pmix_proc_t *source, pmix_info_t info[],
                   size_t ninfo, pmix_info_t results[], size_t nresults,

@@ -1,0 +1,257 @@
+/* rc_follow: a plain PMIx client that follows dynrt's resource changes
+ * (docs/mpi.md, "Resource changes through PMIx"; codes in dynrt_pmix.h).
+ *
+ *   rc_follow [CHANGES [WAIT_S]]
+ *
+ * Every rank opts in (DYNRT_PMIX_MALLEABLE), registers one handler for
+ * PMIX_PROCESS_SET_DEFINE, DYNRT_PMIX_RC and DYNRT_PMIX_ACCEPTED, and
+ * follows CHANGES changes (default 1) to their end (FINALIZED or ABORTED)
+ * within WAIT_S seconds (default 60). When a change is announced, each
+ * rank asks PMIx_Query for the delta set's members, and the root (lowest
+ * member) of each bound set that holds it accepts the change. A rank that
+ * a FINALIZED SUB removes finalizes and exits 0; the others go on.
+ *
+ * Lines (order across ranks is not fixed; sets by name, ranks of the own
+ * namespace as job:R):
+ *   rank R malleable
+ *   rank R pset_define NAME members=job:2,job:3
+ *   rank R rc TYPE STATUS DELTA ranks=job:2,job:3 bound=SET[,SET] [error=WHY]
+ *   rank R delta DELTA members=job:2,job:3 | rank R delta DELTA members: STATUS
+ *   rank R accepts DELTA for SET
+ *   rank R accepted DELTA: STATUS | rank R accepted DELTA: error WHY
+ *   rank R leaves
+ *   rank R done
+ * Exit 0; 1 if PMIx_Init fails, 2 if the changes do not end in time.
+ * Build: cc -I libdynrt/include rc_follow.c $(pkg-config --cflags --libs pmix). */
+#define _DEFAULT_SOURCE
+#include <pmix.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "dynrt_pmix.h"
+#include "pmixprint.h"
+
+/* A change's status as the handler saw it, for the main loop to act on
+ * (PMIx calls that wait must not run inside a handler). */
+struct change {
+    char type[16], status[16], delta[256], bound[512], ranks[1024];
+    int removed; /* this rank is in the delta */
+};
+
+#define QLEN 64
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static struct change queue[QLEN];
+static int qhead, qtail;
+
+static const char *info_string(const pmix_info_t info[], size_t n, const char *key)
+{
+    for (size_t i = 0; i < n; i++)
+        if (PMIX_CHECK_KEY(&info[i], key) && info[i].value.type == PMIX_STRING)
+            return info[i].value.data.string;
+    return NULL;
+}
+
+static const pmix_value_t *info_value(const pmix_info_t info[], size_t n, const char *key)
+{
+    for (size_t i = 0; i < n; i++)
+        if (PMIX_CHECK_KEY(&info[i], key))
+            return &info[i].value;
+    return NULL;
+}
+
+static int contains(const pmix_value_t *procs, const pmix_proc_t *p)
+{
+    if (procs == NULL || procs->type != PMIX_DATA_ARRAY || procs->data.darray == NULL ||
+        procs->data.darray->type != PMIX_PROC)
+        return 0;
+    for (size_t i = 0; i < procs->data.darray->size; i++)
+        if (PMIX_CHECK_PROCID(&((pmix_proc_t *)procs->data.darray->array)[i], p))
+            return 1;
+    return 0;
+}
+
+static void copy(char *dst, size_t n, const char *src)
+{
+    snprintf(dst, n, "%s", src != NULL ? src : "");
+}
+
+static void event(size_t id, pmix_status_t status, const pmix_proc_t *source, pmix_info_t info[],
+                  size_t ninfo, pmix_info_t results[], size_t nresults,
+                  pmix_event_notification_cbfunc_fn_t cbfunc, void *cbdata)
+{
+    char v[2048];
+    const pmix_value_t *val;
+    const char *err = info_string(info, ninfo, DYNRT_PMIX_RC_ERROR);
+    struct change c;
+
+    (void)id;
+    (void)source;
+    (void)results;
+    (void)nresults;
+    switch (status) {
+    case PMIX_PROCESS_SET_DEFINE:
+        val = info_value(info, ninfo, PMIX_PSET_MEMBERS);
+        v[0] = '\0';
+        if (val != NULL)
+            value(v, sizeof v, val);
+        printf("rank %u pset_define %s members=%s\n", me.rank, info_string(info, ninfo, PMIX_PSET_NAME), v);
+        break;
+    case DYNRT_PMIX_RC:
+        memset(&c, 0, sizeof c);
+        copy(c.type, sizeof c.type, info_string(info, ninfo, DYNRT_PMIX_RC_TYPE));
+        copy(c.status, sizeof c.status, info_string(info, ninfo, DYNRT_PMIX_RC_STATUS));
+        copy(c.delta, sizeof c.delta, info_string(info, ninfo, DYNRT_PMIX_RC_DELTA));
+        copy(c.bound, sizeof c.bound, info_string(info, ninfo, DYNRT_PMIX_RC_BOUND));
+        val = info_value(info, ninfo, PMIX_EVENT_AFFECTED_PROCS);
+        if (val != NULL)
+            value(c.ranks, sizeof c.ranks, val);
+        c.removed = strcmp(c.type, "SUB") == 0 && contains(val, &me);
+        printf("rank %u rc %s %s %s ranks=%s bound=%s%s%s\n", me.rank, c.type, c.status, c.delta, c.ranks,
+               c.bound, err ? " error=" : "", err ? err : "");
+        pthread_mutex_lock(&mu);
+        if ((qtail + 1) % QLEN != qhead) {
+            queue[qtail] = c;
+            qtail = (qtail + 1) % QLEN;
+        }
+        pthread_mutex_unlock(&mu);
+        break;
+    case DYNRT_PMIX_ACCEPTED:
+        if (err != NULL)
+            printf("rank %u accepted %s: error %s\n", me.rank, info_string(info, ninfo, DYNRT_PMIX_RC_DELTA), err);
+        else
+            printf("rank %u accepted %s: %s\n", me.rank, info_string(info, ninfo, DYNRT_PMIX_RC_DELTA),
+                   info_string(info, ninfo, DYNRT_PMIX_RC_STATUS));
+        break;
+    }
+    fflush(stdout);
+    if (cbfunc != NULL)
+        cbfunc(PMIX_EVENT_ACTION_COMPLETE, NULL, 0, NULL, NULL, cbdata);
+}
+
+/* members asks PMIx_Query for the members of set; returns the status and
+ * fills text (job:R,...) and the lowest rank of the own namespace. */
+static pmix_status_t members(const char *set, char *text, size_t n, pmix_rank_t *lowest)
+{
+    pmix_query_t q;
+    pmix_info_t *res = NULL;
+    size_t nres = 0;
+    pmix_status_t rc;
+
+    PMIX_QUERY_CONSTRUCT(&q);
+    PMIX_ARGV_APPEND(rc, q.keys, PMIX_QUERY_PSET_MEMBERSHIP);
+    PMIX_INFO_CREATE(q.qualifiers, 2);
+    q.nqual = 2;
+    PMIX_INFO_LOAD(&q.qualifiers[0], PMIX_PSET_NAME, set, PMIX_STRING);
+    PMIX_INFO_LOAD(&q.qualifiers[1], PMIX_NSPACE, me.nspace, PMIX_STRING);
+    rc = PMIx_Query_info(&q, 1, &res, &nres);
+    *lowest = PMIX_RANK_UNDEF;
+    if (rc == PMIX_SUCCESS && nres == 0)
+        rc = PMIX_ERR_NOT_FOUND;
+    if (rc == PMIX_SUCCESS) {
+        value(text, n, &res[0].value);
+        if (res[0].value.type == PMIX_DATA_ARRAY && res[0].value.data.darray->type == PMIX_PROC) {
+            pmix_proc_t *ps = res[0].value.data.darray->array;
+            for (size_t i = 0; i < res[0].value.data.darray->size; i++)
+                if (PMIX_CHECK_NSPACE(ps[i].nspace, me.nspace) && (*lowest == PMIX_RANK_UNDEF || ps[i].rank < *lowest))
+                    *lowest = ps[i].rank;
+        }
+    }
+    if (res != NULL)
+        PMIX_INFO_FREE(res, nres);
+    PMIX_QUERY_DESTRUCT(&q);
+    return rc;
+}
+
+/* announced: query the delta, and accept for every bound set this rank
+ * is the root of. */
+static void announced(const struct change *c)
+{
+    char text[2048], bound[512], *tok, *save;
+    pmix_rank_t lowest;
+    pmix_status_t rc;
+    pmix_info_t info[3];
+
+    rc = members(c->delta, text, sizeof text, &lowest);
+    if (rc == PMIX_SUCCESS)
+        printf("rank %u delta %s members=%s\n", me.rank, c->delta, text);
+    else
+        printf("rank %u delta %s members: %s\n", me.rank, c->delta, PMIx_Error_string(rc));
+    copy(bound, sizeof bound, c->bound);
+    for (tok = strtok_r(bound, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+        if (members(tok, text, sizeof text, &lowest) != PMIX_SUCCESS || lowest != me.rank)
+            continue;
+        printf("rank %u accepts %s for %s\n", me.rank, c->delta, tok);
+        fflush(stdout);
+        PMIX_INFO_LOAD(&info[0], DYNRT_PMIX_RC_DELTA, c->delta, PMIX_STRING);
+        PMIX_INFO_LOAD(&info[1], DYNRT_PMIX_RC_BOUND, tok, PMIX_STRING);
+        PMIX_INFO_LOAD(&info[2], PMIX_EVENT_DO_NOT_CACHE, NULL, PMIX_BOOL);
+        rc = PMIx_Notify_event(DYNRT_PMIX_ACCEPT, &me, PMIX_RANGE_RM, info, 3, NULL, NULL);
+        if (rc != PMIX_SUCCESS)
+            printf("rank %u accept: %s\n", me.rank, PMIx_Error_string(rc));
+        for (int i = 0; i < 3; i++)
+            PMIX_INFO_DESTRUCT(&info[i]);
+    }
+    fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+    pmix_status_t rc, codes[] = {PMIX_PROCESS_SET_DEFINE, DYNRT_PMIX_RC, DYNRT_PMIX_ACCEPTED};
+    pmix_info_t nocache;
+    int changes = argc > 1 ? atoi(argv[1]) : 1, ended = 0;
+    time_t deadline = time(NULL) + (argc > 2 ? atoi(argv[2]) : 60);
+    struct change c;
+
+    if ((rc = PMIx_Init(&me, NULL, 0)) != PMIX_SUCCESS) {
+        fprintf(stderr, "rc_follow: PMIx_Init: %s (not started by a PMIx launcher?)\n", PMIx_Error_string(rc));
+        return 1;
+    }
+    rc = PMIx_Register_event_handler(codes, 3, NULL, 0, event, NULL, NULL);
+    if (rc < 0) {
+        fprintf(stderr, "rc_follow: event handler: %s\n", PMIx_Error_string(rc));
+        PMIx_Finalize(NULL, 0);
+        return 1;
+    }
+    PMIX_INFO_LOAD(&nocache, PMIX_EVENT_DO_NOT_CACHE, NULL, PMIX_BOOL);
+    rc = PMIx_Notify_event(DYNRT_PMIX_MALLEABLE, &me, PMIX_RANGE_RM, &nocache, 1, NULL, NULL);
+    printf("rank %u malleable%s%s\n", me.rank, rc == PMIX_SUCCESS ? "" : ": ", rc == PMIX_SUCCESS ? "" : PMIx_Error_string(rc));
+    fflush(stdout);
+    while (ended < changes) {
+        int have = 0;
+        pthread_mutex_lock(&mu);
+        if (qhead != qtail) {
+            c = queue[qhead];
+            qhead = (qhead + 1) % QLEN;
+            have = 1;
+        }
+        pthread_mutex_unlock(&mu);
+        if (!have) {
+            if (time(NULL) > deadline) {
+                printf("rank %u: %d of %d changes ended in time\n", me.rank, ended, changes);
+                fflush(stdout);
+                PMIx_Finalize(NULL, 0);
+                return 2;
+            }
+            usleep(10000);
+            continue;
+        }
+        if (strcmp(c.status, "ANNOUNCED") == 0)
+            announced(&c);
+        else if (strcmp(c.status, "FINALIZED") == 0 || strcmp(c.status, "ABORTED") == 0) {
+            ended++;
+            if (c.removed && strcmp(c.status, "FINALIZED") == 0) {
+                printf("rank %u leaves\n", me.rank);
+                fflush(stdout);
+                PMIx_Finalize(NULL, 0);
+                return 0;
+            }
+        }
+    }
+    printf("rank %u done\n", me.rank);
+    fflush(stdout);
+    PMIx_Finalize(NULL, 0);
+    return 0;
+}
