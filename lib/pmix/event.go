@@ -13,6 +13,7 @@ const (
 	KeyEventAffected   = "pmix.evaffected" // []Proc: the processes an event is about
 	KeyEventRange      = "pmix.evrange"    // []Proc: who gets an event (custom range)
 	KeyEventNonDefault = "pmix.evnondef"   // bool: only handlers registered for the code get it
+	keyEventDoNotCache = "pmix.evnocache"  // bool: the server does not keep the event for later handlers
 )
 
 // dynrt's own event codes and keys: libdynrt/include/dynrt_pmix.h, for
@@ -90,7 +91,10 @@ type JobCtl struct {
 // PMIx_Job_control for its namespace's clients: requestor asks to kill or
 // signal targets (a whole namespace as {ns, RankWildcard}; none: the
 // requestor's own namespace). Directives other than kill and signal are
-// refused by the C side when required, ignored otherwise.
+// refused by the C side when required, ignored otherwise. libpmix's
+// thread waits for done (at most 15 s, then the client gets
+// PMIX_ERR_TIMEOUT), so JobControl answers quickly and calls nothing of
+// the Server that waits for libpmix.
 type JobController interface {
 	JobControl(requestor Proc, targets []Proc, ctl JobCtl, done func(error))
 }

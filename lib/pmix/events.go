@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 	"unsafe"
 )
 
@@ -26,6 +27,11 @@ func (s *Server) Notify(ev Event) error {
 	il := newInfoList()
 	il.procs(KeyEventRange, ev.Targets)
 	il.flag(KeyEventNonDefault, true)
+	// Not cached: libpmix would keep the event for processes that register
+	// later, and its cache (an eviction timer per event) left later jobs'
+	// clients hanging in TestJobControl; a process registers its handler
+	// before it asks for events.
+	il.flag(keyEventDoNotCache, true)
 	if len(ev.Affected) > 0 {
 		il.procs(KeyEventAffected, ev.Affected)
 	}
@@ -63,6 +69,10 @@ func dynGoNotifyEvent(code C.pmix_status_t, ns *C.char, rank C.uint32_t, rng C.p
 	return C.PMIX_OPERATION_SUCCEEDED
 }
 
+// jobControlWait bounds how long a job control request holds libpmix's
+// progress thread (see dynGoJobControl).
+const jobControlWait = 15 * time.Second
+
 //export dynGoJobControl
 func dynGoJobControl(ns *C.char, rank C.uint32_t, targets *C.pmix_proc_t, n C.size_t, kill, sig C.int, f C.pmix_info_cbfunc_t, cbdata unsafe.Pointer) C.pmix_status_t {
 	p := cproc(ns, rank)
@@ -75,13 +85,26 @@ func dynGoJobControl(ns *C.char, rank C.uint32_t, targets *C.pmix_proc_t, n C.si
 		}
 		return C.PMIX_ERR_NOT_SUPPORTED
 	}
+	// libpmix 4.2 answers the client from the completion without moving
+	// to its own thread, which is not safe from another thread (later
+	// releases move it): the answer is awaited here, on libpmix's thread,
+	// and completed before returning.
+	ch := make(chan error, 1)
 	var once sync.Once
-	done := func(err error) {
+	go jc.JobControl(p, ts, JobCtl{Kill: kill != 0, Signal: int(sig)}, func(err error) {
 		once.Do(func() {
-			C.dyn_info_complete(f, code(err), nil, cbdata)
+			ch <- err
 			end()
 		})
+	})
+	var err error
+	t := time.NewTimer(jobControlWait)
+	defer t.Stop()
+	select {
+	case err = <-ch:
+	case <-t.C:
+		err = &StatusError{Status: CodeTimeout, Msg: fmt.Sprintf("pmix: job control of %s: no answer within %v", p, jobControlWait)}
 	}
-	go jc.JobControl(p, ts, JobCtl{Kill: kill != 0, Signal: int(sig)}, done)
+	C.dyn_info_complete(f, code(err), nil, cbdata)
 	return C.PMIX_SUCCESS
 }

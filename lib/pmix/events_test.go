@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // eventer is a Handler that answers each client's event to the host
@@ -33,7 +34,7 @@ func (e *eventer) ClientEvent(ev ClientEvent) {
 	e.mu.Lock()
 	e.events = append(e.events, fmt.Sprintf("%d from %s range %d %v", ev.Status, ev.Source, ev.Range, kv))
 	e.mu.Unlock()
-	e.notifyErr = e.s.Notify(Event{
+	err := e.s.Notify(Event{
 		Status:   -3602,
 		Targets:  []Proc{ev.Source},
 		Affected: []Proc{{ev.Source.Nspace, 1}, {"elsewhere", 4}},
@@ -43,12 +44,18 @@ func (e *eventer) ClientEvent(ev ClientEvent) {
 			{"dynrt.names", []string{"a", "b"}},
 		},
 	})
+	if err != nil {
+		e.mu.Lock()
+		e.notifyErr = err
+		e.mu.Unlock()
+	}
 }
 
-// Fence completes at once with the local part (the events client
-// commits nothing, so the recorder's direct modex would wait for ever).
+// Fence completes with the local part, from another goroutine as a
+// daemon does (the events client commits nothing, so the recorder's
+// direct modex would wait for ever).
 func (e *eventer) Fence(_ []Proc, _ bool, data []byte, done func([]byte, error)) {
-	done(data, nil)
+	time.AfterFunc(10*time.Millisecond, func() { done(data, nil) })
 }
 
 func (e *eventer) JobControl(p Proc, targets []Proc, ctl JobCtl, done func(error)) {
@@ -81,7 +88,7 @@ func TestNotify(t *testing.T) {
 	if !slices.Equal(h.events, want) {
 		t.Errorf("events at the host %q, want %q", h.events, want)
 	}
-	if h.notifyErr != nil {
+	if h.notifyErr != nil { // under h.mu
 		t.Errorf("Notify: %v", h.notifyErr)
 	}
 	if err := s.Notify(Event{Status: -3602}); err == nil {

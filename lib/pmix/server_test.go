@@ -278,6 +278,14 @@ func sockets() (n int, inheritable []string) {
 	return n, inheritable
 }
 
+func exitCodes(cmds []*exec.Cmd) []int {
+	var codes []int
+	for _, c := range cmds {
+		codes = append(codes, c.ProcessState.ExitCode())
+	}
+	return codes
+}
+
 func hasPrefix(env []string, p string) bool {
 	for _, e := range env {
 		if strings.HasPrefix(e, p) {
@@ -511,7 +519,15 @@ func TestDeregisterWaits(t *testing.T) {
 		}
 		cmds = append(cmds, c)
 	}
-	<-h.entered
+	select {
+	case <-h.entered:
+	case <-ctx.Done():
+		// The clients are killed at the deadline: their fence never came.
+		for _, c := range cmds {
+			_ = c.Wait()
+		}
+		t.Fatalf("the clients' fence never reached the host (exits %v)", exitCodes(cmds))
+	}
 	go func() {
 		s.DeregisterJob(job.Nspace)
 		h.order <- "deregistered"
