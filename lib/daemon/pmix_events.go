@@ -13,14 +13,18 @@ import (
 // JobControl serves PMIx_Job_control of a process of the job: the master
 // kills or signals the targets (a job of the caller's spawn tree, whole
 // or some of its ranks), as dynrt's own kill does.
-func (j *pmixJob) JobControl(p pmix.Proc, targets []pmix.Proc, ctl pmix.JobCtl, done func(error)) {
+func (j *pmixJob) JobControl(p pmix.Proc, targets []pmix.Proc, ctl pmix.JobCtl, done func()) {
+	defer done()
 	req := &wire.PMIJobCtl{Job: j.ns, Rank: p.Rank, Procs: procRanges(targets)}
 	if !ctl.Kill {
 		req.Signal = ctl.Signal
 	}
 	ctx, cancel := context.WithTimeout(j.ctx, 10*time.Second)
 	defer cancel()
-	done(pmixStatus(j.svc.d.master.Call(ctx, wire.KindPMIJobCtl, req, nil)))
+	if err := j.svc.d.master.Call(ctx, wire.KindPMIJobCtl, req, nil); err != nil {
+		// The process was told its request was accepted (lib/pmix).
+		j.svc.d.log.Warn("daemon: PMIx job control refused", "proc", p.String(), "targets", targets, "err", err)
+	}
 }
 
 // procRanges groups PMIx processes by namespace, in the order of their

@@ -91,10 +91,11 @@ type JobCtl struct {
 // PMIx_Job_control for its namespace's clients: requestor asks to kill or
 // signal targets (a whole namespace as {ns, RankWildcard}; none: the
 // requestor's own namespace). Directives other than kill and signal are
-// refused by the C side when required, ignored otherwise. libpmix's
-// thread waits for done (at most 15 s, then the client gets
-// PMIX_ERR_TIMEOUT), so JobControl answers quickly and calls nothing of
-// the Server that waits for libpmix.
+// refused by the C side when required, ignored otherwise. The client is
+// told the request was accepted at once, as mpirun.openmpi's runtime does
+// (libpmix 4.2 cannot be answered later from another thread safely);
+// done only ends the operation, and an error there is the Handler's to
+// report.
 type JobController interface {
-	JobControl(requestor Proc, targets []Proc, ctl JobCtl, done func(error))
+	JobControl(requestor Proc, targets []Proc, ctl JobCtl, done func())
 }

@@ -73,6 +73,8 @@ pmix_status_t dyn_job_control_fn(const pmix_proc_t *requestor, const pmix_proc_t
     if (!kill && 0 == sig) {
         return PMIX_ERR_NOT_SUPPORTED;
     }
+    (void)cbfunc; // answered at once (dynGoJobControl)
+    (void)cbdata;
     return dynGoJobControl((char *)requestor->nspace, requestor->rank, (pmix_proc_t *)targets,
-                           ntargets, kill, sig, cbfunc, cbdata);
+                           ntargets, kill, sig);
 }

@@ -9,8 +9,6 @@ import "C"
 import (
 	"errors"
 	"fmt"
-	"sync"
-	"time"
 	"unsafe"
 )
 
@@ -69,12 +67,8 @@ func dynGoNotifyEvent(code C.pmix_status_t, ns *C.char, rank C.uint32_t, rng C.p
 	return C.PMIX_OPERATION_SUCCEEDED
 }
 
-// jobControlWait bounds how long a job control request holds libpmix's
-// progress thread (see dynGoJobControl).
-const jobControlWait = 15 * time.Second
-
 //export dynGoJobControl
-func dynGoJobControl(ns *C.char, rank C.uint32_t, targets *C.pmix_proc_t, n C.size_t, kill, sig C.int, f C.pmix_info_cbfunc_t, cbdata unsafe.Pointer) C.pmix_status_t {
+func dynGoJobControl(ns *C.char, rank C.uint32_t, targets *C.pmix_proc_t, n C.size_t, kill, sig C.int) C.pmix_status_t {
 	p := cproc(ns, rank)
 	ts := goProcs(targets, n)
 	h, end := begin(p.Nspace)
@@ -85,26 +79,10 @@ func dynGoJobControl(ns *C.char, rank C.uint32_t, targets *C.pmix_proc_t, n C.si
 		}
 		return C.PMIX_ERR_NOT_SUPPORTED
 	}
-	// libpmix 4.2 answers the client from the completion without moving
-	// to its own thread, which is not safe from another thread (later
-	// releases move it): the answer is awaited here, on libpmix's thread,
-	// and completed before returning.
-	ch := make(chan error, 1)
-	var once sync.Once
-	go jc.JobControl(p, ts, JobCtl{Kill: kill != 0, Signal: int(sig)}, func(err error) {
-		once.Do(func() {
-			ch <- err
-			end()
-		})
-	})
-	var err error
-	t := time.NewTimer(jobControlWait)
-	defer t.Stop()
-	select {
-	case err = <-ch:
-	case <-t.C:
-		err = &StatusError{Status: CodeTimeout, Msg: fmt.Sprintf("pmix: job control of %s: no answer within %v", p, jobControlWait)}
-	}
-	C.dyn_info_complete(f, code(err), nil, cbdata)
-	return C.PMIX_SUCCESS
+	// Accepted at once, as mpirun.openmpi's runtime does: libpmix 4.2
+	// answers the client from the completion without moving to its own
+	// thread, which is not safe from another thread (and waiting for the
+	// answer on libpmix's thread left clients hanging now and then).
+	go jc.JobControl(p, ts, JobCtl{Kill: kill != 0, Signal: int(sig)}, end)
+	return C.PMIX_OPERATION_SUCCEEDED
 }

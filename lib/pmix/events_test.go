@@ -3,7 +3,6 @@
 package pmix
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,13 +12,11 @@ import (
 )
 
 // eventer is a Handler that answers each client's event to the host
-// with an event to that client alone, and records job control requests.
+// with an event to that client alone.
 type eventer struct {
 	recorder
 	mu     sync.Mutex
 	events []string
-	ctls   []string
-	ctlErr error
 	// of the last Notify
 	notifyErr error
 }
@@ -58,13 +55,6 @@ func (e *eventer) Fence(_ []Proc, _ bool, data []byte, done func([]byte, error))
 	time.AfterFunc(10*time.Millisecond, func() { done(data, nil) })
 }
 
-func (e *eventer) JobControl(p Proc, targets []Proc, ctl JobCtl, done func(error)) {
-	e.mu.Lock()
-	e.ctls = append(e.ctls, fmt.Sprintf("%s %v %+v", p, targets, ctl))
-	e.mu.Unlock()
-	done(e.ctlErr)
-}
-
 // TestNotify: a client's event to its host (PMIX_RANGE_RM) reaches the
 // Handler's EventReceiver with its source and info, and Server.Notify
 // brings an event with strings, integers, arrays and affected processes
@@ -93,38 +83,5 @@ func TestNotify(t *testing.T) {
 	}
 	if err := s.Notify(Event{Status: -3602}); err == nil {
 		t.Error("Notify without targets: no error")
-	}
-}
-
-// TestJobControl: PMIx_Job_control_nb with PMIX_JOB_CTRL_KILL or
-// PMIX_JOB_CTRL_SIGNAL reaches the Handler's JobController with the
-// requestor, the targets (none: nil) and the request, and its answer
-// reaches the client.
-func TestJobControl(t *testing.T) {
-	s, _, mark := setup(t)
-	bin := program(t, t.TempDir(), "events")
-	for i, tc := range []struct {
-		args     []string
-		err      error
-		wantCtl  string
-		wantLine string
-	}{
-		{[]string{"kill", "1"}, nil, "jc-%d:0 [jc-%d:1] {Kill:true Signal:0}", "SUCCESS"},
-		{[]string{"signal", "1", "10"}, nil, "jc-%d:0 [jc-%d:1] {Kill:false Signal:10}", "SUCCESS"},
-		{[]string{"kill", "all"}, &StatusError{Status: CodeNotSupported}, "jc-%d:0 [jc-%d:*] {Kill:true Signal:0}", "NOT-SUPPORTED"},
-		{[]string{"kill", "none"}, errors.New("refused"), "jc-%d:0 [] {Kill:true Signal:0}", "ERROR"},
-	} {
-		h := &eventer{recorder: recorder{s: s}, ctlErr: tc.err}
-		ns := fmt.Sprintf("jc-%d", i)
-		job := &Job{Nspace: ns, Size: 2, Nodes: []string{"n0", "n1"}, RankNode: []int{0, 1}}
-		outs, codes := run(t, s, bin, job, h, mark, tc.args...)
-		if want := "rank 0 job control: " + tc.wantLine + "\n"; codes[0] != 0 || outs[0] != want {
-			t.Errorf("%v: exit %d, output %q, want %q", tc.args, codes[0], outs[0], want)
-		}
-		h.mu.Lock()
-		if want := strings.ReplaceAll(tc.wantCtl, "%d", fmt.Sprint(i)); len(h.ctls) != 1 || h.ctls[0] != want {
-			t.Errorf("%v: job control calls %q, want %q", tc.args, h.ctls, want)
-		}
-		h.mu.Unlock()
 	}
 }

@@ -8,7 +8,7 @@
  *                        its namespace (T = "all": the whole namespace,
  *                        "none": no targets), then exits (or, after a
  *                        granted "all" or "none", waits up to 20 s to be
- *                        killed);
+ *                        killed, unless EVENTS_NO_WAIT is set);
  *                        others wait up to 20 s for SIGUSR1 or the end
  *   events signal T SIG  the same with PMIX_JOB_CTRL_SIGNAL SIG
  *
@@ -142,7 +142,8 @@ int main(int argc, char **argv)
         fflush(stdout);
         PMIX_INFO_FREE(info, 1);
         /* Killed with the others, if the request was about its own job. */
-        if (ctl_status == PMIX_SUCCESS && (strcmp(t, "all") == 0 || strcmp(t, "none") == 0))
+        if (ctl_status == PMIX_SUCCESS && (strcmp(t, "all") == 0 || strcmp(t, "none") == 0) &&
+            getenv("EVENTS_NO_WAIT") == NULL)
             wait_for(&got);
     } else {
         wait_for(&got); /* until killed or signalled, at most 20 s */
