@@ -54,12 +54,8 @@ func dynGoSpawn(ns *C.char, rank C.uint32_t, info *C.pmix_info_t, ninfo C.size_t
 	if len(as) == 0 {
 		return C.PMIX_ERR_BAD_PARAM
 	}
-	h, end := begin(p.Nspace)
-	sp, ok := h.(Spawner)
+	sp, end, ok := beginAs[Spawner](p.Nspace)
 	if !ok {
-		if end != nil {
-			end()
-		}
 		return C.PMIX_ERR_NOT_SUPPORTED
 	}
 	var once sync.Once
@@ -82,12 +78,8 @@ func dynGoSpawn(ns *C.char, rank C.uint32_t, info *C.pmix_info_t, ninfo C.size_t
 func dynGoConnect(procs *C.pmix_proc_t, n C.size_t, connect C.int, f C.pmix_op_cbfunc_t, cbdata unsafe.Pointer) C.pmix_status_t {
 	ps := goProcs(procs, n)
 	for _, p := range ps {
-		h, end := begin(p.Nspace)
-		c, ok := h.(Connector)
+		c, end, ok := beginAs[Connector](p.Nspace)
 		if !ok {
-			if end != nil {
-				end()
-			}
 			continue
 		}
 		if connect != 0 {

@@ -71,12 +71,8 @@ func dynGoNotifyEvent(code C.pmix_status_t, ns *C.char, rank C.uint32_t, rng C.p
 func dynGoJobControl(ns *C.char, rank C.uint32_t, targets *C.pmix_proc_t, n C.size_t, kill, sig C.int) C.pmix_status_t {
 	p := cproc(ns, rank)
 	ts := goProcs(targets, n)
-	h, end := begin(p.Nspace)
-	jc, ok := h.(JobController)
+	jc, end, ok := beginAs[JobController](p.Nspace)
 	if !ok {
-		if end != nil {
-			end()
-		}
 		return C.PMIX_ERR_NOT_SUPPORTED
 	}
 	// Accepted at once, as mpirun.openmpi's runtime does: libpmix 4.2

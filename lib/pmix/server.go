@@ -317,6 +317,18 @@ func begin(ns string) (Handler, func()) {
 	}
 }
 
+// beginAs is begin for an optional interface T of the namespace's
+// Handler: ok is false (and nothing is in flight) when there is no
+// handler or it does not implement T.
+func beginAs[T any](ns string) (t T, end func(), ok bool) {
+	h, end := begin(ns)
+	if t, ok = h.(T); !ok && end != nil {
+		end()
+		end = nil
+	}
+	return t, end, ok
+}
+
 // opDone returns the completion of a callback that takes a
 // pmix_op_cbfunc_t; end ends the operation after it.
 func opDone(f C.pmix_op_cbfunc_t, cbdata unsafe.Pointer, end func()) func(error) {
@@ -421,12 +433,8 @@ func dynGoDirectModex(ns *C.char, rank C.uint32_t, f C.pmix_modex_cbfunc_t, cbda
 // publisher starts an operation of the Publisher of namespace ns (nil
 // if none; see begin).
 func publisher(ns string) (Publisher, func()) {
-	h, end := begin(ns)
-	pub, ok := h.(Publisher)
+	pub, end, ok := beginAs[Publisher](ns)
 	if !ok {
-		if end != nil {
-			end()
-		}
 		return nil, nil
 	}
 	return pub, end
@@ -567,12 +575,8 @@ func dynGoQuery(ns *C.char, rank C.uint32_t, queries *C.pmix_query_t, n C.size_t
 		}
 	}
 	p = asker(p, about, caller)
-	h, end := begin(p.Nspace)
-	q, ok := h.(Querier)
+	q, end, ok := beginAs[Querier](p.Nspace)
 	if !ok {
-		if end != nil {
-			end()
-		}
 		return C.PMIX_ERR_NOT_SUPPORTED
 	}
 	var once sync.Once
