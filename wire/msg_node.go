@@ -82,6 +82,18 @@ type JobData struct {
 	Placement []Placement `msgpack:"pl,omitempty"`   // node of every live rank
 	Gone      bool        `msgpack:"gone,omitempty"` // the job has ended: drop its data
 	Psets     *PsetPush   `msgpack:"ps,omitempty"`   // node.jobdata only: sets of the job to define with it (nil = none)
+	PMIx      []PMIxSpace `msgpack:"px,omitempty"`   // PMIx job: the namespaces of the ranks its ADDs started (ranks not listed are in the namespace Job)
+}
+
+// PMIxSpace is the PMIx namespace of the processes one ADD started in a
+// running PMIx job (docs/mpi.md, "Resource changes through PMIx"): PMIx
+// cannot grow a running namespace, so they are ranks of the same dynrt
+// job in a namespace of their own, where PMIx rank i is dynrt rank
+// Ranks' first + i.
+type PMIxSpace struct {
+	Nspace string     `msgpack:"ns,omitempty"` // PMIx namespace: the job's namespace, ".rc", the change's number
+	Ranks  RankRanges `msgpack:"r,omitempty"`  // its dynrt ranks, one range
+	Delta  string     `msgpack:"d,omitempty"`  // the change that started them
 }
 
 // LaunchReq asks a daemon to start processes of a job. Argv, Env and Wdir

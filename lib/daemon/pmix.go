@@ -81,11 +81,15 @@ func newPMIxService(d *Daemon) *pmixService {
 	return &pmixService{d: d, jobs: map[string]*pmixJob{}, procs: map[procKey]*pmixProc{}}
 }
 
-// pmixJob is one PMIx job on this node; it is the pmix.Handler of its
-// namespace.
+// pmixJob is one PMIx namespace of a job on this node; it is the
+// pmix.Handler of the namespace. A job has one namespace, its own name,
+// and one more per ADD (pmix_space.go): PMIx rank r of the namespace is
+// dynrt rank base+r of job.
 type pmixJob struct {
 	svc  *pmixService
-	ns   string
+	ns   string // PMIx namespace
+	job  string // dynrt job
+	base uint32 // dynrt rank of PMIx rank 0
 	desc *pmix.Job
 	dir  string // the job's scratch directory here ("" = none)
 
@@ -119,12 +123,13 @@ func (d *Daemon) pmixAttach(b *wire.LaunchReq, rank uint32, spec *proc.Spec) (*p
 		return nil, nil
 	}
 	svc := d.pmix
-	j, err := svc.job(b)
+	sp := d.pmixSpaceOf(b.Job, rank) // pmix_space.go
+	j, err := svc.job(b, sp)
 	if err != nil {
 		return nil, err
 	}
 	xp := &pmixProc{job: j, key: procKey{b.Job, rank}}
-	p := pmix.Proc{Nspace: b.Job, Rank: rank}
+	p := pmix.Proc{Nspace: sp.ns, Rank: rank - sp.base}
 	if err := svc.srv.RegisterClient(p, os.Getuid(), os.Getgid()); err != nil {
 		j.leave()
 		return nil, wire.Errorf(wire.ErrInternal, "daemon %s: %v", d.node, err)
@@ -158,23 +163,29 @@ func (xp *pmixProc) started(err error) {
 	}
 }
 
-// job returns the PMIx job of b, registering it on first use (and
-// starting the server on the very first). Each call counts one attached
-// process (released by leave).
-func (svc *pmixService) job(b *wire.LaunchReq) (*pmixJob, error) {
+// job returns the PMIx namespace sp of b's job, registering it on first
+// use (and starting the server on the very first). Each call counts one
+// attached process (released by leave).
+func (svc *pmixService) job(b *wire.LaunchReq, sp pmixSpace) (*pmixJob, error) {
 	d := svc.d
 	d.mu.Lock()
 	index := d.index
 	d.mu.Unlock()
 	svc.mu.Lock()
 	defer svc.mu.Unlock()
-	if j := svc.jobs[b.Job]; j != nil {
+	if j := svc.jobs[sp.ns]; j != nil {
 		j.mu.Lock()
 		j.refs++
 		j.mu.Unlock()
 		return j, nil
 	}
-	desc, err := pmixJobOf(b, d.node)
+	var desc *pmix.Job
+	var err error
+	if sp.ns == b.Job {
+		desc, err = pmixJobOf(b, d.node)
+	} else {
+		desc, err = sp.describe(b, d.node) // pmix_space.go
+	}
 	if err != nil {
 		return nil, wire.Errorf(wire.ErrInvalid, "daemon %s: %v", d.node, err)
 	}
@@ -193,10 +204,11 @@ func (svc *pmixService) job(b *wire.LaunchReq) (*pmixJob, error) {
 		}
 		svc.srv, svc.dir = srv, dir
 	}
-	j := &pmixJob{svc: svc, ns: b.Job, desc: desc, refs: 1, published: map[string]uint32{}}
+	desc.Dynrt = &pmix.DynrtJob{Job: b.Job, Base: sp.base, Delta: sp.delta}
+	j := &pmixJob{svc: svc, ns: sp.ns, job: b.Job, base: sp.base, desc: desc, refs: 1, published: map[string]uint32{}}
 	j.ctx, j.cancel = context.WithCancel(context.Background())
 	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
-		dir := filepath.Join("/dev/shm", "dynrt."+d.node+"."+b.Job)
+		dir := filepath.Join("/dev/shm", "dynrt."+d.node+"."+sp.ns)
 		if err := os.Mkdir(dir, 0o700); err == nil || errors.Is(err, fs.ErrExist) {
 			j.dir, desc.Tmpdir = dir, dir
 			// Should this daemon be killed, its guard removes the
@@ -211,7 +223,7 @@ func (svc *pmixService) job(b *wire.LaunchReq) (*pmixJob, error) {
 		j.removeDir()
 		return nil, wire.Errorf(wire.ErrInternal, "daemon %s: %v", d.node, err)
 	}
-	svc.jobs[b.Job] = j
+	svc.jobs[sp.ns] = j
 	return j, nil
 }
 
@@ -316,7 +328,7 @@ func (j *pmixJob) leave() {
 		svc.jobLeft(j.ns)
 		if len(names) > 0 {
 			// Published names live as long as the job, as under mpirun.
-			go unpublishAll(svc.d, j.ns, names)
+			go unpublishAll(svc.d, j.job, names)
 		}
 	}
 }
@@ -368,7 +380,7 @@ func (j *pmixJob) proc(rank uint32) *pmixProc {
 	svc := j.svc
 	svc.mu.Lock()
 	defer svc.mu.Unlock()
-	return svc.procs[procKey{j.ns, rank}]
+	return svc.procs[procKey{j.job, j.base + rank}]
 }
 
 // The pmix.Handler of the job.
@@ -385,7 +397,7 @@ func (j *pmixJob) ClientConnected(p pmix.Proc, done func(error)) {
 	j.mu.Unlock()
 	if first {
 		// The job becomes static, as a PMI job does (lib/master rc.go).
-		j.svc.d.pmi.report(procKey{j.ns, p.Rank}, wire.PMIReportInit, "")
+		j.svc.d.pmi.report(procKey{j.job, j.base + p.Rank}, wire.PMIReportInit, "")
 	}
 	done(nil)
 }
@@ -410,7 +422,7 @@ func (j *pmixJob) Abort(p pmix.Proc, status int, msg string, _ []pmix.Proc, done
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := j.svc.d.master.Call(ctx, wire.KindSessionAbort, &wire.AbortReq{
-		Job: j.ns, Rank: p.Rank, Status: status, Msg: strings.TrimSpace(msg),
+		Job: j.job, Rank: j.base + p.Rank, Status: status, Msg: strings.TrimSpace(msg),
 	}, nil)
 	if errors.Is(err, wire.ErrState) {
 		err = nil // the job is ending already
@@ -427,9 +439,12 @@ func (j *pmixJob) Fence(procs []pmix.Proc, _ bool, data []byte, done func([]byte
 		return
 	}
 	local := j.desc.LocalRanks()
+	for i := range local {
+		local[i] += j.base
+	}
 	body := &wire.FenceReq{
-		ID: pmixFenceID, Collect: true, Job: j.ns, Local: wire.RangesOf(local),
-		Data: []wire.ProcKV{{Job: j.ns, Rank: local[0], Data: []wire.KV{{Key: pmixBlobKey, Value: data}}}},
+		ID: pmixFenceID, Collect: true, Job: j.job, Local: wire.RangesOf(local), Procs: j.svc.d.pmixFenceProcs(j),
+		Data: []wire.ProcKV{{Job: j.job, Rank: local[0], Data: []wire.KV{{Key: pmixBlobKey, Value: data}}}},
 	}
 	var rep wire.FenceReply
 	if err := j.svc.d.master.Call(j.ctx, wire.KindFence, body, &rep); err != nil {
@@ -438,7 +453,7 @@ func (j *pmixJob) Fence(procs []pmix.Proc, _ bool, data []byte, done func([]byte
 	}
 	var all []byte
 	for _, pk := range rep.Data {
-		if pk.Job != j.ns {
+		if pk.Job != j.job {
 			continue
 		}
 		for _, kv := range pk.Data {
@@ -467,17 +482,22 @@ func (j *pmixJob) DirectModex(p pmix.Proc, done func([]byte, error)) {
 
 // fetchModex is DirectModex for the clients of this node (also of the
 // namespaces a connect registered here, pmix_dyn.go).
+// The master routes it by dynrt job and rank (pmix_space.go).
 func (svc *pmixService) fetchModex(ctx context.Context, p pmix.Proc) ([]byte, error) {
+	q := p
+	if ps := svc.d.pmixDynrt([]pmix.Proc{p}); len(ps) == 1 {
+		q = ps[0]
+	}
 	var rep wire.KVFetchReply
 	err := svc.d.master.Call(ctx, wire.KindKVFetch, &wire.KVFetchReq{
-		Procs: []wire.ProcRanges{{Job: p.Nspace, Ranks: wire.Span(p.Rank, p.Rank)}}, Key: pmixModexKey, Wait: true,
+		Procs: []wire.ProcRanges{{Job: q.Nspace, Ranks: wire.Span(q.Rank, q.Rank)}}, Key: pmixModexKey, Wait: true,
 	}, &rep)
 	if err != nil {
 		return nil, err
 	}
 	for _, pk := range rep.Data {
 		for _, kv := range pk.Data {
-			if pk.Job == p.Nspace && pk.Rank == p.Rank && kv.Key == pmixModexKey {
+			if pk.Job == q.Nspace && pk.Rank == q.Rank && kv.Key == pmixModexKey {
 				return kv.Value, nil
 			}
 		}
@@ -491,7 +511,8 @@ func (d *Daemon) pmixModexFetch(ctx context.Context, b *wire.KVFetchReq) (*wire.
 	if len(b.Procs) != 1 || b.Procs[0].Ranks.Count() != 1 {
 		return nil, wire.Errorf(wire.ErrInvalid, "daemon %s: a PMIx direct modex is about exactly one process", d.node)
 	}
-	p := pmix.Proc{Nspace: b.Procs[0].Job, Rank: b.Procs[0].Ranks[0].Lo}
+	job, rank := b.Procs[0].Job, b.Procs[0].Ranks[0].Lo
+	p := d.pmixProcOf(job, rank) // its PMIx name (pmix_space.go)
 	svc := d.pmix
 	svc.mu.Lock()
 	srv, ok := svc.srv, svc.jobs[p.Nspace] != nil
@@ -503,7 +524,7 @@ func (d *Daemon) pmixModexFetch(ctx context.Context, b *wire.KVFetchReq) (*wire.
 	if err != nil {
 		return nil, wire.Errorf(wire.ErrNotFound, "daemon %s: %v", d.node, err)
 	}
-	return &wire.KVFetchReply{Data: []wire.ProcKV{{Job: p.Nspace, Rank: p.Rank, Data: []wire.KV{{Key: pmixModexKey, Value: data}}}}}, nil
+	return &wire.KVFetchReply{Data: []wire.ProcKV{{Job: job, Rank: rank, Data: []wire.KV{{Key: pmixModexKey, Value: data}}}}}, nil
 }
 
 // Publish, Lookup, Unpublish: pmixJob is a pmix.Publisher on the master's
@@ -515,7 +536,7 @@ func (d *Daemon) pmixModexFetch(ctx context.Context, b *wire.KVFetchReq) (*wire.
 // does: PRRTE's data server also takes unmarked names at their job's end);
 // with one, the master keeps the name as long as it says.
 func (j *pmixJob) Publish(p pmix.Proc, data map[string]string, persist pmix.Persistence, done func(error)) {
-	req := &wire.PublishReq{Job: j.ns, Rank: p.Rank, Range: wire.RangeDVM, Persist: wirePersist[persist]}
+	req := &wire.PublishReq{Job: j.job, Rank: j.base + p.Rank, Range: wire.RangeDVM, Persist: wirePersist[persist]}
 	for _, k := range slices.Sorted(maps.Keys(data)) {
 		req.Data = append(req.Data, wire.KV{Key: k, Value: []byte(data[k])})
 	}
@@ -525,7 +546,7 @@ func (j *pmixJob) Publish(p pmix.Proc, data map[string]string, persist pmix.Pers
 	if err == nil && req.Persist == wire.PersistDefault {
 		j.mu.Lock()
 		for k := range data {
-			j.published[k] = p.Rank
+			j.published[k] = j.base + p.Rank
 		}
 		j.mu.Unlock()
 	}
@@ -551,7 +572,7 @@ func (j *pmixJob) Lookup(p pmix.Proc, keys []string, wait bool, done func(map[st
 	}
 	var rep wire.LookupReply
 	err := j.svc.d.master.Call(ctx, wire.KindLookup, &wire.LookupReq{
-		Job: j.ns, Rank: p.Rank, Range: wire.RangeDVM, Keys: keys, Wait: wait,
+		Job: j.job, Rank: j.base + p.Rank, Range: wire.RangeDVM, Keys: keys, Wait: wait,
 	}, &rep)
 	found := map[string]string{}
 	for _, kv := range rep.Data {
@@ -565,10 +586,11 @@ func (j *pmixJob) Unpublish(p pmix.Proc, keys []string, done func(error)) {
 	defer cancel()
 	d := j.svc.d
 	if len(keys) == 0 {
-		err := d.master.Call(ctx, wire.KindUnpublish, &wire.UnpublishReq{Job: j.ns, Rank: p.Rank, Range: wire.RangeDVM}, nil)
+		me := j.base + p.Rank
+		err := d.master.Call(ctx, wire.KindUnpublish, &wire.UnpublishReq{Job: j.job, Rank: me, Range: wire.RangeDVM}, nil)
 		if err == nil {
 			j.mu.Lock()
-			maps.DeleteFunc(j.published, func(_ string, r uint32) bool { return r == p.Rank })
+			maps.DeleteFunc(j.published, func(_ string, r uint32) bool { return r == me })
 			j.mu.Unlock()
 		}
 		done(pmixStatus(err))
@@ -582,9 +604,9 @@ func (j *pmixJob) Unpublish(p pmix.Proc, keys []string, done func(error)) {
 		owner, ok := j.published[k]
 		j.mu.Unlock()
 		if !ok {
-			owner = p.Rank
+			owner = j.base + p.Rank
 		}
-		err := d.master.Call(ctx, wire.KindUnpublish, &wire.UnpublishReq{Job: j.ns, Rank: owner, Range: wire.RangeDVM, Keys: []string{k}}, nil)
+		err := d.master.Call(ctx, wire.KindUnpublish, &wire.UnpublishReq{Job: j.job, Rank: owner, Range: wire.RangeDVM, Keys: []string{k}}, nil)
 		if err == nil {
 			j.mu.Lock()
 			delete(j.published, k)
@@ -601,8 +623,10 @@ func (j *pmixJob) Query(_ pmix.Proc, queries []pmix.Query, done func([]pmix.Quer
 	d := j.svc.d
 	d.mu.Lock()
 	var sets []wire.PsetInfo
-	if jc := d.jobs[j.ns]; jc != nil {
+	var data wire.JobData
+	if jc := d.jobs[j.job]; jc != nil {
 		sets = jc.latestSets("", false, true)
+		data = jc.data
 	}
 	d.mu.Unlock()
 	names := make([]string, len(sets))
@@ -623,7 +647,7 @@ func (j *pmixJob) Query(_ pmix.Proc, queries []pmix.Query, done func([]pmix.Quer
 				if i := slices.Index(names, q.Qualifiers[pmix.KeyPsetName]); i >= 0 {
 					var members []pmix.Proc
 					for r := range sets[i].Members.All() {
-						members = append(members, pmix.Proc{Nspace: sets[i].Job, Rank: r})
+						members = append(members, pmixName(&data, sets[i].Job, r)) // pmix_space.go
 					}
 					res = append(res, pmix.QueryResult{Key: k, Value: members})
 				}

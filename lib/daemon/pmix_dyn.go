@@ -49,7 +49,7 @@ type pmixDyn struct {
 // spawn does, and answers with its namespace once its processes started.
 func (j *pmixJob) Spawn(p pmix.Proc, jobInfo []pmix.KV, apps []pmix.App, done func(string, error)) {
 	j.svc.d.log.Debug("pmix spawn", "job", j.ns, "rank", p.Rank, "info", jobInfo, "apps", apps)
-	req, err := pmixSpawnReq(j.ns, p.Rank, jobInfo, apps, findInCwd)
+	req, err := pmixSpawnReq(j.job, j.base+p.Rank, jobInfo, apps, findInCwd)
 	if err != nil {
 		done("", &pmix.StatusError{Status: pmix.CodeBadParam, Msg: err.Error()})
 		return
@@ -281,7 +281,10 @@ func (svc *pmixService) fence(ctx context.Context, procs []pmix.Proc, data []byt
 // It returns the collected data.
 func (svc *pmixService) collective(ctx context.Context, id string, procs []pmix.Proc, collect bool,
 	contribute func(j *pmixJob, local []uint32) ([]wire.ProcKV, error)) ([]wire.ProcKV, error) {
-	parts, fence := pmixConnectProcs(procs)
+	parts, _ := pmixConnectProcs(procs)
+	// The master knows dynrt's names: an ADD's namespace is ranks of its
+	// job there (pmix_space.go).
+	_, fence := pmixConnectProcs(svc.d.pmixDynrt(procs))
 	var entries []*wire.FenceReq
 	for _, ns := range slices.Sorted(maps.Keys(parts)) {
 		svc.mu.Lock()
@@ -297,7 +300,11 @@ func (svc *pmixService) collective(ctx context.Context, id string, procs []pmix.
 		if len(local) == 0 {
 			continue
 		}
-		e := &wire.FenceReq{ID: id, Procs: fence, Collect: collect, Job: ns, Local: wire.RangesOf(local)}
+		dlocal := make([]uint32, len(local))
+		for i, r := range local {
+			dlocal[i] = j.base + r
+		}
+		e := &wire.FenceReq{ID: id, Procs: fence, Collect: collect, Job: j.job, Local: wire.RangesOf(dlocal)}
 		if contribute != nil {
 			data, err := contribute(j, local)
 			if err != nil {

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strings"
@@ -15,7 +16,7 @@ import (
 // or some of its ranks), as dynrt's own kill does.
 func (j *pmixJob) JobControl(p pmix.Proc, targets []pmix.Proc, ctl pmix.JobCtl, done func()) {
 	defer done()
-	req := &wire.PMIJobCtl{Job: j.ns, Rank: p.Rank, Procs: procRanges(targets)}
+	req := &wire.PMIJobCtl{Job: j.job, Rank: j.base + p.Rank, Procs: procRanges(j.svc.d.pmixDynrt(targets))}
 	if !ctl.Kill {
 		req.Signal = ctl.Signal
 	}
@@ -79,14 +80,17 @@ func (j *pmixJob) ClientEvent(ev pmix.ClientEvent) {
 			xp.malleable = true
 			xp.mu.Unlock()
 		}
-		j.svc.d.pmi.report(procKey{j.ns, ev.Source.Rank}, wire.PMIReportMalleable, "")
+		j.svc.d.pmi.report(procKey{j.job, j.base + ev.Source.Rank}, wire.PMIReportMalleable, "")
 	case pmix.CodeDynrtAccept:
 		j.accept(ev)
+	case pmix.CodeDynrtConfirm:
+		j.confirm(ev) // pmix_space.go
 	}
 }
 
 // accept runs the alone form of rc.accept for the root that sent ev and
-// tells it the outcome.
+// tells it the outcome. For an ADD the daemon first builds the set the
+// members continue with, UNION(bound set, delta) (newSet).
 func (j *pmixJob) accept(ev pmix.ClientEvent) {
 	req := &wire.RCAcceptReq{Alone: true}
 	for _, kv := range ev.Info {
@@ -97,22 +101,42 @@ func (j *pmixJob) accept(ev pmix.ClientEvent) {
 			req.Bound = kv.Value
 		}
 	}
-	info := []pmix.Info{{Key: pmix.KeyDynrtDelta, Value: req.Delta}}
 	var rep *wire.RCAcceptReply
 	var err error
+	c := Caller{Job: j.job, Rank: j.base + ev.Source.Rank}
 	if req.Delta == "" {
 		err = wire.Errorf(wire.ErrInvalid, "daemon %s: a PMIx accept (DYNRT_PMIX_ACCEPT) without %s names no change", j.svc.d.node, pmix.KeyDynrtDelta)
 	} else {
 		ctx, cancel := context.WithTimeout(j.ctx, acceptTimeout)
-		rep, err = j.svc.d.rcAccept(ctx, Caller{Job: j.ns, Rank: ev.Source.Rank}, req)
+		if typ, bound := j.svc.d.rcTypeOf(j.job, req.Delta, req.Bound); typ == wire.RCAdd && bound != "" {
+			req.Set, err = j.newSet(ctx, c.Rank, bound, req.Delta)
+		}
+		if err == nil {
+			rep, err = j.svc.d.rcAccept(ctx, c, req)
+		}
 		cancel()
 	}
-	if err != nil {
-		info = append(info, pmix.Info{Key: pmix.KeyDynrtError, Value: err.Error()})
-	} else {
-		info = append(info, pmix.Info{Key: pmix.KeyDynrtStatus, Value: rep.Status})
+	j.svc.notify(pmix.Event{Status: pmix.CodeDynrtAccepted, Targets: []pmix.Proc{ev.Source}, Info: outcome(req.Delta, rep, err)})
+}
+
+// rcTypeOf returns the type of the change delta of job as this daemon
+// knows it, and the bound set an accept speaks for (bound, or the
+// change's only one); "" when unknown (the accept then says why).
+func (d *Daemon) rcTypeOf(job, delta, bound string) (typ, set string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	jc := d.jobs[job]
+	if jc == nil || jc.rcs == nil {
+		return "", ""
 	}
-	j.svc.notify(pmix.Event{Status: pmix.CodeDynrtAccepted, Targets: []pmix.Proc{ev.Source}, Info: info})
+	rec := jc.rcs.byDelta[delta]
+	if rec == nil {
+		return "", ""
+	}
+	if bound == "" && len(rec.Bound) == 1 {
+		bound = rec.Bound[0]
+	}
+	return rec.Type, bound
 }
 
 // notify sends ev, logging a failure (the processes then miss it, as
@@ -134,16 +158,21 @@ func (svc *pmixService) notify(ev pmix.Event) {
 // (PMIX_PROCESS_SET_DEFINE), and its status (DYNRT_PMIX_RC). Called with
 // d.mu held, in the order of the pushes, so the events keep that order
 // (Notify only queues them in libpmix).
+//
+// The new processes of an ADD are not told of it: they find it in their
+// namespace's job info and confirm it (pmix_space.go); every process is
+// named by its PMIx name (its namespace and rank there).
 func (svc *pmixService) announce(rec *wire.RC, isNew bool) {
+	joiners := rec.Type == wire.RCAdd || rec.Type == wire.RCReplace
 	svc.mu.Lock()
 	var targets []pmix.Proc
 	for k, xp := range svc.procs {
-		if k.job != rec.Job {
+		if k.job != rec.Job || (joiners && rec.Ranks.Contains(k.rank)) {
 			continue
 		}
 		xp.mu.Lock()
 		if xp.malleable && !xp.finalized {
-			targets = append(targets, pmix.Proc{Nspace: k.job, Rank: k.rank})
+			targets = append(targets, pmix.Proc{Nspace: xp.job.ns, Rank: k.rank - xp.job.base})
 		}
 		xp.mu.Unlock()
 	}
@@ -151,10 +180,16 @@ func (svc *pmixService) announce(rec *wire.RC, isNew bool) {
 	if len(targets) == 0 {
 		return
 	}
-	slices.SortFunc(targets, func(a, b pmix.Proc) int { return int(a.Rank) - int(b.Rank) })
+	slices.SortFunc(targets, func(a, b pmix.Proc) int {
+		return cmp.Or(strings.Compare(a.Nspace, b.Nspace), cmp.Compare(a.Rank, b.Rank))
+	})
+	var data *wire.JobData
+	if jc := svc.d.jobs[rec.Job]; jc != nil { // d.mu is held
+		data = &jc.data
+	}
 	var delta []pmix.Proc
 	for r := range rec.Ranks.All() {
-		delta = append(delta, pmix.Proc{Nspace: rec.Job, Rank: r})
+		delta = append(delta, pmixName(data, rec.Job, r))
 	}
 	if isNew {
 		svc.notify(pmix.Event{Status: pmix.CodeProcessSetDefine, Targets: targets, Info: []pmix.Info{

@@ -241,11 +241,17 @@ func (d *Daemon) forwardAccept(ctx context.Context, c Caller, p *acceptPlan, b *
 }
 
 // handleRCConfirm serves rc.confirm from a new process.
-func (d *Daemon) handleRCConfirm(ctx context.Context, req *wire.Request, b *wire.RCConfirmReq) (_ any, err error) {
+func (d *Daemon) handleRCConfirm(ctx context.Context, req *wire.Request, b *wire.RCConfirmReq) (any, error) {
 	c, err := CallerOf(req)
 	if err != nil {
 		return nil, err
 	}
+	return d.rcConfirm(ctx, c, b)
+}
+
+// rcConfirm runs a confirm of the new process c (a client's rc.confirm,
+// or the confirm event of a PMIx process, pmix_space.go).
+func (d *Daemon) rcConfirm(ctx context.Context, c Caller, b *wire.RCConfirmReq) (_ *wire.RCAcceptReply, err error) {
 	ctx, cancel := withTimeout(ctx, b.TimeoutMS)
 	defer cancel()
 	d.mu.Lock()

@@ -54,6 +54,9 @@ type pmiJob struct {
 	// malleable: PMIx processes that declared they follow resource
 	// changes (DYNRT_PMIX_MALLEABLE, docs/mpi.md).
 	malleable map[uint32]bool
+	// spaces: the PMIx namespaces of the ranks ADDs started, oldest
+	// first (pmix_jobctl.go); the daemons get them in the job data.
+	spaces []wire.PMIxSpace
 }
 
 // maxSpawnProcs bounds one spawn (a broken request must not exhaust the

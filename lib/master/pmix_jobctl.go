@@ -3,6 +3,8 @@ package master
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/dynrt/dynrt/wire"
@@ -78,12 +80,61 @@ func (j *job) pmixMalleable() bool {
 	return all && len(j.pmi.malleable) > 0
 }
 
-// pmixTypeErr refuses the changes a PMIx job cannot take: new processes
-// would have to join its running PMIx namespace, whose size and maps its
-// processes read at PMIx_Init.
+// pmixTypeErr refuses the changes a PMIx job cannot take: a REPLACE
+// (not carried through yet: its new processes would need the joining of
+// an ADD and its replaced ones the leaving of a SUB in one change).
 func (j *job) pmixTypeErr(typ string) error {
-	if typ == wire.RCSub || !j.pmixJob() {
+	if typ != wire.RCReplace || !j.pmixJob() {
 		return nil
 	}
-	return wire.Errorf(wire.ErrUnsupported, "master: job %s (%s) is a PMIx job: dynrt cannot %s processes to it (the new processes would have to join its running PMIx namespace, which PMIx does not allow); of the resource changes only SUB is carried through to PMIx programs", j.app, j.ns, map[string]string{wire.RCAdd: "add", wire.RCReplace: "start replacement"}[typ])
+	return wire.Errorf(wire.ErrUnsupported, "master: job %s (%s) is a PMIx job: dynrt does not carry a REPLACE through to PMIx programs yet; of the resource changes ADD and SUB are (an ADD's new processes form a PMIx namespace of their own, docs/mpi.md); do a SUB and an ADD instead", j.app, j.ns)
+}
+
+// pmixSpaceName names the PMIx namespace of the processes that the
+// change delta (mpi://rte/<app>/rc/<n>) adds to the PMIx job ns:
+// "<ns>.rc<n>". PMIx cannot grow a running namespace (OpenPMIx 4.2
+// re-registers one only to update its process data), so each ADD's
+// processes form a namespace of their own.
+func pmixSpaceName(ns, delta string) string {
+	return ns + ".rc" + delta[strings.LastIndexByte(delta, '/')+1:]
+}
+
+// pmixJoin records the namespace of the new processes of the ADD run of
+// the PMIx job j (before the job data that carries it is pushed).
+func (j *job) pmixJoin(run *rcRun) {
+	if !run.adds() || !j.pmixJob() {
+		return
+	}
+	j.pmi.spaces = append(j.pmi.spaces, wire.PMIxSpace{
+		Nspace: pmixSpaceName(j.ns, run.r.Delta()), Ranks: run.delta, Delta: run.r.Delta(),
+	})
+}
+
+// pmixRewind forgets the namespaces of ranks from first on (an aborted
+// ADD gives its ranks back, and the next ADD starts a namespace for them).
+func (j *job) pmixRewind(first uint32) {
+	if j.pmi == nil {
+		return
+	}
+	j.pmi.spaces = slices.DeleteFunc(j.pmi.spaces, func(sp wire.PMIxSpace) bool {
+		return len(sp.Ranks) > 0 && sp.Ranks[0].Lo >= first
+	})
+}
+
+// pmixSpaces is what the job data says of the namespaces (nil: none).
+func (j *job) pmixSpaces() []wire.PMIxSpace {
+	if j.pmi == nil {
+		return nil
+	}
+	return slices.Clone(j.pmi.spaces)
+}
+
+// pmixLaunch is the PMI part of the launch of an ADD's processes: a PMIx
+// job's new processes get PMIx (their daemons register their namespace);
+// other jobs' none, as before.
+func (j *job) pmixLaunch() *wire.PMIJob {
+	if !j.pmixJob() {
+		return nil
+	}
+	return &wire.PMIJob{Mode: wire.PMIPMIx, Universe: j.pmi.info.Universe}
 }

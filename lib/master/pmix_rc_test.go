@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -42,8 +44,8 @@ func waitMalleable(t *testing.T, d *testDVM, job string) {
 // set, reads the delta's members through PMIx_Query; rank 0, the root
 // of the application set, accepts with the accept event and gets the
 // outcome back; the change is FINALIZED, ranks 2 and 3 leave, 0 and 1
-// go on, and the job ends with status 0. An ADD and a REPLACE of it are
-// refused with the reason.
+// go on, and the job ends with status 0. A REPLACE of it is refused with
+// the reason.
 func TestPMIxRCFollow(t *testing.T) {
 	prog := pmixProgram(t, "rc_follow")
 	for _, nodes := range []int{1, 4} {
@@ -54,15 +56,9 @@ func TestPMIxRCFollow(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitMalleable(t, d, rep.Job)
-		for _, typ := range []string{wire.RCAdd, wire.RCReplace} {
-			req := wire.RCRequest{Job: rep.Job, Type: typ, N: 1}
-			if typ == wire.RCReplace {
-				req.Ranks = wire.Span(1, 1)
-			}
-			_, err := d.rc(req)
-			if !errors.Is(err, wire.ErrUnsupported) || !strings.Contains(err.Error(), "would have to join its running PMIx namespace") {
-				t.Errorf("%s%s: %v, want the refusal", what, typ, err)
-			}
+		_, err = d.rc(wire.RCRequest{Job: rep.Job, Type: wire.RCReplace, N: 1, Ranks: wire.Span(1, 1)})
+		if !errors.Is(err, wire.ErrUnsupported) || !strings.Contains(err.Error(), "does not carry a REPLACE through to PMIx programs yet") {
+			t.Errorf("%sREPLACE: %v, want the refusal", what, err)
 		}
 		rc, err := d.rc(wire.RCRequest{Job: rep.Job, Type: wire.RCSub, Ranks: wire.Span(2, 3)})
 		if err != nil {
@@ -71,24 +67,11 @@ func TestPMIxRCFollow(t *testing.T) {
 		if got := d.settled(rc.Delta); got.Status != wire.RCFinalized {
 			t.Errorf("%sSUB %s ended %s (%s)", what, rc.Delta, got.Status, got.Reason)
 		}
-		end := d.wait(rep.Job)
-		if end.Code != 0 || end.State != wire.JobStateDone {
-			t.Errorf("%sjob ended %d %s: %s\n%s", what, end.Code, end.State, end.Msg, stderrOf(d, rep.Job))
-		}
-		for _, p := range d.procs(rep.Job) {
-			if p.State != wire.ProcStateExited || p.Code != 0 {
-				t.Errorf("%srank %d ended %s code %d", what, p.Rank, p.State, p.Code)
-			}
-		}
+		checkAllExited(t, what, d, rep.Job, 4)
 		app := "mpi://app/" + rep.App
 		var want []string
 		for r := range 4 {
-			want = append(want,
-				fmt.Sprintf("rank %d malleable", r),
-				fmt.Sprintf("rank %d pset_define %s members=job:2,job:3", r, rc.Delta),
-				fmt.Sprintf("rank %d rc SUB ANNOUNCED %s ranks=job:2,job:3 bound=%s", r, rc.Delta, app),
-				fmt.Sprintf("rank %d delta %s members=job:2,job:3", r, rc.Delta),
-				fmt.Sprintf("rank %d rc SUB FINALIZED %s ranks=job:2,job:3 bound=%s", r, rc.Delta, app))
+			want = append(want, followLines(r, wire.RCSub, rc.Delta, "job:2,job:3", app, wire.RCAnnounced, wire.RCFinalized)...)
 			if r < 2 {
 				want = append(want, fmt.Sprintf("rank %d done", r))
 			} else {
@@ -100,4 +83,170 @@ func TestPMIxRCFollow(t *testing.T) {
 		checkLines(t, what, lines(d, rep.Job), want)
 		checkScratchGone(t, rep.Job)
 	}
+}
+
+// TestPMIxRCAdd: an ADD of 2 processes to a 2-process PMIx job that
+// follows changes (testdata/pmix/rc_follow.c), on 1 and 4 virtual nodes
+// (after an ADD that does not fit, refused without a trace).
+// The new processes form a PMIx namespace of their own (<job>.rc1, PMIx
+// ranks 0 and 1 = dynrt ranks 2 and 3), registered where they run. Ranks
+// 0 and 1 get the delta's definition and every status with the new
+// processes under their PMIx names (job.rc1:0 and :1, also in the query
+// of the delta's members); rank 0 accepts (its daemon builds UNION(app,
+// delta)); the new processes read the change, the dynrt job and their
+// base rank from their namespace's job info, confirm, and get FINALIZED.
+// Then each namespace fences by itself (the first twice, the ADD's once:
+// one fence of all four would fail the second on 4 nodes), every process
+// finalizes and exits 0, the job ends with status 0 and size 4, and no
+// scratch directory of either namespace is left.
+func TestPMIxRCAdd(t *testing.T) {
+	prog := pmixProgram(t, "rc_follow")
+	for _, nodes := range []int{1, 4} {
+		what := fmt.Sprintf("%d nodes: ", nodes)
+		d := startDVM(t, nodes, 4/nodes)
+		rep, err := d.launch(wire.JobLaunchReq{Argv: []string{prog, "1", "60", "fence"}, N: 2, MapBy: wire.MapByNode, PMI: wire.PMIPMIx})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitMalleable(t, d, rep.Job)
+		if _, err := d.rc(wire.RCRequest{Job: rep.Job, Type: wire.RCAdd, N: 100}); err == nil || !strings.Contains(err.Error(), "ADD 100 to job rc_follow") {
+			t.Errorf("%sADD of 100: %v, want a refusal (no room)", what, err)
+		}
+		rc, err := d.rc(wire.RCRequest{Job: rep.Job, Type: wire.RCAdd, N: 2})
+		if err != nil {
+			t.Fatalf("%sADD: %v", what, err)
+		}
+		if got := d.settled(rc.Delta); got.Status != wire.RCFinalized {
+			t.Errorf("%sADD %s ended %s (%s)\n%q", what, rc.Delta, got.Status, got.Reason, lines(d, rep.Job))
+		}
+		checkAllExited(t, what, d, rep.Job, 4)
+		app := "mpi://app/" + rep.App
+		var want []string
+		for r := range 2 {
+			want = append(want, followLines(r, wire.RCAdd, rc.Delta, "job.rc1:0,job.rc1:1", app, wire.RCAnnounced, wire.RCPending, wire.RCFinalized)...)
+			want = append(want,
+				fmt.Sprintf("rank %d fenced 1", r),
+				fmt.Sprintf("rank %d fenced 2", r),
+				fmt.Sprintf("rank %d done", r))
+		}
+		for r := 2; r < 4; r++ {
+			want = append(want,
+				fmt.Sprintf("rank %d malleable", r),
+				fmt.Sprintf("rank %d joins %s as %s.rc1:%d of %s", r, rc.Delta, rep.Job, r-2, rep.Job),
+				fmt.Sprintf("rank %d confirmed %s: FINALIZED", r, rc.Delta),
+				fmt.Sprintf("rank %d fenced 1", r),
+				fmt.Sprintf("rank %d done", r))
+		}
+		want = append(want, fmt.Sprintf("rank 0 accepts %s for %s", rc.Delta, app), fmt.Sprintf("rank 0 accepted %s: PENDING", rc.Delta))
+		slices.Sort(want)
+		checkLines(t, what, lines(d, rep.Job), want)
+		checkScratchGone(t, rep.Job)
+		checkScratchGone(t, rep.Job+".rc1")
+	}
+}
+
+// TestPMIxRCAddFails: an ADD to a PMIx job that goes wrong leaves
+// nothing behind: the new processes cannot start (the program is gone),
+// or the job is killed while the ADD waits for its accept. The change is
+// ABORTED, every process has ended, and no scratch directory (so no
+// registered namespace: both go together) of either namespace is left,
+// on 4 virtual nodes.
+func TestPMIxRCAddFails(t *testing.T) {
+	prog := pmixProgram(t, "rc_follow")
+	for _, tc := range []struct {
+		name string
+		args []string
+		// during runs once the ADD is announced; after checks the job's end.
+		during func(d *testDVM, job string)
+		end    string
+	}{
+		{"new processes cannot start", []string{"1", "60"},
+			nil, wire.JobStateDone},
+		{"job killed during the change", []string{"1", "60", "noaccept"},
+			func(d *testDVM, job string) {
+				d.waitLines(job, 12) // the new processes wait for the accept in their confirm
+				d.kill(job)
+			}, wire.JobStateKilled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := startDVM(t, 4, 1)
+			copied := filepath.Join(t.TempDir(), "rc_follow")
+			if b, err := os.ReadFile(prog); err != nil || os.WriteFile(copied, b, 0o755) != nil {
+				t.Fatalf("copy %s: %v", prog, err)
+			}
+			rep, err := d.launch(wire.JobLaunchReq{Argv: append([]string{copied}, tc.args...), N: 2, MapBy: wire.MapByNode, PMI: wire.PMIPMIx})
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitMalleable(t, d, rep.Job)
+			if tc.during == nil {
+				if err := os.Remove(copied); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rc, err := d.rc(wire.RCRequest{Job: rep.Job, Type: wire.RCAdd, N: 2})
+			if err != nil {
+				t.Fatalf("ADD: %v", err)
+			}
+			if tc.during != nil {
+				tc.during(d, rep.Job)
+			}
+			if got := d.settled(rc.Delta); got.Status != wire.RCAborted {
+				t.Errorf("ADD %s ended %s, want ABORTED", rc.Delta, got.Status)
+			}
+			end := d.wait(rep.Job)
+			if end.State != tc.end {
+				t.Errorf("job ended %s (%d: %s), want %s\n%s", end.State, end.Code, end.Msg, tc.end, stderrOf(d, rep.Job))
+			}
+			for _, p := range d.procs(rep.Job) {
+				if p.State == wire.ProcStateRunning || p.State == wire.ProcStateLaunching {
+					t.Errorf("rank %d still %s", p.Rank, p.State)
+				}
+			}
+			if tc.end == wire.JobStateDone {
+				for r := range 2 {
+					for _, l := range []string{fmt.Sprintf("rank %d rc ADD ABORTED %s", r, rc.Delta), fmt.Sprintf("rank %d done", r)} {
+						if !slices.ContainsFunc(lines(d, rep.Job), func(s string) bool { return strings.HasPrefix(s, l) }) {
+							t.Errorf("no line %q in %q", l, lines(d, rep.Job))
+						}
+					}
+				}
+			}
+			checkScratchGone(t, rep.Job)
+			checkScratchGone(t, rep.Job+".rc1")
+		})
+	}
+}
+
+// checkAllExited waits for job to end and checks that it ended well with
+// n processes, each of which exited 0.
+func checkAllExited(t *testing.T, what string, d *testDVM, job string, n int) {
+	t.Helper()
+	end := d.wait(job)
+	if end.Code != 0 || end.State != wire.JobStateDone {
+		t.Errorf("%sjob ended %d %s: %s\n%s", what, end.Code, end.State, end.Msg, stderrOf(d, job))
+	}
+	procs := d.procs(job)
+	if len(procs) != n {
+		t.Errorf("%s%d processes, want %d", what, len(procs), n)
+	}
+	for _, p := range procs {
+		if p.State != wire.ProcStateExited || p.Code != 0 {
+			t.Errorf("%srank %d ended %s code %d", what, p.Rank, p.State, p.Code)
+		}
+	}
+}
+
+// followLines is what rank r of rc_follow prints of a change it follows:
+// its opt-in, the delta's definition and members, and one line per status.
+func followLines(r int, typ, delta, members, bound string, statuses ...string) []string {
+	out := []string{
+		fmt.Sprintf("rank %d malleable", r),
+		fmt.Sprintf("rank %d pset_define %s members=%s", r, delta, members),
+		fmt.Sprintf("rank %d delta %s members=%s", r, delta, members),
+	}
+	for _, st := range statuses {
+		out = append(out, fmt.Sprintf("rank %d rc %s %s %s ranks=%s bound=%s", r, typ, st, delta, members, bound))
+	}
+	return out
 }

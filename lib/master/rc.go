@@ -681,6 +681,7 @@ func (s *state) rcBegin(jr *jobRC, b *wire.RCRequest, at time.Time, reply func(*
 			j.nodes[p.Node] = j.nodes[p.Node].Add(p.Rank)
 		}
 		j.live += len(placed)
+		j.pmixJoin(run) // pmix_jobctl.go
 	}
 	run.placement = s.deltaPlacement(j, ranks)
 	def, err := setInfo(j.reg, j.ns, r.Delta(), time.Now().UnixNano())
@@ -944,7 +945,7 @@ func (s *state) rcJobData(j *job) wire.JobData {
 			excl = cur.outRR // the job after the change
 		}
 	}
-	data := wire.JobData{Gen: j.gen, ID: j.id, Job: j.ns, App: j.app, NextRank: uint32(j.procs.len())}
+	data := wire.JobData{Gen: j.gen, ID: j.id, Job: j.ns, App: j.app, NextRank: uint32(j.procs.len()), PMIx: j.pmixSpaces()}
 	size := 0
 	for _, n := range s.nodes {
 		rr, ok := j.nodes[n.idx]
@@ -1053,7 +1054,7 @@ func (s *state) rcLaunch(run *rcRun) {
 			node: n.idx, kind: wire.KindNodeLaunch, ranks: rr,
 			body: &wire.LaunchReq{
 				Job: j.ns, App: j.app, ID: j.id, Ranks: rr, Argv: j.req.Argv, Env: j.req.Env, Wdir: j.req.Wdir,
-				Output: j.req.Output, Delta: run.r.Delta(),
+				Output: j.req.Output, Delta: run.r.Delta(), PMI: j.pmixLaunch(),
 			},
 		})
 	}
@@ -1540,6 +1541,7 @@ func (s *state) rcRewind(run *rcRun) {
 	for _, r := range run.ranks {
 		j.procs.forget(r)
 	}
+	j.pmixRewind(first)
 	if !j.procs.rewind(first) {
 		s.log.Error("master: cannot rewind the job table after an aborted change", "delta", run.r.Delta())
 		return

@@ -88,6 +88,20 @@ type Job struct {
 	// member ranks: each process reads the names of its own as
 	// PMIX_PSET_NAMES.
 	Psets map[string][]uint32
+	// Dynrt places the namespace in its dynrt job, for programs that
+	// follow resource changes (nil: nothing is said).
+	Dynrt *DynrtJob
+}
+
+// DynrtJob is the job-level information dynrt registers in a namespace
+// (dynrt_pmix.h): the dynrt job (DYNRT_PMIX_JOB), the dynrt rank of PMIx
+// rank 0 (DYNRT_PMIX_BASE), and for the namespace of the processes a
+// resource change added to a running job, that change's delta set
+// (DYNRT_PMIX_RC_DELTA), which they confirm.
+type DynrtJob struct {
+	Job   string
+	Base  uint32
+	Delta string
 }
 
 // LocalRanks returns the ranks of j on its server's node, in rank order.

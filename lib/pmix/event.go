@@ -22,13 +22,16 @@ const (
 	CodeDynrtMalleable = -3601 // DYNRT_PMIX_MALLEABLE: a process follows resource changes
 	CodeDynrtRC        = -3602 // DYNRT_PMIX_RC: a resource change and its status
 	CodeDynrtAccept    = -3603 // DYNRT_PMIX_ACCEPT: the root of a bound set accepts
-	CodeDynrtAccepted  = -3604 // DYNRT_PMIX_ACCEPTED: the outcome of that accept
+	CodeDynrtAccepted  = -3604 // DYNRT_PMIX_ACCEPTED: the outcome of that accept (or confirm)
+	CodeDynrtConfirm   = -3605 // DYNRT_PMIX_CONFIRM: a process an ADD started confirms it
 
 	KeyDynrtType   = "dynrt.rc.type"   // DYNRT_PMIX_RC_TYPE
 	KeyDynrtStatus = "dynrt.rc.status" // DYNRT_PMIX_RC_STATUS
 	KeyDynrtDelta  = "dynrt.rc.delta"  // DYNRT_PMIX_RC_DELTA
 	KeyDynrtBound  = "dynrt.rc.bound"  // DYNRT_PMIX_RC_BOUND
 	KeyDynrtError  = "dynrt.rc.error"  // DYNRT_PMIX_RC_ERROR
+	KeyDynrtJob    = "dynrt.job"       // DYNRT_PMIX_JOB: job info, the dynrt job of the namespace
+	KeyDynrtBase   = "dynrt.base"      // DYNRT_PMIX_BASE: job info (uint32), the dynrt rank of PMIx rank 0
 )
 
 // RangeRM is PMIX_RANGE_RM: an event addressed to the host alone.

@@ -21,15 +21,17 @@ func TestDynrtHeader(t *testing.T) {
 	for name, want := range map[string]string{
 		"DYNRT_PMIX_MALLEABLE": strconv.Itoa(CodeDynrtMalleable), "DYNRT_PMIX_RC": strconv.Itoa(CodeDynrtRC),
 		"DYNRT_PMIX_ACCEPT": strconv.Itoa(CodeDynrtAccept), "DYNRT_PMIX_ACCEPTED": strconv.Itoa(CodeDynrtAccepted),
+		"DYNRT_PMIX_CONFIRM": strconv.Itoa(CodeDynrtConfirm),
 		"DYNRT_PMIX_RC_TYPE": `"` + KeyDynrtType + `"`, "DYNRT_PMIX_RC_STATUS": `"` + KeyDynrtStatus + `"`,
 		"DYNRT_PMIX_RC_DELTA": `"` + KeyDynrtDelta + `"`, "DYNRT_PMIX_RC_BOUND": `"` + KeyDynrtBound + `"`,
-		"DYNRT_PMIX_RC_ERROR": `"` + KeyDynrtError + `"`,
+		"DYNRT_PMIX_RC_ERROR": `"` + KeyDynrtError + `"`, "DYNRT_PMIX_JOB": `"` + KeyDynrtJob + `"`,
+		"DYNRT_PMIX_BASE": `"` + KeyDynrtBase + `"`,
 	} {
 		if defs[name] != want {
 			t.Errorf("dynrt_pmix.h: %s is %q, want %q", name, defs[name], want)
 		}
 	}
-	if len(defs) != 9 {
-		t.Errorf("dynrt_pmix.h defines %d names with values, want the 9 above: %v", len(defs), defs)
+	if len(defs) != 12 {
+		t.Errorf("dynrt_pmix.h defines %d names with values, want the 12 above: %v", len(defs), defs)
 	}
 }

@@ -821,6 +821,13 @@ func jobInfo(job *Job) (C.pmix_data_array_t, error) {
 	if job.Parent != nil {
 		il.proc(C.PMIX_PARENT_ID, *job.Parent) // dyn.go
 	}
+	if d := job.Dynrt; d != nil {
+		il.str(KeyDynrtJob, d.Job)
+		il.u32(KeyDynrtBase, d.Base)
+		if d.Delta != "" {
+			il.str(KeyDynrtDelta, d.Delta)
+		}
+	}
 	if job.Tmpdir != "" {
 		il.str(C.PMIX_TMPDIR, job.Tmpdir)
 		il.str(C.PMIX_NSDIR, job.Tmpdir)

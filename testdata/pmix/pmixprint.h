@@ -8,13 +8,23 @@
 
 #include <pmix.h>
 #include <stdio.h>
+#include <string.h>
 
 static pmix_proc_t me;
 
-/* proc prints a member as job:RANK or other:RANK (or *: the wildcard). */
+/* proc prints a member as job:RANK or other:RANK (or *: the wildcard);
+ * a namespace named after the caller's own plus a suffix (dynrt's
+ * namespace of an ADD, NS.rcN) as job.rcN:RANK. */
 static void proc(char *buf, size_t n, const pmix_proc_t *p)
 {
+    size_t own = strlen(me.nspace);
     const char *where = PMIX_CHECK_NSPACE(p->nspace, me.nspace) ? "job" : "other";
+    char ext[PMIX_MAX_NSLEN + 8];
+
+    if (strncmp(p->nspace, me.nspace, own) == 0 && p->nspace[own] == '.') {
+        snprintf(ext, sizeof ext, "job%s", p->nspace + own);
+        where = ext;
+    }
     if (p->rank == PMIX_RANK_WILDCARD)
         snprintf(buf, n, "%s:*", where);
     else

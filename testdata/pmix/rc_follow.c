@@ -1,7 +1,7 @@
 /* rc_follow: a plain PMIx client that follows dynrt's resource changes
  * (docs/mpi.md, "Resource changes through PMIx"; codes in dynrt_pmix.h).
  *
- *   rc_follow [CHANGES [WAIT_S]]
+ *   rc_follow [CHANGES [WAIT_S [fence] [noaccept]]]
  *
  * Every rank opts in (DYNRT_PMIX_MALLEABLE), registers one handler for
  * PMIX_PROCESS_SET_DEFINE, DYNRT_PMIX_RC and DYNRT_PMIX_ACCEPTED, and
@@ -11,15 +11,28 @@
  * member) of each bound set that holds it accepts the change. A rank that
  * a FINALIZED SUB removes finalizes and exits 0; the others go on.
  *
- * Lines (order across ranks is not fixed; sets by name, ranks of the own
- * namespace as job:R):
+ * A process that an ADD started finds the change in its namespace's job
+ * info (DYNRT_PMIX_RC_DELTA), confirms it (DYNRT_PMIX_CONFIRM) and counts
+ * it as its first change once the confirmation comes back. With "fence",
+ * every rank that stays fences its own namespace (PMIx_Fence) once its
+ * changes ended: twice in the job's first namespace, once in an ADD's.
+ * With "noaccept" no rank accepts (a change then waits for the runtime to
+ * abort it). R in the lines is the dynrt rank (DYNRT_PMIX_BASE plus
+ * the PMIx rank).
+ *
+ * Lines (order across ranks is not fixed; sets by name, PMIx ranks of the
+ * own namespace as job:R, of an ADD's namespace NS.rcN as job.rcN:R, of
+ * others as other:R):
  *   rank R malleable
+ *   rank R joins DELTA as NSPACE:R' of JOB
+ *   rank R confirmed DELTA: STATUS | rank R confirmed DELTA: error WHY
  *   rank R pset_define NAME members=job:2,job:3
  *   rank R rc TYPE STATUS DELTA ranks=job:2,job:3 bound=SET[,SET] [error=WHY]
  *   rank R delta DELTA members=job:2,job:3 | rank R delta DELTA members: STATUS
  *   rank R accepts DELTA for SET
  *   rank R accepted DELTA: STATUS | rank R accepted DELTA: error WHY
  *   rank R leaves
+ *   rank R fenced N | rank R fence N: WHY
  *   rank R done
  * Exit 0; 1 if PMIx_Init fails, 2 if the changes do not end in time.
  * Build: cc -I libdynrt/include rc_follow.c $(pkg-config --cflags --libs pmix). */
@@ -45,6 +58,19 @@ struct change {
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct change queue[QLEN];
 static int qhead, qtail;
+static unsigned myrank;   /* dynrt rank */
+static int noaccept;      /* never accept */
+static char joined[256]; /* the ADD that started this process, if one did */
+
+static void push(const struct change *c)
+{
+    pthread_mutex_lock(&mu);
+    if ((qtail + 1) % QLEN != qhead) {
+        queue[qtail] = *c;
+        qtail = (qtail + 1) % QLEN;
+    }
+    pthread_mutex_unlock(&mu);
+}
 
 static const char *info_string(const pmix_info_t info[], size_t n, const char *key)
 {
@@ -97,7 +123,7 @@ static void event(size_t id, pmix_status_t status, const pmix_proc_t *source, pm
         v[0] = '\0';
         if (val != NULL)
             value(v, sizeof v, val);
-        printf("rank %u pset_define %s members=%s\n", me.rank, info_string(info, ninfo, PMIX_PSET_NAME), v);
+        printf("rank %u pset_define %s members=%s\n", myrank, info_string(info, ninfo, PMIX_PSET_NAME), v);
         break;
     case DYNRT_PMIX_RC:
         memset(&c, 0, sizeof c);
@@ -109,22 +135,26 @@ static void event(size_t id, pmix_status_t status, const pmix_proc_t *source, pm
         if (val != NULL)
             value(c.ranks, sizeof c.ranks, val);
         c.removed = strcmp(c.type, "SUB") == 0 && contains(val, &me);
-        printf("rank %u rc %s %s %s ranks=%s bound=%s%s%s\n", me.rank, c.type, c.status, c.delta, c.ranks,
+        printf("rank %u rc %s %s %s ranks=%s bound=%s%s%s\n", myrank, c.type, c.status, c.delta, c.ranks,
                c.bound, err ? " error=" : "", err ? err : "");
-        pthread_mutex_lock(&mu);
-        if ((qtail + 1) % QLEN != qhead) {
-            queue[qtail] = c;
-            qtail = (qtail + 1) % QLEN;
-        }
-        pthread_mutex_unlock(&mu);
+        push(&c);
         break;
-    case DYNRT_PMIX_ACCEPTED:
+    case DYNRT_PMIX_ACCEPTED: {
+        const char *delta = info_string(info, ninfo, DYNRT_PMIX_RC_DELTA);
+        const char *what = joined[0] != '\0' && delta != NULL && strcmp(delta, joined) == 0 ? "confirmed" : "accepted";
         if (err != NULL)
-            printf("rank %u accepted %s: error %s\n", me.rank, info_string(info, ninfo, DYNRT_PMIX_RC_DELTA), err);
+            printf("rank %u %s %s: error %s\n", myrank, what, delta, err);
         else
-            printf("rank %u accepted %s: %s\n", me.rank, info_string(info, ninfo, DYNRT_PMIX_RC_DELTA),
-                   info_string(info, ninfo, DYNRT_PMIX_RC_STATUS));
+            printf("rank %u %s %s: %s\n", myrank, what, delta, info_string(info, ninfo, DYNRT_PMIX_RC_STATUS));
+        if (what[0] == 'c') { /* the end of the change that started this process */
+            memset(&c, 0, sizeof c);
+            copy(c.type, sizeof c.type, "ADD");
+            copy(c.status, sizeof c.status, err != NULL ? "ABORTED" : info_string(info, ninfo, DYNRT_PMIX_RC_STATUS));
+            copy(c.delta, sizeof c.delta, delta);
+            push(&c);
+        }
         break;
+    }
     }
     fflush(stdout);
     if (cbfunc != NULL)
@@ -132,8 +162,9 @@ static void event(size_t id, pmix_status_t status, const pmix_proc_t *source, pm
 }
 
 /* members asks PMIx_Query for the members of set; returns the status and
- * fills text (job:R,...) and the lowest rank of the own namespace. */
-static pmix_status_t members(const char *set, char *text, size_t n, pmix_rank_t *lowest)
+ * fills text (job:R,...) and whether this process is the set's root (its
+ * first member: the lowest dynrt rank). */
+static pmix_status_t members(const char *set, char *text, size_t n, int *root)
 {
     pmix_query_t q;
     pmix_info_t *res = NULL;
@@ -147,17 +178,14 @@ static pmix_status_t members(const char *set, char *text, size_t n, pmix_rank_t 
     PMIX_INFO_LOAD(&q.qualifiers[0], PMIX_PSET_NAME, set, PMIX_STRING);
     PMIX_INFO_LOAD(&q.qualifiers[1], PMIX_NSPACE, me.nspace, PMIX_STRING);
     rc = PMIx_Query_info(&q, 1, &res, &nres);
-    *lowest = PMIX_RANK_UNDEF;
+    *root = 0;
     if (rc == PMIX_SUCCESS && nres == 0)
         rc = PMIX_ERR_NOT_FOUND;
     if (rc == PMIX_SUCCESS) {
         value(text, n, &res[0].value);
-        if (res[0].value.type == PMIX_DATA_ARRAY && res[0].value.data.darray->type == PMIX_PROC) {
-            pmix_proc_t *ps = res[0].value.data.darray->array;
-            for (size_t i = 0; i < res[0].value.data.darray->size; i++)
-                if (PMIX_CHECK_NSPACE(ps[i].nspace, me.nspace) && (*lowest == PMIX_RANK_UNDEF || ps[i].rank < *lowest))
-                    *lowest = ps[i].rank;
-        }
+        if (res[0].value.type == PMIX_DATA_ARRAY && res[0].value.data.darray->type == PMIX_PROC &&
+            res[0].value.data.darray->size > 0)
+            *root = PMIX_CHECK_PROCID(&((pmix_proc_t *)res[0].value.data.darray->array)[0], &me);
     }
     if (res != NULL)
         PMIX_INFO_FREE(res, nres);
@@ -170,54 +198,110 @@ static pmix_status_t members(const char *set, char *text, size_t n, pmix_rank_t 
 static void announced(const struct change *c)
 {
     char text[2048], bound[512], *tok, *save;
-    pmix_rank_t lowest;
+    int root;
     pmix_status_t rc;
     pmix_info_t info[3];
 
-    rc = members(c->delta, text, sizeof text, &lowest);
+    rc = members(c->delta, text, sizeof text, &root);
     if (rc == PMIX_SUCCESS)
-        printf("rank %u delta %s members=%s\n", me.rank, c->delta, text);
+        printf("rank %u delta %s members=%s\n", myrank, c->delta, text);
     else
-        printf("rank %u delta %s members: %s\n", me.rank, c->delta, PMIx_Error_string(rc));
+        printf("rank %u delta %s members: %s\n", myrank, c->delta, PMIx_Error_string(rc));
     copy(bound, sizeof bound, c->bound);
     for (tok = strtok_r(bound, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
-        if (members(tok, text, sizeof text, &lowest) != PMIX_SUCCESS || lowest != me.rank)
+        if (noaccept || members(tok, text, sizeof text, &root) != PMIX_SUCCESS || !root)
             continue;
-        printf("rank %u accepts %s for %s\n", me.rank, c->delta, tok);
+        printf("rank %u accepts %s for %s\n", myrank, c->delta, tok);
         fflush(stdout);
         PMIX_INFO_LOAD(&info[0], DYNRT_PMIX_RC_DELTA, c->delta, PMIX_STRING);
         PMIX_INFO_LOAD(&info[1], DYNRT_PMIX_RC_BOUND, tok, PMIX_STRING);
         PMIX_INFO_LOAD(&info[2], PMIX_EVENT_DO_NOT_CACHE, NULL, PMIX_BOOL);
         rc = PMIx_Notify_event(DYNRT_PMIX_ACCEPT, &me, PMIX_RANGE_RM, info, 3, NULL, NULL);
         if (rc != PMIX_SUCCESS)
-            printf("rank %u accept: %s\n", me.rank, PMIx_Error_string(rc));
+            printf("rank %u accept: %s\n", myrank, PMIx_Error_string(rc));
         for (int i = 0; i < 3; i++)
             PMIX_INFO_DESTRUCT(&info[i]);
     }
     fflush(stdout);
 }
 
+/* whoami reads this namespace's dynrt job info: the dynrt rank of PMIx
+ * rank 0, and the change that started it, if one did. */
+static void whoami(char *job, size_t n)
+{
+    pmix_proc_t wild;
+    pmix_value_t *v = NULL;
+
+    PMIX_LOAD_PROCID(&wild, me.nspace, PMIX_RANK_WILDCARD);
+    myrank = me.rank;
+    if (PMIx_Get(&wild, DYNRT_PMIX_BASE, NULL, 0, &v) == PMIX_SUCCESS && v->type == PMIX_UINT32)
+        myrank = v->data.uint32 + me.rank;
+    if (v != NULL)
+        PMIX_VALUE_RELEASE(v);
+    v = NULL;
+    job[0] = '\0';
+    if (PMIx_Get(&wild, DYNRT_PMIX_JOB, NULL, 0, &v) == PMIX_SUCCESS && v->type == PMIX_STRING)
+        copy(job, n, v->data.string);
+    if (v != NULL)
+        PMIX_VALUE_RELEASE(v);
+    v = NULL;
+    if (PMIx_Get(&wild, DYNRT_PMIX_RC_DELTA, NULL, 0, &v) == PMIX_SUCCESS && v->type == PMIX_STRING)
+        copy(joined, sizeof joined, v->data.string);
+    if (v != NULL)
+        PMIX_VALUE_RELEASE(v);
+}
+
+/* event_rm sends code to the daemon, with the delta if given. */
+static pmix_status_t event_rm(pmix_status_t code, const char *delta)
+{
+    pmix_info_t info[2];
+    size_t n = 0;
+    pmix_status_t rc;
+
+    PMIX_INFO_LOAD(&info[n], PMIX_EVENT_DO_NOT_CACHE, NULL, PMIX_BOOL);
+    n++;
+    if (delta != NULL) {
+        PMIX_INFO_LOAD(&info[n], DYNRT_PMIX_RC_DELTA, delta, PMIX_STRING);
+        n++;
+    }
+    rc = PMIx_Notify_event(code, &me, PMIX_RANGE_RM, info, n, NULL, NULL);
+    for (size_t i = 0; i < n; i++)
+        PMIX_INFO_DESTRUCT(&info[i]);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     pmix_status_t rc, codes[] = {PMIX_PROCESS_SET_DEFINE, DYNRT_PMIX_RC, DYNRT_PMIX_ACCEPTED};
-    pmix_info_t nocache;
-    int changes = argc > 1 ? atoi(argv[1]) : 1, ended = 0;
+    int changes = argc > 1 ? atoi(argv[1]) : 1, ended = 0, fence = 0;
     time_t deadline = time(NULL) + (argc > 2 ? atoi(argv[2]) : 60);
     struct change c;
+    char job[256];
+
+    for (int i = 3; i < argc; i++) {
+        fence |= strcmp(argv[i], "fence") == 0;
+        noaccept |= strcmp(argv[i], "noaccept") == 0;
+    }
 
     if ((rc = PMIx_Init(&me, NULL, 0)) != PMIX_SUCCESS) {
         fprintf(stderr, "rc_follow: PMIx_Init: %s (not started by a PMIx launcher?)\n", PMIx_Error_string(rc));
         return 1;
     }
+    whoami(job, sizeof job);
     rc = PMIx_Register_event_handler(codes, 3, NULL, 0, event, NULL, NULL);
     if (rc < 0) {
         fprintf(stderr, "rc_follow: event handler: %s\n", PMIx_Error_string(rc));
         PMIx_Finalize(NULL, 0);
         return 1;
     }
-    PMIX_INFO_LOAD(&nocache, PMIX_EVENT_DO_NOT_CACHE, NULL, PMIX_BOOL);
-    rc = PMIx_Notify_event(DYNRT_PMIX_MALLEABLE, &me, PMIX_RANGE_RM, &nocache, 1, NULL, NULL);
-    printf("rank %u malleable%s%s\n", me.rank, rc == PMIX_SUCCESS ? "" : ": ", rc == PMIX_SUCCESS ? "" : PMIx_Error_string(rc));
+    rc = event_rm(DYNRT_PMIX_MALLEABLE, NULL);
+    printf("rank %u malleable%s%s\n", myrank, rc == PMIX_SUCCESS ? "" : ": ", rc == PMIX_SUCCESS ? "" : PMIx_Error_string(rc));
+    if (joined[0] != '\0') {
+        printf("rank %u joins %s as %s:%u of %s\n", myrank, joined, me.nspace, me.rank, job);
+        rc = event_rm(DYNRT_PMIX_CONFIRM, joined);
+        if (rc != PMIX_SUCCESS)
+            printf("rank %u confirm: %s\n", myrank, PMIx_Error_string(rc));
+    }
     fflush(stdout);
     while (ended < changes) {
         int have = 0;
@@ -230,7 +314,7 @@ int main(int argc, char **argv)
         pthread_mutex_unlock(&mu);
         if (!have) {
             if (time(NULL) > deadline) {
-                printf("rank %u: %d of %d changes ended in time\n", me.rank, ended, changes);
+                printf("rank %u: %d of %d changes ended in time\n", myrank, ended, changes);
                 fflush(stdout);
                 PMIx_Finalize(NULL, 0);
                 return 2;
@@ -243,14 +327,25 @@ int main(int argc, char **argv)
         else if (strcmp(c.status, "FINALIZED") == 0 || strcmp(c.status, "ABORTED") == 0) {
             ended++;
             if (c.removed && strcmp(c.status, "FINALIZED") == 0) {
-                printf("rank %u leaves\n", me.rank);
+                printf("rank %u leaves\n", myrank);
                 fflush(stdout);
                 PMIx_Finalize(NULL, 0);
                 return 0;
             }
         }
     }
-    printf("rank %u done\n", me.rank);
+    /* The job's first namespace fences twice, an ADD's once: were the
+     * namespaces' fences one, the second would wait for processes that
+     * never enter it. */
+    for (int i = 1; fence && i <= (joined[0] != '\0' ? 1 : 2); i++) {
+        rc = PMIx_Fence(NULL, 0, NULL, 0);
+        if (rc == PMIX_SUCCESS)
+            printf("rank %u fenced %d\n", myrank, i);
+        else
+            printf("rank %u fence %d: %s\n", myrank, i, PMIx_Error_string(rc));
+        fflush(stdout);
+    }
+    printf("rank %u done\n", myrank);
     fflush(stdout);
     PMIx_Finalize(NULL, 0);
     return 0;

@@ -1,0 +1,84 @@
+package daemon
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/dynrt/dynrt/lib/pmix"
+	"github.com/dynrt/dynrt/wire"
+)
+
+// TestPMIxSpaces: dynrt ranks and PMIx names of a job that two ADDs grew
+// (ranks 4-5 in dvm1.3.rc2, 6 in dvm1.3.rc4; an aborted ADD's namespace
+// for rank 6, rc3, was replaced by rc4's), both ways.
+func TestPMIxSpaces(t *testing.T) {
+	data := &wire.JobData{Job: "dvm1.3", PMIx: []wire.PMIxSpace{
+		{Nspace: "dvm1.3.rc2", Ranks: wire.Span(4, 5), Delta: "mpi://rte/a/rc/2"},
+		{Nspace: "dvm1.3.rc3", Ranks: wire.Span(6, 7), Delta: "mpi://rte/a/rc/3"},
+		{Nspace: "dvm1.3.rc4", Ranks: wire.Span(6, 6), Delta: "mpi://rte/a/rc/4"},
+	}}
+	for _, tc := range []struct {
+		job  string
+		rank uint32
+		want pmix.Proc
+	}{
+		{"dvm1.3", 0, pmix.Proc{Nspace: "dvm1.3", Rank: 0}},
+		{"dvm1.3", 3, pmix.Proc{Nspace: "dvm1.3", Rank: 3}},
+		{"dvm1.3", 4, pmix.Proc{Nspace: "dvm1.3.rc2", Rank: 0}},
+		{"dvm1.3", 5, pmix.Proc{Nspace: "dvm1.3.rc2", Rank: 1}},
+		{"dvm1.3", 6, pmix.Proc{Nspace: "dvm1.3.rc4", Rank: 0}},
+		{"dvm1.3", 7, pmix.Proc{Nspace: "dvm1.3.rc3", Rank: 1}},
+		{"dvm1.4", 5, pmix.Proc{Nspace: "dvm1.4", Rank: 5}}, // another job keeps its name
+	} {
+		if got := pmixName(data, tc.job, tc.rank); got != tc.want {
+			t.Errorf("pmixName(%s, %d) = %v, want %v", tc.job, tc.rank, got, tc.want)
+		}
+	}
+	if got := pmixName(nil, "dvm1.3", 4); got != (pmix.Proc{Nspace: "dvm1.3", Rank: 4}) {
+		t.Errorf("without job data: %v", got)
+	}
+	for _, tc := range []struct {
+		p    pmix.Proc
+		want []uint32
+		ok   bool
+	}{
+		{pmix.Proc{Nspace: "dvm1.3.rc2", Rank: 1}, []uint32{5}, true},
+		{pmix.Proc{Nspace: "dvm1.3.rc2", Rank: pmix.RankWildcard}, []uint32{4, 5}, true},
+		{pmix.Proc{Nspace: "dvm1.3.rc4", Rank: 0}, []uint32{6}, true},
+		{pmix.Proc{Nspace: "dvm1.3", Rank: 1}, nil, false}, // the job's own namespace: dynrt's names
+		{pmix.Proc{Nspace: "dvm1.9.rc1", Rank: 0}, nil, false},
+	} {
+		got, ok := dynrtRanks(data, tc.p)
+		if ok != tc.ok || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("dynrtRanks(%v) = %v %v, want %v %v", tc.p, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestPMIxSpaceDescribe: an ADD's namespace is described to PMIx with its
+// ranks renumbered from 0 on the nodes that run them, and a node that
+// runs none of them, or job data that misses some, is an error.
+func TestPMIxSpaceDescribe(t *testing.T) {
+	data := wire.JobData{Job: "dvm1.3", Placement: []wire.Placement{
+		{Node: "n0", Ranks: wire.RankRanges{{Lo: 0, Hi: 0}, {Lo: 4, Hi: 4}}},
+		{Node: "n1", Ranks: wire.Span(1, 1)},
+		{Node: "n2", Ranks: wire.RankRanges{{Lo: 2, Hi: 3}, {Lo: 5, Hi: 5}}},
+	}}
+	sp := pmixSpace{ns: "dvm1.3.rc2", base: 4, ranks: wire.Span(4, 5), delta: "mpi://rte/a/rc/2", data: data}
+	b := &wire.LaunchReq{Job: "dvm1.3", PMI: &wire.PMIJob{Mode: wire.PMIPMIx, Universe: 8}}
+	got, err := sp.describe(b, "n2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &pmix.Job{Nspace: "dvm1.3.rc2", Size: 2, Universe: 8, Nodes: []string{"n0", "n2"}, RankNode: []int{0, 1}, Node: 1}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("describe = %+v, want %+v", got, want)
+	}
+	if _, err := sp.describe(b, "n1"); err == nil {
+		t.Error("describe on a node without its ranks: no error")
+	}
+	sp.ranks = wire.Span(4, 6)
+	if _, err := sp.describe(b, "n2"); err == nil {
+		t.Error("describe with rank 6 unplaced: no error")
+	}
+}
