@@ -108,8 +108,8 @@ func (j *pmixJob) accept(ev pmix.ClientEvent) {
 		err = wire.Errorf(wire.ErrInvalid, "daemon %s: a PMIx accept (DYNRT_PMIX_ACCEPT) without %s names no change", j.svc.d.node, pmix.KeyDynrtDelta)
 	} else {
 		ctx, cancel := context.WithTimeout(j.ctx, acceptTimeout)
-		if typ, bound := j.svc.d.rcTypeOf(j.job, req.Delta, req.Bound); typ == wire.RCAdd && bound != "" {
-			req.Set, err = j.newSet(ctx, c.Rank, bound, req.Delta)
+		if rec, bound := j.svc.d.rcOf(j.job, req.Delta, req.Bound); rec != nil && bound != "" && rec.Type != wire.RCSub {
+			req.Set, err = j.newSet(ctx, c.Rank, bound, rec) // pmix_space.go
 		}
 		if err == nil {
 			rep, err = j.svc.d.rcAccept(ctx, c, req)
@@ -119,24 +119,21 @@ func (j *pmixJob) accept(ev pmix.ClientEvent) {
 	j.svc.notify(pmix.Event{Status: pmix.CodeDynrtAccepted, Targets: []pmix.Proc{ev.Source}, Info: outcome(req.Delta, rep, err)})
 }
 
-// rcTypeOf returns the type of the change delta of job as this daemon
-// knows it, and the bound set an accept speaks for (bound, or the
-// change's only one); "" when unknown (the accept then says why).
-func (d *Daemon) rcTypeOf(job, delta, bound string) (typ, set string) {
+// rcOf returns the change delta of job as this daemon knows it (a copy),
+// and the bound set an accept speaks for (bound, or the change's only
+// one); nil when unknown (the accept then says why).
+func (d *Daemon) rcOf(job, delta, bound string) (*wire.RC, string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	jc := d.jobs[job]
-	if jc == nil || jc.rcs == nil {
-		return "", ""
+	if jc == nil || jc.rcs == nil || jc.rcs.byDelta[delta] == nil {
+		return nil, ""
 	}
-	rec := jc.rcs.byDelta[delta]
-	if rec == nil {
-		return "", ""
-	}
+	rec := *jc.rcs.byDelta[delta]
 	if bound == "" && len(rec.Bound) == 1 {
 		bound = rec.Bound[0]
 	}
-	return rec.Type, bound
+	return &rec, bound
 }
 
 // notify sends ev, logging a failure (the processes then miss it, as
@@ -199,6 +196,13 @@ func (svc *pmixService) announce(rec *wire.RC, isNew bool) {
 	info := []pmix.Info{
 		{Key: pmix.KeyDynrtType, Value: rec.Type}, {Key: pmix.KeyDynrtStatus, Value: rec.Status},
 		{Key: pmix.KeyDynrtDelta, Value: rec.Delta}, {Key: pmix.KeyDynrtBound, Value: strings.Join(rec.Bound, ",")},
+	}
+	if len(rec.Out) > 0 {
+		var out []pmix.Proc
+		for r := range rec.Out.All() {
+			out = append(out, pmixName(data, rec.Job, r))
+		}
+		info = append(info, pmix.Info{Key: pmix.KeyDynrtOut, Value: out})
 	}
 	if rec.Status == wire.RCAborted {
 		info = append(info, pmix.Info{Key: pmix.KeyDynrtError, Value: rec.Reason})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/dynrt/dynrt/lib/pmix"
 	"github.com/dynrt/dynrt/wire"
@@ -240,15 +241,22 @@ func outcome(delta string, rep *wire.RCAcceptReply, err error) []pmix.Info {
 }
 
 // newSet is phase 2 done by the daemon for the root of a PMIx job that
-// accepts an ADD: the bound set's next version, UNION(bound, delta), as
-// lib/session's SetAfter makes it.
-func (j *pmixJob) newSet(ctx context.Context, rank uint32, bound, delta string) (wire.PsetRef, error) {
+// accepts an ADD or a REPLACE: the bound set's next version, as
+// lib/session's SetAfter builds it: UNION(bound, delta), and for a
+// REPLACE then DIFFERENCE(that, replaced set).
+func (j *pmixJob) newSet(ctx context.Context, rank uint32, bound string, rec *wire.RC) (wire.PsetRef, error) {
+	steps := [][2]string{{wire.OpUnion, rec.Delta}}
+	if rec.Type == wire.RCReplace {
+		steps = append(steps, [2]string{wire.OpDifference, rec.OutSet})
+	}
 	var rep wire.PsetOpReply
-	err := j.svc.d.master.Call(ctx, wire.KindPsetOp, &wire.PsetOpReq{
-		Job: j.job, Op: wire.OpUnion, P1: bound, P2: delta, Target: bound, Rank: rank,
-	}, &rep)
-	if err != nil {
-		return wire.PsetRef{}, fmt.Errorf("daemon %s: UNION(%s, %s) for the accept of rank %d: %w", j.svc.d.node, bound, delta, rank, err)
+	for _, st := range steps {
+		err := j.svc.d.master.Call(ctx, wire.KindPsetOp, &wire.PsetOpReq{
+			Job: j.job, Op: st[0], P1: bound, P2: st[1], Target: bound, Rank: rank,
+		}, &rep)
+		if err != nil {
+			return wire.PsetRef{}, fmt.Errorf("daemon %s: %s(%s, %s) for the accept of rank %d: %w", j.svc.d.node, strings.ToUpper(st[0]), bound, st[1], rank, err)
+		}
 	}
 	return wire.PsetRef{Name: rep.Name, Version: rep.Version}, nil
 }

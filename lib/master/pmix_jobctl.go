@@ -80,16 +80,6 @@ func (j *job) pmixMalleable() bool {
 	return all && len(j.pmi.malleable) > 0
 }
 
-// pmixTypeErr refuses the changes a PMIx job cannot take: a REPLACE
-// (not carried through yet: its new processes would need the joining of
-// an ADD and its replaced ones the leaving of a SUB in one change).
-func (j *job) pmixTypeErr(typ string) error {
-	if typ != wire.RCReplace || !j.pmixJob() {
-		return nil
-	}
-	return wire.Errorf(wire.ErrUnsupported, "master: job %s (%s) is a PMIx job: dynrt does not carry a REPLACE through to PMIx programs yet; of the resource changes ADD and SUB are (an ADD's new processes form a PMIx namespace of their own, docs/mpi.md); do a SUB and an ADD instead", j.app, j.ns)
-}
-
 // pmixSpaceName names the PMIx namespace of the processes that the
 // change delta (mpi://rte/<app>/rc/<n>) adds to the PMIx job ns:
 // "<ns>.rc<n>". PMIx cannot grow a running namespace (OpenPMIx 4.2

@@ -44,22 +44,11 @@ func waitMalleable(t *testing.T, d *testDVM, job string) {
 // set, reads the delta's members through PMIx_Query; rank 0, the root
 // of the application set, accepts with the accept event and gets the
 // outcome back; the change is FINALIZED, ranks 2 and 3 leave, 0 and 1
-// go on, and the job ends with status 0. A REPLACE of it is refused with
-// the reason.
+// go on, and the job ends with status 0.
 func TestPMIxRCFollow(t *testing.T) {
 	prog := pmixProgram(t, "rc_follow")
-	for _, nodes := range []int{1, 4} {
-		what := fmt.Sprintf("%d nodes: ", nodes)
-		d := startDVM(t, nodes, 4/nodes)
-		rep, err := d.launch(wire.JobLaunchReq{Argv: []string{prog}, N: 4, MapBy: wire.MapByNode, PMI: wire.PMIPMIx})
-		if err != nil {
-			t.Fatal(err)
-		}
-		waitMalleable(t, d, rep.Job)
-		_, err = d.rc(wire.RCRequest{Job: rep.Job, Type: wire.RCReplace, N: 1, Ranks: wire.Span(1, 1)})
-		if !errors.Is(err, wire.ErrUnsupported) || !strings.Contains(err.Error(), "does not carry a REPLACE through to PMIx programs yet") {
-			t.Errorf("%sREPLACE: %v, want the refusal", what, err)
-		}
+	onNodes(t, func(what string, d *testDVM) {
+		rep := launchFollow(t, d, 4, prog)
 		rc, err := d.rc(wire.RCRequest{Job: rep.Job, Type: wire.RCSub, Ranks: wire.Span(2, 3)})
 		if err != nil {
 			t.Fatalf("%sSUB: %v", what, err)
@@ -71,7 +60,7 @@ func TestPMIxRCFollow(t *testing.T) {
 		app := "mpi://app/" + rep.App
 		var want []string
 		for r := range 4 {
-			want = append(want, followLines(r, wire.RCSub, rc.Delta, "job:2,job:3", app, wire.RCAnnounced, wire.RCFinalized)...)
+			want = append(want, followLines(r, wire.RCSub, rc.Delta, "job:2,job:3", "", app, wire.RCAnnounced, wire.RCFinalized)...)
 			if r < 2 {
 				want = append(want, fmt.Sprintf("rank %d done", r))
 			} else {
@@ -82,7 +71,7 @@ func TestPMIxRCFollow(t *testing.T) {
 		slices.Sort(want)
 		checkLines(t, what, lines(d, rep.Job), want)
 		checkScratchGone(t, rep.Job)
-	}
+	})
 }
 
 // TestPMIxRCAdd: an ADD of 2 processes to a 2-process PMIx job that
@@ -93,22 +82,17 @@ func TestPMIxRCFollow(t *testing.T) {
 // 0 and 1 get the delta's definition and every status with the new
 // processes under their PMIx names (job.rc1:0 and :1, also in the query
 // of the delta's members); rank 0 accepts (its daemon builds UNION(app,
-// delta)); the new processes read the change, the dynrt job and their
-// base rank from their namespace's job info, confirm, and get FINALIZED.
+// delta): the application set is ranks 0-3 after it); the new processes
+// read the change, the dynrt job and their base rank from their
+// namespace's job info, confirm, and get FINALIZED.
 // Then each namespace fences by itself (the first twice, the ADD's once:
 // one fence of all four would fail the second on 4 nodes), every process
 // finalizes and exits 0, the job ends with status 0 and size 4, and no
 // scratch directory of either namespace is left.
 func TestPMIxRCAdd(t *testing.T) {
 	prog := pmixProgram(t, "rc_follow")
-	for _, nodes := range []int{1, 4} {
-		what := fmt.Sprintf("%d nodes: ", nodes)
-		d := startDVM(t, nodes, 4/nodes)
-		rep, err := d.launch(wire.JobLaunchReq{Argv: []string{prog, "1", "60", "fence"}, N: 2, MapBy: wire.MapByNode, PMI: wire.PMIPMIx})
-		if err != nil {
-			t.Fatal(err)
-		}
-		waitMalleable(t, d, rep.Job)
+	onNodes(t, func(what string, d *testDVM) {
+		rep := launchFollow(t, d, 2, prog, "1", "60", "fence")
 		if _, err := d.rc(wire.RCRequest{Job: rep.Job, Type: wire.RCAdd, N: 100}); err == nil || !strings.Contains(err.Error(), "ADD 100 to job rc_follow") {
 			t.Errorf("%sADD of 100: %v, want a refusal (no room)", what, err)
 		}
@@ -119,11 +103,12 @@ func TestPMIxRCAdd(t *testing.T) {
 		if got := d.settled(rc.Delta); got.Status != wire.RCFinalized {
 			t.Errorf("%sADD %s ended %s (%s)\n%q", what, rc.Delta, got.Status, got.Reason, lines(d, rep.Job))
 		}
+		checkAppSet(t, what, d, rep, wire.Span(0, 3))
 		checkAllExited(t, what, d, rep.Job, 4)
 		app := "mpi://app/" + rep.App
 		var want []string
 		for r := range 2 {
-			want = append(want, followLines(r, wire.RCAdd, rc.Delta, "job.rc1:0,job.rc1:1", app, wire.RCAnnounced, wire.RCPending, wire.RCFinalized)...)
+			want = append(want, followLines(r, wire.RCAdd, rc.Delta, "job.rc1:0,job.rc1:1", "", app, wire.RCAnnounced, wire.RCPending, wire.RCFinalized)...)
 			want = append(want,
 				fmt.Sprintf("rank %d fenced 1", r),
 				fmt.Sprintf("rank %d fenced 2", r),
@@ -142,7 +127,7 @@ func TestPMIxRCAdd(t *testing.T) {
 		checkLines(t, what, lines(d, rep.Job), want)
 		checkScratchGone(t, rep.Job)
 		checkScratchGone(t, rep.Job+".rc1")
-	}
+	})
 }
 
 // TestPMIxRCAddFails: an ADD to a PMIx job that goes wrong leaves
@@ -174,11 +159,7 @@ func TestPMIxRCAddFails(t *testing.T) {
 			if b, err := os.ReadFile(prog); err != nil || os.WriteFile(copied, b, 0o755) != nil {
 				t.Fatalf("copy %s: %v", prog, err)
 			}
-			rep, err := d.launch(wire.JobLaunchReq{Argv: append([]string{copied}, tc.args...), N: 2, MapBy: wire.MapByNode, PMI: wire.PMIPMIx})
-			if err != nil {
-				t.Fatal(err)
-			}
-			waitMalleable(t, d, rep.Job)
+			rep := launchFollow(t, d, 2, append([]string{copied}, tc.args...)...)
 			if tc.during == nil {
 				if err := os.Remove(copied); err != nil {
 					t.Fatal(err)
@@ -218,6 +199,82 @@ func TestPMIxRCAddFails(t *testing.T) {
 	}
 }
 
+// TestPMIxRCReplace: a REPLACE of rank 1 of a 2-process PMIx job that
+// follows changes, on 1 and 4 virtual nodes. The new process forms
+// namespace <job>.rc1 (dynrt rank 2), as for an ADD; ranks 0 and 1 get
+// every status with the new process and the replaced one under their
+// PMIx names (ranks=job.rc1:0 out=job:1); rank 0 accepts (its daemon
+// builds DIFFERENCE(UNION(app, delta), replaced): the application set is
+// ranks 0 and 2 after it), the new process confirms, and once the change
+// is FINALIZED rank 1 leaves; all three exit 0 and no scratch directory
+// is left.
+func TestPMIxRCReplace(t *testing.T) {
+	prog := pmixProgram(t, "rc_follow")
+	onNodes(t, func(what string, d *testDVM) {
+		rep := launchFollow(t, d, 2, prog)
+		rc, err := d.rc(wire.RCRequest{Job: rep.Job, Type: wire.RCReplace, N: 1, Ranks: wire.Span(1, 1)})
+		if err != nil {
+			t.Fatalf("%sREPLACE: %v", what, err)
+		}
+		if got := d.settled(rc.Delta); got.Status != wire.RCFinalized {
+			t.Errorf("%sREPLACE %s ended %s (%s)\n%q", what, rc.Delta, got.Status, got.Reason, lines(d, rep.Job))
+		}
+		checkAppSet(t, what, d, rep, wire.RankRanges{{Lo: 0, Hi: 0}, {Lo: 2, Hi: 2}})
+		checkAllExited(t, what, d, rep.Job, 3)
+		app := "mpi://app/" + rep.App
+		var want []string
+		for r, last := range []string{"done", "leaves"} {
+			want = append(want, followLines(r, wire.RCReplace, rc.Delta, "job.rc1:0", "job:1", app, wire.RCAnnounced, wire.RCPending, wire.RCFinalized)...)
+			want = append(want, fmt.Sprintf("rank %d %s", r, last))
+		}
+		want = append(want,
+			"rank 2 malleable",
+			fmt.Sprintf("rank 2 joins %s as %s.rc1:0 of %s", rc.Delta, rep.Job, rep.Job),
+			fmt.Sprintf("rank 2 confirmed %s: FINALIZED", rc.Delta),
+			"rank 2 done",
+			fmt.Sprintf("rank 0 accepts %s for %s", rc.Delta, app), fmt.Sprintf("rank 0 accepted %s: PENDING", rc.Delta))
+		slices.Sort(want)
+		checkLines(t, what, lines(d, rep.Job), want)
+		checkScratchGone(t, rep.Job)
+		checkScratchGone(t, rep.Job+".rc1")
+	})
+}
+
+// onNodes runs a test on 1 and on 4 virtual nodes of 4 slots in all,
+// what naming the case.
+func onNodes(t *testing.T, run func(what string, d *testDVM)) {
+	for _, nodes := range []int{1, 4} {
+		run(fmt.Sprintf("%d nodes: ", nodes), startDVM(t, nodes, 4/nodes))
+	}
+}
+
+// launchFollow launches argv as a PMIx job of n processes mapped by node
+// and waits until every one of them has declared itself malleable.
+func launchFollow(t *testing.T, d *testDVM, n uint32, argv ...string) wire.JobLaunchReply {
+	t.Helper()
+	rep, err := d.launch(wire.JobLaunchReq{Argv: argv, N: n, MapBy: wire.MapByNode, PMI: wire.PMIPMIx})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitMalleable(t, d, rep.Job)
+	return rep
+}
+
+// checkAppSet checks the members of the application set of rep's job
+// after a change: the set the root's daemon built for its accept.
+func checkAppSet(t *testing.T, what string, d *testDVM, rep wire.JobLaunchReply, want wire.RankRanges) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	in, err := d.c.Pset(ctx, wire.PsetGetReq{Job: rep.Job, Name: "mpi://app/" + rep.App, Members: true})
+	if err != nil {
+		t.Fatalf("%sapplication set: %v", what, err)
+	}
+	if !slices.Equal(in.Members, want) {
+		t.Errorf("%sapplication set %s: members %s, want %s", what, in.Name, in.Members, want)
+	}
+}
+
 // checkAllExited waits for job to end and checks that it ended well with
 // n processes, each of which exited 0.
 func checkAllExited(t *testing.T, what string, d *testDVM, job string, n int) {
@@ -238,15 +295,19 @@ func checkAllExited(t *testing.T, what string, d *testDVM, job string, n int) {
 }
 
 // followLines is what rank r of rc_follow prints of a change it follows:
-// its opt-in, the delta's definition and members, and one line per status.
-func followLines(r int, typ, delta, members, bound string, statuses ...string) []string {
-	out := []string{
+// its opt-in, the delta's definition and members, and one line per status
+// (with a REPLACE's replaced processes, out).
+func followLines(r int, typ, delta, members, out, bound string, statuses ...string) []string {
+	lines := []string{
 		fmt.Sprintf("rank %d malleable", r),
 		fmt.Sprintf("rank %d pset_define %s members=%s", r, delta, members),
 		fmt.Sprintf("rank %d delta %s members=%s", r, delta, members),
 	}
-	for _, st := range statuses {
-		out = append(out, fmt.Sprintf("rank %d rc %s %s %s ranks=%s bound=%s", r, typ, st, delta, members, bound))
+	if out != "" {
+		out = " out=" + out
 	}
-	return out
+	for _, st := range statuses {
+		lines = append(lines, fmt.Sprintf("rank %d rc %s %s %s ranks=%s%s bound=%s", r, typ, st, delta, members, out, bound))
+	}
+	return lines
 }

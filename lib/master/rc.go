@@ -480,11 +480,7 @@ func (s *state) rcSubmit(b *wire.RCRequest, at time.Time, reply func(*wire.RC, e
 		reply(nil, err)
 		return
 	}
-	typ, err := parseRCType(b.Type)
-	if err == nil {
-		err = j.pmixTypeErr(typ) // pmix_jobctl.go
-	}
-	if err != nil {
+	if _, err := parseRCType(b.Type); err != nil {
 		reply(nil, err)
 		return
 	}

@@ -30,6 +30,7 @@ const (
 	KeyDynrtDelta  = "dynrt.rc.delta"  // DYNRT_PMIX_RC_DELTA
 	KeyDynrtBound  = "dynrt.rc.bound"  // DYNRT_PMIX_RC_BOUND
 	KeyDynrtError  = "dynrt.rc.error"  // DYNRT_PMIX_RC_ERROR
+	KeyDynrtOut    = "dynrt.rc.out"    // DYNRT_PMIX_RC_OUT: a REPLACE's replaced processes ([]Proc)
 	KeyDynrtJob    = "dynrt.job"       // DYNRT_PMIX_JOB: job info, the dynrt job of the namespace
 	KeyDynrtBase   = "dynrt.base"      // DYNRT_PMIX_BASE: job info (uint32), the dynrt rank of PMIx rank 0
 )

@@ -25,13 +25,13 @@ func TestDynrtHeader(t *testing.T) {
 		"DYNRT_PMIX_RC_TYPE": `"` + KeyDynrtType + `"`, "DYNRT_PMIX_RC_STATUS": `"` + KeyDynrtStatus + `"`,
 		"DYNRT_PMIX_RC_DELTA": `"` + KeyDynrtDelta + `"`, "DYNRT_PMIX_RC_BOUND": `"` + KeyDynrtBound + `"`,
 		"DYNRT_PMIX_RC_ERROR": `"` + KeyDynrtError + `"`, "DYNRT_PMIX_JOB": `"` + KeyDynrtJob + `"`,
-		"DYNRT_PMIX_BASE": `"` + KeyDynrtBase + `"`,
+		"DYNRT_PMIX_BASE": `"` + KeyDynrtBase + `"`, "DYNRT_PMIX_RC_OUT": `"` + KeyDynrtOut + `"`,
 	} {
 		if defs[name] != want {
 			t.Errorf("dynrt_pmix.h: %s is %q, want %q", name, defs[name], want)
 		}
 	}
-	if len(defs) != 12 {
-		t.Errorf("dynrt_pmix.h defines %d names with values, want the 12 above: %v", len(defs), defs)
+	if len(defs) != 13 {
+		t.Errorf("dynrt_pmix.h defines %d names with values, want the 13 above: %v", len(defs), defs)
 	}
 }

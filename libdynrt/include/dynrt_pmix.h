@@ -20,7 +20,8 @@
  *   PMIX_PROCESS_SET_DEFINE   PMIX_PSET_NAME = the delta set,
  *                             PMIX_PSET_MEMBERS = its processes
  *   DYNRT_PMIX_RC             DYNRT_PMIX_RC_TYPE, _STATUS, _DELTA, _BOUND,
- *                             PMIX_EVENT_AFFECTED_PROCS = the delta's ranks
+ *                             PMIX_EVENT_AFFECTED_PROCS = the delta's ranks,
+ *                             for a REPLACE DYNRT_PMIX_RC_OUT = the replaced
  *                             (again at each new status: PENDING,
  *                             FINALIZED or ABORTED with DYNRT_PMIX_RC_ERROR)
  *
@@ -30,11 +31,13 @@
  *
  * and gets the outcome back as DYNRT_PMIX_ACCEPTED (DYNRT_PMIX_RC_DELTA,
  * DYNRT_PMIX_RC_STATUS, or DYNRT_PMIX_RC_ERROR); for an ADD its daemon
- * first makes the bound set's new version UNION(bound set, delta). A SUB's
- * removed ranks then finalize and exit 0; the others go on.
+ * first makes the bound set's new version UNION(bound set, delta), for a
+ * REPLACE then DIFFERENCE(that, the replaced set). Once FINALIZED, a SUB's
+ * removed ranks and a REPLACE's replaced ones finalize and exit 0; the
+ * others go on.
  *
  * Ranks and namespaces. PMIx cannot grow a running namespace, so the
- * processes an ADD starts form a namespace of their own, NS.rcN (NS the
+ * processes an ADD (or a REPLACE) starts form a namespace of their own, NS.rcN (NS the
  * job's namespace, N the change's number, as in its delta set
  * mpi://rte/APP/rc/N), PMIx ranks 0..n-1, while they are dynrt ranks
  * BASE..BASE+n-1 of the same job. Every namespace of the job carries the
@@ -53,7 +56,7 @@
  * changes reach them like everyone else. Every process named in an event
  * or a query answer (delta members, affected procs, set members) carries
  * its real PMIx name, so the running processes see the new ones in their
- * namespace. REPLACE is refused for PMIx jobs. Codes are below
+ * namespace. Codes are below
  * PMIX_EXTERNAL_ERR_BASE (-3000), the range PMIx leaves to hosts. */
 #ifndef DYNRT_PMIX_H
 #define DYNRT_PMIX_H
@@ -65,12 +68,13 @@
 #define DYNRT_PMIX_ACCEPTED  -3604 /* daemon -> root or new process: the outcome of its accept or confirm */
 #define DYNRT_PMIX_CONFIRM   -3605 /* new process -> daemon: confirm the ADD DYNRT_PMIX_RC_DELTA */
 
-/* Info keys of those events (all strings; DYNRT_PMIX_RC_DELTA is also job info). */
+/* Info keys of those events (strings but DYNRT_PMIX_RC_OUT; DYNRT_PMIX_RC_DELTA is also job info). */
 #define DYNRT_PMIX_RC_TYPE   "dynrt.rc.type"   /* ADD, SUB or REPLACE */
 #define DYNRT_PMIX_RC_STATUS "dynrt.rc.status" /* ANNOUNCED, PENDING, FINALIZED or ABORTED */
 #define DYNRT_PMIX_RC_DELTA  "dynrt.rc.delta"  /* the delta set's name */
 #define DYNRT_PMIX_RC_BOUND  "dynrt.rc.bound"  /* the bound sets' names, comma-separated */
 #define DYNRT_PMIX_RC_ERROR  "dynrt.rc.error"  /* why it was aborted, or the accept refused */
+#define DYNRT_PMIX_RC_OUT    "dynrt.rc.out"    /* REPLACE: the replaced processes (PMIX_DATA_ARRAY of PMIX_PROC) */
 
 /* Job-level info of every namespace of a dynrt job. */
 #define DYNRT_PMIX_JOB       "dynrt.job"       /* string: the dynrt job */

@@ -9,9 +9,10 @@
  * within WAIT_S seconds (default 60). When a change is announced, each
  * rank asks PMIx_Query for the delta set's members, and the root (lowest
  * member) of each bound set that holds it accepts the change. A rank that
- * a FINALIZED SUB removes finalizes and exits 0; the others go on.
+ * a FINALIZED SUB removes, or a FINALIZED REPLACE replaces, finalizes and
+ * exits 0; the others go on.
  *
- * A process that an ADD started finds the change in its namespace's job
+ * A process that an ADD or a REPLACE started finds the change in its namespace's job
  * info (DYNRT_PMIX_RC_DELTA), confirms it (DYNRT_PMIX_CONFIRM) and counts
  * it as its first change once the confirmation comes back. With "fence",
  * every rank that stays fences its own namespace (PMIx_Fence) once its
@@ -27,7 +28,7 @@
  *   rank R joins DELTA as NSPACE:R' of JOB
  *   rank R confirmed DELTA: STATUS | rank R confirmed DELTA: error WHY
  *   rank R pset_define NAME members=job:2,job:3
- *   rank R rc TYPE STATUS DELTA ranks=job:2,job:3 bound=SET[,SET] [error=WHY]
+ *   rank R rc TYPE STATUS DELTA ranks=job:2,job:3 [out=job:1] bound=SET[,SET] [error=WHY]
  *   rank R delta DELTA members=job:2,job:3 | rank R delta DELTA members: STATUS
  *   rank R accepts DELTA for SET
  *   rank R accepted DELTA: STATUS | rank R accepted DELTA: error WHY
@@ -50,8 +51,8 @@
 /* A change's status as the handler saw it, for the main loop to act on
  * (PMIx calls that wait must not run inside a handler). */
 struct change {
-    char type[16], status[16], delta[256], bound[512], ranks[1024];
-    int removed; /* this rank is in the delta */
+    char type[16], status[16], delta[256], bound[512], ranks[1024], out[1024];
+    int removed; /* this rank leaves: in a SUB's delta, or a REPLACE's replaced processes */
 };
 
 #define QLEN 64
@@ -135,8 +136,13 @@ static void event(size_t id, pmix_status_t status, const pmix_proc_t *source, pm
         if (val != NULL)
             value(c.ranks, sizeof c.ranks, val);
         c.removed = strcmp(c.type, "SUB") == 0 && contains(val, &me);
-        printf("rank %u rc %s %s %s ranks=%s bound=%s%s%s\n", myrank, c.type, c.status, c.delta, c.ranks,
-               c.bound, err ? " error=" : "", err ? err : "");
+        val = info_value(info, ninfo, DYNRT_PMIX_RC_OUT);
+        if (val != NULL) {
+            value(c.out, sizeof c.out, val);
+            c.removed = strcmp(c.type, "REPLACE") == 0 && contains(val, &me);
+        }
+        printf("rank %u rc %s %s %s ranks=%s%s%s bound=%s%s%s\n", myrank, c.type, c.status, c.delta, c.ranks,
+               val != NULL ? " out=" : "", c.out, c.bound, err ? " error=" : "", err ? err : "");
         push(&c);
         break;
     case DYNRT_PMIX_ACCEPTED: {
