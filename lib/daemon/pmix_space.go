@@ -52,21 +52,34 @@ func pmixName(data *wire.JobData, job string, rank uint32) pmix.Proc {
 	return pmix.Proc{Nspace: sp.ns, Rank: rank - sp.base}
 }
 
-// dynrtRanks gives the dynrt ranks of a PMIx process of an ADD's
-// namespace of data's job (a wildcard: all of them); ok is false for
-// other namespaces. Pure.
-func dynrtRanks(data *wire.JobData, p pmix.Proc) (ranks []uint32, ok bool) {
-	for i := len(data.PMIx) - 1; i >= 0; i-- {
-		sp := data.PMIx[i]
-		if sp.Nspace != p.Nspace || len(sp.Ranks) == 0 {
-			continue
+// dynrtOf turns a PMIx process of a namespace of data's job into dynrt
+// processes (namespace = dynrt job, rank = dynrt rank); ok is false for
+// other namespaces. A wildcard stands for the namespace's live ranks, and
+// for the whole job (the wildcard kept) while the job has one namespace.
+// Pure.
+func dynrtOf(data *wire.JobData, p pmix.Proc) (ps []pmix.Proc, ok bool) {
+	var sp *wire.PMIxSpace
+	for i := len(data.PMIx) - 1; i >= 0 && sp == nil; i-- {
+		if data.PMIx[i].Nspace == p.Nspace && len(data.PMIx[i].Ranks) > 0 {
+			sp = &data.PMIx[i]
 		}
-		if p.Rank == pmix.RankWildcard {
-			return sp.Ranks.Ranks(), true
-		}
-		return []uint32{sp.Ranks[0].Lo + p.Rank}, true
 	}
-	return nil, false
+	switch {
+	case sp == nil && p.Nspace != data.Job:
+		return nil, false
+	case p.Rank != pmix.RankWildcard && sp != nil:
+		return []pmix.Proc{{Nspace: data.Job, Rank: sp.Ranks[0].Lo + p.Rank}}, true
+	case p.Rank != pmix.RankWildcard || len(data.PMIx) == 0:
+		return []pmix.Proc{{Nspace: data.Job, Rank: p.Rank}}, true
+	}
+	for _, pl := range data.Placement {
+		for r := range pl.Ranks.All() {
+			if spaceIn(data, r).ns == p.Nspace {
+				ps = append(ps, pmix.Proc{Nspace: data.Job, Rank: r})
+			}
+		}
+	}
+	return ps, true
 }
 
 // pmixSpaceOf finds the namespace of rank of job from this daemon's job
@@ -94,53 +107,21 @@ func (d *Daemon) pmixProcOf(job string, rank uint32) pmix.Proc {
 	return pmixName(data, job, rank)
 }
 
-// pmixDynrt turns PMIx processes into dynrt ones (namespace = dynrt job,
-// rank = dynrt rank; the wildcard of an ADD's namespace becomes its
-// ranks). Processes of namespaces unknown here keep their names (a job of
-// its own, spawned or connected).
+// pmixDynrt turns PMIx processes into dynrt ones (dynrtOf) for the master,
+// from the job data of this daemon's jobs. Processes of namespaces unknown
+// here keep their names (a job of its own, spawned or connected).
 func (d *Daemon) pmixDynrt(ps []pmix.Proc) []pmix.Proc {
-	svc := d.pmix
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	out := make([]pmix.Proc, 0, len(ps))
 	for _, p := range ps {
-		svc.mu.Lock()
-		j := svc.jobs[p.Nspace]
-		svc.mu.Unlock()
-		switch {
-		case j == nil:
-		case p.Rank == pmix.RankWildcard && j.ns != j.job:
-			for r := range j.desc.Size {
-				out = append(out, pmix.Proc{Nspace: j.job, Rank: j.base + r})
-			}
-			continue
-		case p.Rank == pmix.RankWildcard:
-			// The job's own namespace: the whole job until an ADD, then
-			// its live ranks outside the ADDs' namespaces.
-			if pr := d.pmixFenceProcs(j); pr != nil {
-				for r := range pr[0].Ranks.All() {
-					out = append(out, pmix.Proc{Nspace: j.job, Rank: r})
-				}
-			} else {
-				out = append(out, pmix.Proc{Nspace: j.job, Rank: p.Rank})
-			}
-			continue
-		default:
-			out = append(out, pmix.Proc{Nspace: j.job, Rank: j.base + p.Rank})
-			continue
-		}
-		// A namespace without processes here: an ADD's of a job this
-		// daemon knows?
-		d.mu.Lock()
 		found := false
-		for job, jc := range d.jobs {
-			if rs, ok := dynrtRanks(&jc.data, p); ok {
-				for _, r := range rs {
-					out = append(out, pmix.Proc{Nspace: job, Rank: r})
-				}
-				found = true
+		for _, jc := range d.jobs {
+			if q, ok := dynrtOf(&jc.data, p); ok {
+				out, found = append(out, q...), true
 				break
 			}
 		}
-		d.mu.Unlock()
 		if !found {
 			out = append(out, p)
 		}
@@ -153,19 +134,13 @@ func (d *Daemon) pmixDynrt(ps []pmix.Proc) []pmix.Proc {
 // job has one namespace; once an ADD gave it more, the live ranks of j's
 // namespace, since a namespace's fence is not the others'.
 func (d *Daemon) pmixFenceProcs(j *pmixJob) []wire.ProcRanges {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	jc := d.jobs[j.job]
-	if jc == nil || len(jc.data.PMIx) == 0 {
+	ps := d.pmixDynrt([]pmix.Proc{{Nspace: j.ns, Rank: pmix.RankWildcard}})
+	if len(ps) == 1 && ps[0].Rank == pmix.RankWildcard {
 		return nil
 	}
 	var rr wire.RankRanges
-	for _, pl := range jc.data.Placement {
-		for r := range pl.Ranks.All() {
-			if spaceIn(&jc.data, r).ns == j.ns {
-				rr = rr.Add(r)
-			}
-		}
+	for _, p := range ps {
+		rr = rr.Add(p.Rank)
 	}
 	return []wire.ProcRanges{{Job: j.job, Ranks: rr}}
 }

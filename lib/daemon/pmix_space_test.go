@@ -10,7 +10,7 @@ import (
 
 // TestPMIxSpaces: dynrt ranks and PMIx names of a job that two ADDs grew
 // (ranks 4-5 in dvm1.3.rc2, 6 in dvm1.3.rc4; an aborted ADD's namespace
-// for rank 6, rc3, was replaced by rc4's), both ways.
+// for ranks 6-7, rc3, was replaced by rc4's for rank 6), both ways.
 func TestPMIxSpaces(t *testing.T) {
 	data := &wire.JobData{Job: "dvm1.3", PMIx: []wire.PMIxSpace{
 		{Nspace: "dvm1.3.rc2", Ranks: wire.Span(4, 5), Delta: "mpi://rte/a/rc/2"},
@@ -37,21 +37,38 @@ func TestPMIxSpaces(t *testing.T) {
 	if got := pmixName(nil, "dvm1.3", 4); got != (pmix.Proc{Nspace: "dvm1.3", Rank: 4}) {
 		t.Errorf("without job data: %v", got)
 	}
+	// Live: 0, 1, 4, 5, 6 (2 and 3 left by a SUB).
+	data.Placement = []wire.Placement{
+		{Node: "n0", Ranks: wire.RankRanges{{Lo: 0, Hi: 1}, {Lo: 4, Hi: 4}}}, {Node: "n1", Ranks: wire.Span(5, 6)},
+	}
+	job := func(rs ...uint32) []pmix.Proc {
+		var ps []pmix.Proc
+		for _, r := range rs {
+			ps = append(ps, pmix.Proc{Nspace: "dvm1.3", Rank: r})
+		}
+		return ps
+	}
 	for _, tc := range []struct {
 		p    pmix.Proc
-		want []uint32
+		want []pmix.Proc
 		ok   bool
 	}{
-		{pmix.Proc{Nspace: "dvm1.3.rc2", Rank: 1}, []uint32{5}, true},
-		{pmix.Proc{Nspace: "dvm1.3.rc2", Rank: pmix.RankWildcard}, []uint32{4, 5}, true},
-		{pmix.Proc{Nspace: "dvm1.3.rc4", Rank: 0}, []uint32{6}, true},
-		{pmix.Proc{Nspace: "dvm1.3", Rank: 1}, nil, false}, // the job's own namespace: dynrt's names
+		{pmix.Proc{Nspace: "dvm1.3.rc2", Rank: 1}, job(5), true},
+		{pmix.Proc{Nspace: "dvm1.3.rc2", Rank: pmix.RankWildcard}, job(4, 5), true},
+		{pmix.Proc{Nspace: "dvm1.3.rc4", Rank: 0}, job(6), true},
+		{pmix.Proc{Nspace: "dvm1.3", Rank: 1}, job(1), true},
+		{pmix.Proc{Nspace: "dvm1.3", Rank: pmix.RankWildcard}, job(0, 1), true}, // the first namespace's live ranks
 		{pmix.Proc{Nspace: "dvm1.9.rc1", Rank: 0}, nil, false},
 	} {
-		got, ok := dynrtRanks(data, tc.p)
+		got, ok := dynrtOf(data, tc.p)
 		if ok != tc.ok || !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("dynrtRanks(%v) = %v %v, want %v %v", tc.p, got, ok, tc.want, tc.ok)
+			t.Errorf("dynrtOf(%v) = %v %v, want %v %v", tc.p, got, ok, tc.want, tc.ok)
 		}
+	}
+	// A job of one namespace: its wildcard is the whole job, as before.
+	one := &wire.JobData{Job: "dvm1.3", Placement: data.Placement}
+	if got, _ := dynrtOf(one, pmix.Proc{Nspace: "dvm1.3", Rank: pmix.RankWildcard}); !reflect.DeepEqual(got, []pmix.Proc{{Nspace: "dvm1.3", Rank: pmix.RankWildcard}}) {
+		t.Errorf("the wildcard of a job without ADDs: %v", got)
 	}
 }
 

@@ -85,14 +85,17 @@ func TestPMIxRCFollow(t *testing.T) {
 // delta): the application set is ranks 0-3 after it); the new processes
 // read the change, the dynrt job and their base rank from their
 // namespace's job info, confirm, and get FINALIZED.
-// Then each namespace fences by itself (the first twice, the ADD's once:
-// one fence of all four would fail the second on 4 nodes), every process
+// Then the two namespaces PMIx_Connect, fence together and each reads
+// what PMIx rank 0 of the other put (its dynrt rank: across nodes by
+// direct modex), and disconnect; each namespace fences by itself (the
+// first twice, the ADD's once: one fence of all four would fail the
+// second on 4 nodes), every process
 // finalizes and exits 0, the job ends with status 0 and size 4, and no
 // scratch directory of either namespace is left.
 func TestPMIxRCAdd(t *testing.T) {
 	prog := pmixProgram(t, "rc_follow")
 	onNodes(t, func(what string, d *testDVM) {
-		rep := launchFollow(t, d, 2, prog, "1", "60", "fence")
+		rep := launchFollow(t, d, 2, prog, "1", "60", "fence", "together")
 		if _, err := d.rc(wire.RCRequest{Job: rep.Job, Type: wire.RCAdd, N: 100}); err == nil || !strings.Contains(err.Error(), "ADD 100 to job rc_follow") {
 			t.Errorf("%sADD of 100: %v, want a refusal (no room)", what, err)
 		}
@@ -110,6 +113,7 @@ func TestPMIxRCAdd(t *testing.T) {
 		for r := range 2 {
 			want = append(want, followLines(r, wire.RCAdd, rc.Delta, "job.rc1:0,job.rc1:1", "", app, wire.RCAnnounced, wire.RCPending, wire.RCFinalized)...)
 			want = append(want,
+				fmt.Sprintf("rank %d together: the other namespace's rank 0 is rank 2", r),
 				fmt.Sprintf("rank %d fenced 1", r),
 				fmt.Sprintf("rank %d fenced 2", r),
 				fmt.Sprintf("rank %d done", r))
@@ -119,6 +123,7 @@ func TestPMIxRCAdd(t *testing.T) {
 				fmt.Sprintf("rank %d malleable", r),
 				fmt.Sprintf("rank %d joins %s as %s.rc1:%d of %s", r, rc.Delta, rep.Job, r-2, rep.Job),
 				fmt.Sprintf("rank %d confirmed %s: FINALIZED", r, rc.Delta),
+				fmt.Sprintf("rank %d together: the other namespace's rank 0 is rank 0", r),
 				fmt.Sprintf("rank %d fenced 1", r),
 				fmt.Sprintf("rank %d done", r))
 		}

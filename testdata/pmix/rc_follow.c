@@ -1,7 +1,7 @@
 /* rc_follow: a plain PMIx client that follows dynrt's resource changes
  * (docs/mpi.md, "Resource changes through PMIx"; codes in dynrt_pmix.h).
  *
- *   rc_follow [CHANGES [WAIT_S [fence] [noaccept]]]
+ *   rc_follow [CHANGES [WAIT_S [fence] [noaccept] [together]]]
  *
  * Every rank opts in (DYNRT_PMIX_MALLEABLE), registers one handler for
  * PMIX_PROCESS_SET_DEFINE, DYNRT_PMIX_RC and DYNRT_PMIX_ACCEPTED, and
@@ -18,7 +18,10 @@
  * every rank that stays fences its own namespace (PMIx_Fence) once its
  * changes ended: twice in the job's first namespace, once in an ADD's.
  * With "noaccept" no rank accepts (a change then waits for the runtime to
- * abort it). R in the lines is the dynrt rank (DYNRT_PMIX_BASE plus
+ * abort it). With "together", once its changes ended, every rank connects
+ * the job's first namespace and the last ADD's (PMIx_Connect), fences
+ * with them, reads what PMIx rank 0 of the other namespace put (its dynrt
+ * rank) and disconnects, before the "fence" fences. R in the lines is the dynrt rank (DYNRT_PMIX_BASE plus
  * the PMIx rank).
  *
  * Lines (order across ranks is not fixed; sets by name, PMIx ranks of the
@@ -33,6 +36,9 @@
  *   rank R accepts DELTA for SET
  *   rank R accepted DELTA: STATUS | rank R accepted DELTA: error WHY
  *   rank R leaves
+ *   rank R together: the other namespace's rank 0 is rank R0
+ *     | rank R connect: WHY | rank R fence with the other namespace: WHY
+ *     | rank R together: get: WHY | rank R disconnect: WHY
  *   rank R fenced N | rank R fence N: WHY
  *   rank R done
  * Exit 0; 1 if PMIx_Init fails, 2 if the changes do not end in time.
@@ -61,6 +67,7 @@ static struct change queue[QLEN];
 static int qhead, qtail;
 static unsigned myrank;   /* dynrt rank */
 static int noaccept;      /* never accept */
+static char addns[PMIX_MAX_NSLEN + 1]; /* the namespace of the last ADD's processes, as announced */
 static char joined[256]; /* the ADD that started this process, if one did */
 
 static void push(const struct change *c)
@@ -136,6 +143,12 @@ static void event(size_t id, pmix_status_t status, const pmix_proc_t *source, pm
         if (val != NULL)
             value(c.ranks, sizeof c.ranks, val);
         c.removed = strcmp(c.type, "SUB") == 0 && contains(val, &me);
+        if (strcmp(c.type, "ADD") == 0 && val != NULL && val->type == PMIX_DATA_ARRAY && val->data.darray->size > 0 &&
+            val->data.darray->type == PMIX_PROC) {
+            pthread_mutex_lock(&mu);
+            PMIX_LOAD_NSPACE(addns, ((pmix_proc_t *)val->data.darray->array)[0].nspace);
+            pthread_mutex_unlock(&mu);
+        }
         val = info_value(info, ninfo, DYNRT_PMIX_RC_OUT);
         if (val != NULL) {
             value(c.out, sizeof c.out, val);
@@ -257,6 +270,41 @@ static void whoami(char *job, size_t n)
         PMIX_VALUE_RELEASE(v);
 }
 
+/* together connects the job's first namespace and the last ADD's
+ * (PMIx_Connect), fences them together, and reads what PMIx rank 0 of the
+ * other namespace put: its dynrt rank. */
+static void together(const char *job)
+{
+    pmix_proc_t procs[2], peer;
+    pmix_value_t *v = NULL;
+    pmix_status_t rc;
+    const char *other;
+
+    pthread_mutex_lock(&mu);
+    PMIX_LOAD_PROCID(&procs[0], job, PMIX_RANK_WILDCARD);
+    PMIX_LOAD_PROCID(&procs[1], joined[0] != '\0' ? me.nspace : addns, PMIX_RANK_WILDCARD);
+    pthread_mutex_unlock(&mu);
+    other = joined[0] != '\0' ? procs[0].nspace : procs[1].nspace;
+    if ((rc = PMIx_Connect(procs, 2, NULL, 0)) != PMIX_SUCCESS) {
+        printf("rank %u connect: %s\n", myrank, PMIx_Error_string(rc));
+        return;
+    }
+    if ((rc = PMIx_Fence(procs, 2, NULL, 0)) != PMIX_SUCCESS) {
+        printf("rank %u fence with the other namespace: %s\n", myrank, PMIx_Error_string(rc));
+        return;
+    }
+    PMIX_LOAD_PROCID(&peer, other, 0);
+    rc = PMIx_Get(&peer, "rc_follow.rank", NULL, 0, &v);
+    if (rc == PMIX_SUCCESS && v->type == PMIX_UINT32)
+        printf("rank %u together: the other namespace's rank 0 is rank %u\n", myrank, v->data.uint32);
+    else
+        printf("rank %u together: get: %s\n", myrank, PMIx_Error_string(rc));
+    if (v != NULL)
+        PMIX_VALUE_RELEASE(v);
+    if ((rc = PMIx_Disconnect(procs, 2, NULL, 0)) != PMIX_SUCCESS)
+        printf("rank %u disconnect: %s\n", myrank, PMIx_Error_string(rc));
+}
+
 /* event_rm sends code to the daemon, with the delta if given. */
 static pmix_status_t event_rm(pmix_status_t code, const char *delta)
 {
@@ -279,7 +327,7 @@ static pmix_status_t event_rm(pmix_status_t code, const char *delta)
 int main(int argc, char **argv)
 {
     pmix_status_t rc, codes[] = {PMIX_PROCESS_SET_DEFINE, DYNRT_PMIX_RC, DYNRT_PMIX_ACCEPTED};
-    int changes = argc > 1 ? atoi(argv[1]) : 1, ended = 0, fence = 0;
+    int changes = argc > 1 ? atoi(argv[1]) : 1, ended = 0, fence = 0, connect = 0;
     time_t deadline = time(NULL) + (argc > 2 ? atoi(argv[2]) : 60);
     struct change c;
     char job[256];
@@ -287,6 +335,7 @@ int main(int argc, char **argv)
     for (int i = 3; i < argc; i++) {
         fence |= strcmp(argv[i], "fence") == 0;
         noaccept |= strcmp(argv[i], "noaccept") == 0;
+        connect |= strcmp(argv[i], "together") == 0;
     }
 
     if ((rc = PMIx_Init(&me, NULL, 0)) != PMIX_SUCCESS) {
@@ -294,6 +343,13 @@ int main(int argc, char **argv)
         return 1;
     }
     whoami(job, sizeof job);
+    {
+        pmix_value_t val;
+        PMIX_VALUE_LOAD(&val, &myrank, PMIX_UINT32);
+        PMIx_Put(PMIX_GLOBAL, "rc_follow.rank", &val);
+        PMIX_VALUE_DESTRUCT(&val);
+        PMIx_Commit();
+    }
     rc = PMIx_Register_event_handler(codes, 3, NULL, 0, event, NULL, NULL);
     if (rc < 0) {
         fprintf(stderr, "rc_follow: event handler: %s\n", PMIx_Error_string(rc));
@@ -340,6 +396,8 @@ int main(int argc, char **argv)
             }
         }
     }
+    if (connect)
+        together(job);
     /* The job's first namespace fences twice, an ADD's once: were the
      * namespaces' fences one, the second would wait for processes that
      * never enter it. */
