@@ -49,13 +49,7 @@ func TestPMIxRCFollow(t *testing.T) {
 	prog := pmixProgram(t, "rc_follow")
 	onNodes(t, func(what string, d *testDVM) {
 		rep := launchFollow(t, d, 4, prog)
-		rc, err := d.rc(wire.RCRequest{Job: rep.Job, Type: wire.RCSub, Ranks: wire.Span(2, 3)})
-		if err != nil {
-			t.Fatalf("%sSUB: %v", what, err)
-		}
-		if got := d.settled(rc.Delta); got.Status != wire.RCFinalized {
-			t.Errorf("%sSUB %s ended %s (%s)", what, rc.Delta, got.Status, got.Reason)
-		}
+		rc := finalized(t, what, d, wire.RCRequest{Job: rep.Job, Type: wire.RCSub, Ranks: wire.Span(2, 3)})
 		checkAllExited(t, what, d, rep.Job, 4)
 		app := "mpi://app/" + rep.App
 		var want []string
@@ -99,13 +93,7 @@ func TestPMIxRCAdd(t *testing.T) {
 		if _, err := d.rc(wire.RCRequest{Job: rep.Job, Type: wire.RCAdd, N: 100}); err == nil || !strings.Contains(err.Error(), "ADD 100 to job rc_follow") {
 			t.Errorf("%sADD of 100: %v, want a refusal (no room)", what, err)
 		}
-		rc, err := d.rc(wire.RCRequest{Job: rep.Job, Type: wire.RCAdd, N: 2})
-		if err != nil {
-			t.Fatalf("%sADD: %v", what, err)
-		}
-		if got := d.settled(rc.Delta); got.Status != wire.RCFinalized {
-			t.Errorf("%sADD %s ended %s (%s)\n%q", what, rc.Delta, got.Status, got.Reason, lines(d, rep.Job))
-		}
+		rc := finalized(t, what, d, wire.RCRequest{Job: rep.Job, Type: wire.RCAdd, N: 2})
 		checkAppSet(t, what, d, rep, wire.Span(0, 3))
 		checkAllExited(t, what, d, rep.Job, 4)
 		app := "mpi://app/" + rep.App
@@ -217,13 +205,7 @@ func TestPMIxRCReplace(t *testing.T) {
 	prog := pmixProgram(t, "rc_follow")
 	onNodes(t, func(what string, d *testDVM) {
 		rep := launchFollow(t, d, 2, prog)
-		rc, err := d.rc(wire.RCRequest{Job: rep.Job, Type: wire.RCReplace, N: 1, Ranks: wire.Span(1, 1)})
-		if err != nil {
-			t.Fatalf("%sREPLACE: %v", what, err)
-		}
-		if got := d.settled(rc.Delta); got.Status != wire.RCFinalized {
-			t.Errorf("%sREPLACE %s ended %s (%s)\n%q", what, rc.Delta, got.Status, got.Reason, lines(d, rep.Job))
-		}
+		rc := finalized(t, what, d, wire.RCRequest{Job: rep.Job, Type: wire.RCReplace, N: 1, Ranks: wire.Span(1, 1)})
 		checkAppSet(t, what, d, rep, wire.RankRanges{{Lo: 0, Hi: 0}, {Lo: 2, Hi: 2}})
 		checkAllExited(t, what, d, rep.Job, 3)
 		app := "mpi://app/" + rep.App
@@ -243,6 +225,60 @@ func TestPMIxRCReplace(t *testing.T) {
 		checkScratchGone(t, rep.Job)
 		checkScratchGone(t, rep.Job+".rc1")
 	})
+}
+
+// TestPMIxRCAddThenSub: later changes reach an ADD's processes like
+// everyone else. A 2-process job grows by 2 (namespace <job>.rc1), then a
+// SUB removes rank 1 of the first namespace and rank 2, PMIx rank 0 of
+// the ADD's, on 1 and 4 virtual nodes: every process gets the SUB with
+// the removed processes under their PMIx names (as each sees them), the
+// two removed ones leave, the others finish, all exit 0, nothing is left.
+func TestPMIxRCAddThenSub(t *testing.T) {
+	prog := pmixProgram(t, "rc_follow")
+	onNodes(t, func(what string, d *testDVM) {
+		rep := launchFollow(t, d, 2, prog, "2")
+		add := finalized(t, what, d, wire.RCRequest{Job: rep.Job, Type: wire.RCAdd, N: 2})
+		waitMalleable(t, d, rep.Job) // the new processes too
+		sub := finalized(t, what, d, wire.RCRequest{Job: rep.Job, Type: wire.RCSub, Ranks: wire.Span(1, 2)})
+		checkAllExited(t, what, d, rep.Job, 4)
+		app := "mpi://app/" + rep.App
+		var want []string
+		for r, last := range []string{"done", "leaves"} {
+			want = append(want, followLines(r, wire.RCAdd, add.Delta, "job.rc1:0,job.rc1:1", "", app, wire.RCAnnounced, wire.RCPending, wire.RCFinalized)...)
+			want = append(want, followLines(r, wire.RCSub, sub.Delta, "job:1,job.rc1:0", "", app, wire.RCAnnounced, wire.RCFinalized)[1:]...)
+			want = append(want, fmt.Sprintf("rank %d %s", r, last))
+		}
+		for r, last := range map[int]string{2: "leaves", 3: "done"} {
+			want = append(want,
+				fmt.Sprintf("rank %d malleable", r),
+				fmt.Sprintf("rank %d joins %s as %s.rc1:%d of %s", r, add.Delta, rep.Job, r-2, rep.Job),
+				fmt.Sprintf("rank %d confirmed %s: FINALIZED", r, add.Delta))
+			want = append(want, followLines(r, wire.RCSub, sub.Delta, "other:1,job:0", "", app, wire.RCAnnounced, wire.RCFinalized)[1:]...)
+			want = append(want, fmt.Sprintf("rank %d %s", r, last))
+		}
+		for _, rc := range []wire.RC{add, sub} {
+			want = append(want, fmt.Sprintf("rank 0 accepts %s for %s", rc.Delta, app))
+		}
+		want = append(want, fmt.Sprintf("rank 0 accepted %s: PENDING", add.Delta), fmt.Sprintf("rank 0 accepted %s: FINALIZED", sub.Delta))
+		slices.Sort(want)
+		checkLines(t, what, lines(d, rep.Job), want)
+		checkScratchGone(t, rep.Job)
+		checkScratchGone(t, rep.Job+".rc1")
+	})
+}
+
+// finalized requests a change and waits until it has settled, which must
+// be as FINALIZED.
+func finalized(t *testing.T, what string, d *testDVM, req wire.RCRequest) wire.RC {
+	t.Helper()
+	rc, err := d.rc(req)
+	if err != nil {
+		t.Fatalf("%s%s: %v", what, req.Type, err)
+	}
+	if got := d.settled(rc.Delta); got.Status != wire.RCFinalized {
+		t.Fatalf("%s%s %s ended %s (%s)\n%q", what, req.Type, rc.Delta, got.Status, got.Reason, lines(d, req.Job))
+	}
+	return rc
 }
 
 // onNodes runs a test on 1 and on 4 virtual nodes of 4 slots in all,
