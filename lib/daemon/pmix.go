@@ -124,6 +124,12 @@ func (d *Daemon) pmixAttach(b *wire.LaunchReq, rank uint32, spec *proc.Spec) (*p
 	}
 	svc := d.pmix
 	sp := d.pmixSpaceOf(b.Job, rank) // pmix_space.go
+	if b.PMI.ParentJob != "" {
+		// A process of an ADD's namespace spawned it: its parent by its
+		// PMIx name (the master knows dynrt's).
+		p := d.pmixProcOf(b.PMI.ParentJob, b.PMI.ParentRank)
+		sp.parent = &p
+	}
 	j, err := svc.job(b, sp)
 	if err != nil {
 		return nil, err
@@ -205,6 +211,9 @@ func (svc *pmixService) job(b *wire.LaunchReq, sp pmixSpace) (*pmixJob, error) {
 		svc.srv, svc.dir = srv, dir
 	}
 	desc.Dynrt = &pmix.DynrtJob{Job: b.Job, Base: sp.base, Delta: sp.delta}
+	if sp.parent != nil {
+		desc.Parent = sp.parent
+	}
 	j := &pmixJob{svc: svc, ns: sp.ns, job: b.Job, base: sp.base, desc: desc, refs: 1, published: map[string]uint32{}}
 	j.ctx, j.cancel = context.WithCancel(context.Background())
 	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {

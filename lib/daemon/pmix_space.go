@@ -27,6 +27,9 @@ type pmixSpace struct {
 	ranks wire.RankRanges // nil for the job's own namespace
 	delta string          // the ADD that started it ("" for the job's own)
 	data  wire.JobData    // the job as this daemon knew it (for describe)
+	// parent is the PMIx name of the process that spawned the job, if
+	// one did (PMIX_PARENT_ID).
+	parent *pmix.Proc
 }
 
 // spaceIn finds the namespace of rank in the job data (the latest ADD

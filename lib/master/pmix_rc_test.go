@@ -78,18 +78,19 @@ func TestPMIxRCFollow(t *testing.T) {
 // of the delta's members); rank 0 accepts (its daemon builds UNION(app,
 // delta): the application set is ranks 0-3 after it); the new processes
 // read the change, the dynrt job and their base rank from their
-// namespace's job info, confirm, and get FINALIZED.
-// Then the two namespaces PMIx_Connect, fence together and each reads
-// what PMIx rank 0 of the other put (its dynrt rank: across nodes by
-// direct modex), and disconnect; each namespace fences by itself (the
-// first twice, the ADD's once: one fence of all four would fail the
-// second on 4 nodes), every process
-// finalizes and exits 0, the job ends with status 0 and size 4, and no
-// scratch directory of either namespace is left.
+// namespace's job info, confirm, and get FINALIZED. Then the two
+// namespaces PMIx_Connect, fence together and each reads what PMIx rank 0
+// of the other put (its dynrt rank: across nodes by direct modex), and
+// disconnect; PMIx rank 0 of the ADD's namespace spawns a spawn_client,
+// whose PMIX_PARENT_ID must name it by its PMIx name (<job>.rc1:0, not
+// its dynrt one); each namespace fences by itself (the first twice, the
+// ADD's once: one fence of all four would fail the second on 4 nodes),
+// every process finalizes and exits 0, the job ends with status 0 and
+// size 4, and no scratch directory of either namespace is left.
 func TestPMIxRCAdd(t *testing.T) {
 	prog := pmixProgram(t, "rc_follow")
 	onNodes(t, func(what string, d *testDVM) {
-		rep := launchFollow(t, d, 2, prog, "1", "60", "fence", "together")
+		rep := launchFollow(t, d, 2, prog, "1", "60", "fence", "together", "spawn="+pmixProgram(t, "spawn_client"))
 		if _, err := d.rc(wire.RCRequest{Job: rep.Job, Type: wire.RCAdd, N: 100}); err == nil || !strings.Contains(err.Error(), "ADD 100 to job rc_follow") {
 			t.Errorf("%sADD of 100: %v, want a refusal (no room)", what, err)
 		}
@@ -117,7 +118,20 @@ func TestPMIxRCAdd(t *testing.T) {
 		}
 		want = append(want, fmt.Sprintf("rank 0 accepts %s for %s", rc.Delta, app), fmt.Sprintf("rank 0 accepted %s: PENDING", rc.Delta))
 		slices.Sort(want)
-		checkLines(t, what, lines(d, rep.Job), want)
+		got := lines(d, rep.Job)
+		// Rank 2 (PMIx rank 0 of the ADD's namespace) spawned a child,
+		// which checks that its parent is named <job>.rc1:0.
+		if i := slices.IndexFunc(got, func(l string) bool { return strings.HasPrefix(l, "rank 2 spawned ") }); i < 0 {
+			t.Errorf("%sno spawn in %q", what, got)
+		} else {
+			child := strings.TrimPrefix(got[i], "rank 2 spawned ")
+			got = slices.Delete(got, i, i+1)
+			if end := d.wait(child); end.Code != 0 {
+				t.Errorf("%sspawned job %s ended %d: %s\n%s", what, child, end.Code, end.Msg, stderrOf(d, child))
+			}
+			checkLines(t, what+"child: ", lines(d, child), []string{"child 0: spawned yes, parent right"})
+		}
+		checkLines(t, what, got, want)
 		checkScratchGone(t, rep.Job)
 		checkScratchGone(t, rep.Job+".rc1")
 	})

@@ -1,7 +1,7 @@
 /* rc_follow: a plain PMIx client that follows dynrt's resource changes
  * (docs/mpi.md, "Resource changes through PMIx"; codes in dynrt_pmix.h).
  *
- *   rc_follow [CHANGES [WAIT_S [fence] [noaccept] [together]]]
+ *   rc_follow [CHANGES [WAIT_S [fence] [noaccept] [together] [spawn=PROG]]]
  *
  * Every rank opts in (DYNRT_PMIX_MALLEABLE), registers one handler for
  * PMIX_PROCESS_SET_DEFINE, DYNRT_PMIX_RC and DYNRT_PMIX_ACCEPTED, and
@@ -21,7 +21,10 @@
  * abort it). With "together", once its changes ended, every rank connects
  * the job's first namespace and the last ADD's (PMIx_Connect), fences
  * with them, reads what PMIx rank 0 of the other namespace put (its dynrt
- * rank) and disconnects, before the "fence" fences. R in the lines is the dynrt rank (DYNRT_PMIX_BASE plus
+ * rank) and disconnects, before the "fence" fences. With "spawn=PROG",
+ * PMIx rank 0 of an ADD's namespace then spawns one PROG (spawn_client)
+ * with the arguments "child", its namespace and PMIx rank, which checks
+ * that its PMIX_PARENT_ID names them. R in the lines is the dynrt rank (DYNRT_PMIX_BASE plus
  * the PMIx rank).
  *
  * Lines (order across ranks is not fixed; sets by name, PMIx ranks of the
@@ -39,6 +42,7 @@
  *   rank R together: the other namespace's rank 0 is rank R0
  *     | rank R connect: WHY | rank R fence with the other namespace: WHY
  *     | rank R together: get: WHY | rank R disconnect: WHY
+ *   rank R spawned NSPACE | rank R spawn: WHY
  *   rank R fenced N | rank R fence N: WHY
  *   rank R done
  * Exit 0; 1 if PMIx_Init fails, 2 if the changes do not end in time.
@@ -305,6 +309,34 @@ static void together(const char *job)
         printf("rank %u disconnect: %s\n", myrank, PMIx_Error_string(rc));
 }
 
+/* spawn starts one prog as a child of this process (PMIx_Spawn). */
+static void spawn(const char *prog)
+{
+    pmix_app_t app;
+    pmix_nspace_t ns;
+    pmix_status_t rc;
+    char rank[16], *args[5];
+
+    snprintf(rank, sizeof rank, "%u", me.rank);
+    args[0] = (char *)prog;
+    args[1] = "child";
+    args[2] = me.nspace;
+    args[3] = rank;
+    args[4] = NULL;
+    PMIX_APP_CONSTRUCT(&app);
+    app.cmd = strdup(prog);
+    app.argv = args;
+    app.maxprocs = 1;
+    rc = PMIx_Spawn(NULL, 0, &app, 1, ns);
+    app.argv = NULL; /* ours, not to be freed */
+    PMIX_APP_DESTRUCT(&app);
+    if (rc == PMIX_SUCCESS)
+        printf("rank %u spawned %s\n", myrank, ns);
+    else
+        printf("rank %u spawn: %s\n", myrank, PMIx_Error_string(rc));
+    fflush(stdout);
+}
+
 /* event_rm sends code to the daemon, with the delta if given. */
 static pmix_status_t event_rm(pmix_status_t code, const char *delta)
 {
@@ -331,11 +363,14 @@ int main(int argc, char **argv)
     time_t deadline = time(NULL) + (argc > 2 ? atoi(argv[2]) : 60);
     struct change c;
     char job[256];
+    const char *child = NULL;
 
     for (int i = 3; i < argc; i++) {
         fence |= strcmp(argv[i], "fence") == 0;
         noaccept |= strcmp(argv[i], "noaccept") == 0;
         connect |= strcmp(argv[i], "together") == 0;
+        if (strncmp(argv[i], "spawn=", 6) == 0)
+            child = argv[i] + 6;
     }
 
     if ((rc = PMIx_Init(&me, NULL, 0)) != PMIX_SUCCESS) {
@@ -398,6 +433,8 @@ int main(int argc, char **argv)
     }
     if (connect)
         together(job);
+    if (child != NULL && joined[0] != '\0' && me.rank == 0)
+        spawn(child);
     /* The job's first namespace fences twice, an ADD's once: were the
      * namespaces' fences one, the second would wait for processes that
      * never enter it. */
