@@ -89,8 +89,8 @@ func (j *pmixJob) ClientEvent(ev pmix.ClientEvent) {
 }
 
 // accept runs the alone form of rc.accept for the root that sent ev and
-// tells it the outcome. For an ADD the daemon first builds the set the
-// members continue with, UNION(bound set, delta) (newSet).
+// tells it the outcome. The daemon first builds the set the members
+// continue with (newSet), as lib/session's SetAfter does.
 func (j *pmixJob) accept(ev pmix.ClientEvent) {
 	req := &wire.RCAcceptReq{Alone: true}
 	for _, kv := range ev.Info {
@@ -108,7 +108,7 @@ func (j *pmixJob) accept(ev pmix.ClientEvent) {
 		err = wire.Errorf(wire.ErrInvalid, "daemon %s: a PMIx accept (DYNRT_PMIX_ACCEPT) without %s names no change", j.svc.d.node, pmix.KeyDynrtDelta)
 	} else {
 		ctx, cancel := context.WithTimeout(j.ctx, acceptTimeout)
-		if rec, bound := j.svc.d.rcOf(j.job, req.Delta, req.Bound); rec != nil && bound != "" && rec.Type != wire.RCSub {
+		if rec, bound := j.svc.d.rcOf(j.job, req.Delta, req.Bound); rec != nil && bound != "" {
 			req.Set, err = j.newSet(ctx, c.Rank, bound, rec) // pmix_space.go
 		}
 		if err == nil {

@@ -209,21 +209,29 @@ func (j *pmixJob) confirm(ev pmix.ClientEvent) {
 }
 
 // outcome is the info of DYNRT_PMIX_ACCEPTED: the change, and its status
-// or the error.
+// and the set to continue with (if the change names one), or the error.
 func outcome(delta string, rep *wire.RCAcceptReply, err error) []pmix.Info {
 	info := []pmix.Info{{Key: pmix.KeyDynrtDelta, Value: delta}}
 	if err != nil {
 		return append(info, pmix.Info{Key: pmix.KeyDynrtError, Value: err.Error()})
 	}
-	return append(info, pmix.Info{Key: pmix.KeyDynrtStatus, Value: rep.Status})
+	info = append(info, pmix.Info{Key: pmix.KeyDynrtStatus, Value: rep.Status})
+	if rep.Set.Name != "" {
+		info = append(info, pmix.Info{Key: pmix.KeyDynrtBound, Value: rep.Set.Name})
+	}
+	return info
 }
 
 // newSet is phase 2 done by the daemon for the root of a PMIx job that
-// accepts an ADD or a REPLACE: the bound set's next version, as
-// lib/session's SetAfter builds it: UNION(bound, delta), and for a
-// REPLACE then DIFFERENCE(that, replaced set).
+// accepts a change: the bound set's next version, as lib/session's
+// SetAfter builds it: UNION(bound, delta) for an ADD, then
+// DIFFERENCE(that, replaced set) for a REPLACE; DIFFERENCE(bound, delta)
+// for a SUB (so that the set lists the processes that go on).
 func (j *pmixJob) newSet(ctx context.Context, rank uint32, bound string, rec *wire.RC) (wire.PsetRef, error) {
 	steps := [][2]string{{wire.OpUnion, rec.Delta}}
+	if rec.Type == wire.RCSub {
+		steps = [][2]string{{wire.OpDifference, rec.Delta}}
+	}
 	if rec.Type == wire.RCReplace {
 		steps = append(steps, [2]string{wire.OpDifference, rec.OutSet})
 	}

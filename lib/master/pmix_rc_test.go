@@ -43,20 +43,25 @@ func waitMalleable(t *testing.T, d *testDVM, job string) {
 // set's definition and the change's type, status, delta, ranks and bound
 // set, reads the delta's members through PMIx_Query; rank 0, the root
 // of the application set, accepts with the accept event and gets the
-// outcome back; the change is FINALIZED, ranks 2 and 3 leave, 0 and 1
-// go on, and the job ends with status 0.
+// outcome back (its daemon made the application set DIFFERENCE(app,
+// delta): ranks 0 and 1); the change is FINALIZED, ranks 2 and 3 leave, 0
+// and 1 go on and fence over the application set as PMIx_Query gives it
+// (a wildcard fence of the namespace would wait for 2 and 3: libpmix
+// counts the processes the namespace was registered with), and the job
+// ends with status 0.
 func TestPMIxRCFollow(t *testing.T) {
 	prog := pmixProgram(t, "rc_follow")
 	onNodes(t, func(what string, d *testDVM) {
-		rep := launchFollow(t, d, 4, prog)
+		rep := launchFollow(t, d, 4, prog, "1", "60", "fenceset")
 		rc := finalized(t, what, d, wire.RCRequest{Job: rep.Job, Type: wire.RCSub, Ranks: wire.Span(2, 3)})
+		checkAppSet(t, what, d, rep, wire.Span(0, 1))
 		checkAllExited(t, what, d, rep.Job, 4)
 		app := "mpi://app/" + rep.App
 		var want []string
 		for r := range 4 {
 			want = append(want, followLines(r, wire.RCSub, rc.Delta, "job:2,job:3", "", app, wire.RCAnnounced, wire.RCFinalized)...)
 			if r < 2 {
-				want = append(want, fmt.Sprintf("rank %d done", r))
+				want = append(want, fmt.Sprintf("rank %d fenced %s (2 procs)", r, app), fmt.Sprintf("rank %d done", r))
 			} else {
 				want = append(want, fmt.Sprintf("rank %d leaves", r))
 			}
@@ -213,12 +218,13 @@ func TestPMIxRCAddFails(t *testing.T) {
 // PMIx names (ranks=job.rc1:0 out=job:1); rank 0 accepts (its daemon
 // builds DIFFERENCE(UNION(app, delta), replaced): the application set is
 // ranks 0 and 2 after it), the new process confirms, and once the change
-// is FINALIZED rank 1 leaves; all three exit 0 and no scratch directory
-// is left.
+// is FINALIZED rank 1 leaves; ranks 0 and 2 connect and fence over the
+// application set (two namespaces); all three exit 0 and no scratch
+// directory is left.
 func TestPMIxRCReplace(t *testing.T) {
 	prog := pmixProgram(t, "rc_follow")
 	onNodes(t, func(what string, d *testDVM) {
-		rep := launchFollow(t, d, 2, prog)
+		rep := launchFollow(t, d, 2, prog, "1", "60", "fenceset")
 		rc := finalized(t, what, d, wire.RCRequest{Job: rep.Job, Type: wire.RCReplace, N: 1, Ranks: wire.Span(1, 1)})
 		checkAppSet(t, what, d, rep, wire.RankRanges{{Lo: 0, Hi: 0}, {Lo: 2, Hi: 2}})
 		checkAllExited(t, what, d, rep.Job, 3)
@@ -233,6 +239,7 @@ func TestPMIxRCReplace(t *testing.T) {
 			fmt.Sprintf("rank 2 joins %s as %s.rc1:0 of %s", rc.Delta, rep.Job, rep.Job),
 			fmt.Sprintf("rank 2 confirmed %s: FINALIZED", rc.Delta),
 			"rank 2 done",
+			fmt.Sprintf("rank 0 fenced %s (2 procs)", app), fmt.Sprintf("rank 2 fenced %s (2 procs)", app),
 			fmt.Sprintf("rank 0 accepts %s for %s", rc.Delta, app), fmt.Sprintf("rank 0 accepted %s: PENDING", rc.Delta))
 		slices.Sort(want)
 		checkLines(t, what, lines(d, rep.Job), want)
@@ -246,14 +253,16 @@ func TestPMIxRCReplace(t *testing.T) {
 // SUB removes rank 1 of the first namespace and rank 2, PMIx rank 0 of
 // the ADD's, on 1 and 4 virtual nodes: every process gets the SUB with
 // the removed processes under their PMIx names (as each sees them), the
-// two removed ones leave, the others finish, all exit 0, nothing is left.
+// two removed ones leave, the application set is ranks 0 and 3, which
+// connect and fence over it, all exit 0, nothing is left.
 func TestPMIxRCAddThenSub(t *testing.T) {
 	prog := pmixProgram(t, "rc_follow")
 	onNodes(t, func(what string, d *testDVM) {
-		rep := launchFollow(t, d, 2, prog, "2")
+		rep := launchFollow(t, d, 2, prog, "2", "60", "fenceset")
 		add := finalized(t, what, d, wire.RCRequest{Job: rep.Job, Type: wire.RCAdd, N: 2})
 		waitMalleable(t, d, rep.Job) // the new processes too
 		sub := finalized(t, what, d, wire.RCRequest{Job: rep.Job, Type: wire.RCSub, Ranks: wire.Span(1, 2)})
+		checkAppSet(t, what, d, rep, wire.RankRanges{{Lo: 0, Hi: 0}, {Lo: 3, Hi: 3}})
 		checkAllExited(t, what, d, rep.Job, 4)
 		app := "mpi://app/" + rep.App
 		var want []string
@@ -273,7 +282,8 @@ func TestPMIxRCAddThenSub(t *testing.T) {
 		for _, rc := range []wire.RC{add, sub} {
 			want = append(want, fmt.Sprintf("rank 0 accepts %s for %s", rc.Delta, app))
 		}
-		want = append(want, fmt.Sprintf("rank 0 accepted %s: PENDING", add.Delta), fmt.Sprintf("rank 0 accepted %s: FINALIZED", sub.Delta))
+		want = append(want, fmt.Sprintf("rank 0 accepted %s: PENDING", add.Delta), fmt.Sprintf("rank 0 accepted %s: FINALIZED", sub.Delta),
+			fmt.Sprintf("rank 0 fenced %s (2 procs)", app), fmt.Sprintf("rank 3 fenced %s (2 procs)", app))
 		slices.Sort(want)
 		checkLines(t, what, lines(d, rep.Job), want)
 		checkScratchGone(t, rep.Job)

@@ -32,7 +32,9 @@
  * and gets the outcome back as DYNRT_PMIX_ACCEPTED (DYNRT_PMIX_RC_DELTA,
  * DYNRT_PMIX_RC_STATUS, or DYNRT_PMIX_RC_ERROR); for an ADD its daemon
  * first makes the bound set's new version UNION(bound set, delta), for a
- * REPLACE then DIFFERENCE(that, the replaced set). Once FINALIZED, a SUB's
+ * REPLACE then DIFFERENCE(that, the replaced set), for a SUB
+ * DIFFERENCE(bound set, delta); DYNRT_PMIX_ACCEPTED then carries that set
+ * as DYNRT_PMIX_RC_BOUND. Once FINALIZED, a SUB's
  * removed ranks and a REPLACE's replaced ones finalize and exit 0; the
  * others go on.
  *

@@ -1,7 +1,7 @@
 /* rc_follow: a plain PMIx client that follows dynrt's resource changes
  * (docs/mpi.md, "Resource changes through PMIx"; codes in dynrt_pmix.h).
  *
- *   rc_follow [CHANGES [WAIT_S [fence] [noaccept] [together] [spawn=PROG]]]
+ *   rc_follow [CHANGES [WAIT_S [fence] [noaccept] [together] [spawn=PROG] [fenceset]]]
  *
  * Every rank opts in (DYNRT_PMIX_MALLEABLE), registers one handler for
  * PMIX_PROCESS_SET_DEFINE, DYNRT_PMIX_RC and DYNRT_PMIX_ACCEPTED, and
@@ -24,7 +24,9 @@
  * rank) and disconnects, before the "fence" fences. With "spawn=PROG",
  * PMIx rank 0 of an ADD's namespace then spawns one PROG (spawn_client)
  * with the arguments "child", its namespace and PMIx rank, which checks
- * that its PMIX_PARENT_ID names them. R in the lines is the dynrt rank (DYNRT_PMIX_BASE plus
+ * that its PMIX_PARENT_ID names them. With "fenceset", every rank that
+ * stays fences over the members of the last change's (first) bound set as
+ * PMIx_Query gives them (the processes that go on, whatever namespace). R in the lines is the dynrt rank (DYNRT_PMIX_BASE plus
  * the PMIx rank).
  *
  * Lines (order across ranks is not fixed; sets by name, PMIx ranks of the
@@ -44,6 +46,7 @@
  *     | rank R together: get: WHY | rank R disconnect: WHY
  *   rank R spawned NSPACE | rank R spawn: WHY
  *   rank R fenced N | rank R fence N: WHY
+ *   rank R fenced SET (K procs) | rank R fence SET: WHY
  *   rank R done
  * Exit 0; 1 if PMIx_Init fails, 2 if the changes do not end in time.
  * Build: cc -I libdynrt/include rc_follow.c $(pkg-config --cflags --libs pmix). */
@@ -174,6 +177,7 @@ static void event(size_t id, pmix_status_t status, const pmix_proc_t *source, pm
             copy(c.type, sizeof c.type, "ADD");
             copy(c.status, sizeof c.status, err != NULL ? "ABORTED" : info_string(info, ninfo, DYNRT_PMIX_RC_STATUS));
             copy(c.delta, sizeof c.delta, delta);
+            copy(c.bound, sizeof c.bound, info_string(info, ninfo, DYNRT_PMIX_RC_BOUND));
             push(&c);
         }
         break;
@@ -184,14 +188,11 @@ static void event(size_t id, pmix_status_t status, const pmix_proc_t *source, pm
         cbfunc(PMIX_EVENT_ACTION_COMPLETE, NULL, 0, NULL, NULL, cbdata);
 }
 
-/* members asks PMIx_Query for the members of set; returns the status and
- * fills text (job:R,...) and whether this process is the set's root (its
- * first member: the lowest dynrt rank). */
-static pmix_status_t members(const char *set, char *text, size_t n, int *root)
+/* query_members asks PMIx_Query for the members of set in the caller's
+ * job; the caller frees *res. */
+static pmix_status_t query_members(const char *set, pmix_info_t **res, size_t *nres)
 {
     pmix_query_t q;
-    pmix_info_t *res = NULL;
-    size_t nres = 0;
     pmix_status_t rc;
 
     PMIX_QUERY_CONSTRUCT(&q);
@@ -200,7 +201,20 @@ static pmix_status_t members(const char *set, char *text, size_t n, int *root)
     q.nqual = 2;
     PMIX_INFO_LOAD(&q.qualifiers[0], PMIX_PSET_NAME, set, PMIX_STRING);
     PMIX_INFO_LOAD(&q.qualifiers[1], PMIX_NSPACE, me.nspace, PMIX_STRING);
-    rc = PMIx_Query_info(&q, 1, &res, &nres);
+    rc = PMIx_Query_info(&q, 1, res, nres);
+    PMIX_QUERY_DESTRUCT(&q);
+    return rc;
+}
+
+/* members asks PMIx_Query for the members of set; returns the status and
+ * fills text (job:R,...) and whether this process is the set's root (its
+ * first member: the lowest dynrt rank). */
+static pmix_status_t members(const char *set, char *text, size_t n, int *root)
+{
+    pmix_info_t *res = NULL;
+    size_t nres = 0;
+    pmix_status_t rc = query_members(set, &res, &nres);
+
     *root = 0;
     if (rc == PMIX_SUCCESS && nres == 0)
         rc = PMIX_ERR_NOT_FOUND;
@@ -212,7 +226,6 @@ static pmix_status_t members(const char *set, char *text, size_t n, int *root)
     }
     if (res != NULL)
         PMIX_INFO_FREE(res, nres);
-    PMIX_QUERY_DESTRUCT(&q);
     return rc;
 }
 
@@ -309,6 +322,38 @@ static void together(const char *job)
         printf("rank %u disconnect: %s\n", myrank, PMIx_Error_string(rc));
 }
 
+/* fenceset fences over the members of set (PMIx_Query); members of
+ * several namespaces connect first (PMIx_Connect), as PMIx wants
+ * processes of different namespaces to. */
+static void fenceset(const char *set)
+{
+    pmix_info_t *res = NULL;
+    size_t nres = 0;
+    pmix_status_t rc = query_members(set, &res, &nres);
+
+    if (rc == PMIX_SUCCESS && (nres == 0 || res[0].value.type != PMIX_DATA_ARRAY ||
+                               res[0].value.data.darray->type != PMIX_PROC))
+        rc = PMIX_ERR_NOT_FOUND;
+    if (rc == PMIX_SUCCESS) {
+        pmix_data_array_t *da = res[0].value.data.darray;
+        pmix_proc_t *ps = da->array;
+        int mixed = 0;
+        for (size_t i = 1; i < da->size; i++)
+            mixed |= !PMIX_CHECK_NSPACE(ps[i].nspace, ps[0].nspace);
+        if (mixed)
+            rc = PMIx_Connect(ps, da->size, NULL, 0);
+        if (rc == PMIX_SUCCESS)
+            rc = PMIx_Fence(ps, da->size, NULL, 0);
+        if (rc == PMIX_SUCCESS)
+            printf("rank %u fenced %s (%zu procs)\n", myrank, set, da->size);
+    }
+    if (rc != PMIX_SUCCESS)
+        printf("rank %u fence %s: %s\n", myrank, set, PMIx_Error_string(rc));
+    fflush(stdout);
+    if (res != NULL)
+        PMIX_INFO_FREE(res, nres);
+}
+
 /* spawn starts one prog as a child of this process (PMIx_Spawn). */
 static void spawn(const char *prog)
 {
@@ -364,11 +409,14 @@ int main(int argc, char **argv)
     struct change c;
     char job[256];
     const char *child = NULL;
+    char lastbound[512] = "";
+    int byset = 0;
 
     for (int i = 3; i < argc; i++) {
         fence |= strcmp(argv[i], "fence") == 0;
         noaccept |= strcmp(argv[i], "noaccept") == 0;
         connect |= strcmp(argv[i], "together") == 0;
+        byset |= strcmp(argv[i], "fenceset") == 0;
         if (strncmp(argv[i], "spawn=", 6) == 0)
             child = argv[i] + 6;
     }
@@ -419,6 +467,10 @@ int main(int argc, char **argv)
             usleep(10000);
             continue;
         }
+        if (c.bound[0] != '\0') {
+            copy(lastbound, sizeof lastbound, c.bound);
+            lastbound[strcspn(lastbound, ",")] = '\0';
+        }
         if (strcmp(c.status, "ANNOUNCED") == 0)
             announced(&c);
         else if (strcmp(c.status, "FINALIZED") == 0 || strcmp(c.status, "ABORTED") == 0) {
@@ -435,6 +487,8 @@ int main(int argc, char **argv)
         together(job);
     if (child != NULL && joined[0] != '\0' && me.rank == 0)
         spawn(child);
+    if (byset && lastbound[0] != '\0')
+        fenceset(lastbound);
     /* The job's first namespace fences twice, an ADD's once: were the
      * namespaces' fences one, the second would wait for processes that
      * never enter it. */
