@@ -656,7 +656,7 @@ func (j *pmixJob) Query(_ pmix.Proc, queries []pmix.Query, done func([]pmix.Quer
 				if i := slices.Index(names, q.Qualifiers[pmix.KeyPsetName]); i >= 0 {
 					var members []pmix.Proc
 					for r := range sets[i].Members.All() {
-						members = append(members, pmixName(&data, sets[i].Job, r)) // pmix_space.go
+						members = append(members, pmixNameIn(&data, sets[i].Job, sets[i].Name, r)) // pmix_space.go
 					}
 					res = append(res, pmix.QueryResult{Key: k, Value: members})
 				}

@@ -186,7 +186,7 @@ func (svc *pmixService) announce(rec *wire.RC, isNew bool) {
 	}
 	var delta []pmix.Proc
 	for r := range rec.Ranks.All() {
-		delta = append(delta, pmixName(data, rec.Job, r))
+		delta = append(delta, pmixNameIn(data, rec.Job, rec.Delta, r))
 	}
 	if isNew {
 		svc.notify(pmix.Event{Status: pmix.CodeProcessSetDefine, Targets: targets, Info: []pmix.Info{

@@ -55,6 +55,21 @@ func pmixName(data *wire.JobData, job string, rank uint32) pmix.Proc {
 	return pmix.Proc{Nspace: sp.ns, Rank: rank - sp.base}
 }
 
+// pmixNameIn is the PMIx name of rank of job as a member of set: the
+// delta set of an ADD names its own namespace's processes, even once an
+// aborted ADD's ranks went to the next one; any other set names the
+// processes that have the ranks now (pmixName). Pure.
+func pmixNameIn(data *wire.JobData, job, set string, rank uint32) pmix.Proc {
+	if data != nil && data.Job == job {
+		for _, sp := range data.PMIx {
+			if sp.Delta == set && sp.Ranks.Contains(rank) {
+				return pmix.Proc{Nspace: sp.Nspace, Rank: rank - sp.Ranks[0].Lo}
+			}
+		}
+	}
+	return pmixName(data, job, rank)
+}
+
 // dynrtOf turns a PMIx process of a namespace of data's job into dynrt
 // processes (namespace = dynrt job, rank = dynrt rank); ok is false for
 // other namespaces. A wildcard stands for the namespace's live ranks, and

@@ -17,21 +17,32 @@ func TestPMIxSpaces(t *testing.T) {
 		{Nspace: "dvm1.3.rc3", Ranks: wire.Span(6, 7), Delta: "mpi://rte/a/rc/3"},
 		{Nspace: "dvm1.3.rc4", Ranks: wire.Span(6, 6), Delta: "mpi://rte/a/rc/4"},
 	}}
+	// set "": pmixName (who has the rank now); else pmixNameIn: the
+	// aborted ADD's delta set keeps its own namespace for rank 6, any
+	// other set names who has rank 6 now.
 	for _, tc := range []struct {
-		job  string
-		rank uint32
-		want pmix.Proc
+		job, set string
+		rank     uint32
+		want     pmix.Proc
 	}{
-		{"dvm1.3", 0, pmix.Proc{Nspace: "dvm1.3", Rank: 0}},
-		{"dvm1.3", 3, pmix.Proc{Nspace: "dvm1.3", Rank: 3}},
-		{"dvm1.3", 4, pmix.Proc{Nspace: "dvm1.3.rc2", Rank: 0}},
-		{"dvm1.3", 5, pmix.Proc{Nspace: "dvm1.3.rc2", Rank: 1}},
-		{"dvm1.3", 6, pmix.Proc{Nspace: "dvm1.3.rc4", Rank: 0}},
-		{"dvm1.3", 7, pmix.Proc{Nspace: "dvm1.3.rc3", Rank: 1}},
-		{"dvm1.4", 5, pmix.Proc{Nspace: "dvm1.4", Rank: 5}}, // another job keeps its name
+		{"dvm1.3", "", 0, pmix.Proc{Nspace: "dvm1.3", Rank: 0}},
+		{"dvm1.3", "", 3, pmix.Proc{Nspace: "dvm1.3", Rank: 3}},
+		{"dvm1.3", "", 4, pmix.Proc{Nspace: "dvm1.3.rc2", Rank: 0}},
+		{"dvm1.3", "", 5, pmix.Proc{Nspace: "dvm1.3.rc2", Rank: 1}},
+		{"dvm1.3", "", 6, pmix.Proc{Nspace: "dvm1.3.rc4", Rank: 0}},
+		{"dvm1.3", "", 7, pmix.Proc{Nspace: "dvm1.3.rc3", Rank: 1}},
+		{"dvm1.4", "", 5, pmix.Proc{Nspace: "dvm1.4", Rank: 5}}, // another job keeps its name
+		{"dvm1.3", "mpi://rte/a/rc/3", 6, pmix.Proc{Nspace: "dvm1.3.rc3", Rank: 0}},
+		{"dvm1.3", "mpi://rte/a/rc/4", 6, pmix.Proc{Nspace: "dvm1.3.rc4", Rank: 0}},
+		{"dvm1.3", "mpi://app/a", 6, pmix.Proc{Nspace: "dvm1.3.rc4", Rank: 0}},
+		{"dvm1.3", "mpi://rte/a/rc/3", 1, pmix.Proc{Nspace: "dvm1.3", Rank: 1}},
 	} {
-		if got := pmixName(data, tc.job, tc.rank); got != tc.want {
-			t.Errorf("pmixName(%s, %d) = %v, want %v", tc.job, tc.rank, got, tc.want)
+		got := pmixName(data, tc.job, tc.rank)
+		if tc.set != "" {
+			got = pmixNameIn(data, tc.job, tc.set, tc.rank)
+		}
+		if got != tc.want {
+			t.Errorf("name of %s rank %d in %q = %v, want %v", tc.job, tc.rank, tc.set, got, tc.want)
 		}
 	}
 	if got := pmixName(nil, "dvm1.3", 4); got != (pmix.Proc{Nspace: "dvm1.3", Rank: 4}) {

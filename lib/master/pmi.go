@@ -55,7 +55,9 @@ type pmiJob struct {
 	// changes (DYNRT_PMIX_MALLEABLE, docs/mpi.md).
 	malleable map[uint32]bool
 	// spaces: the PMIx namespaces of the ranks ADDs started, oldest
-	// first (pmix_jobctl.go); the daemons get them in the job data.
+	// first (pmix_jobctl.go); the daemons get them in the job data. An
+	// aborted ADD's stays: the next ADD gets its ranks in a namespace of
+	// its own, and the aborted one's delta set keeps naming its own.
 	spaces []wire.PMIxSpace
 }
 

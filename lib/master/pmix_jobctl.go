@@ -100,17 +100,6 @@ func (j *job) pmixJoin(run *rcRun) {
 	})
 }
 
-// pmixRewind forgets the namespaces of ranks from first on (an aborted
-// ADD gives its ranks back, and the next ADD starts a namespace for them).
-func (j *job) pmixRewind(first uint32) {
-	if j.pmi == nil {
-		return
-	}
-	j.pmi.spaces = slices.DeleteFunc(j.pmi.spaces, func(sp wire.PMIxSpace) bool {
-		return len(sp.Ranks) > 0 && sp.Ranks[0].Lo >= first
-	})
-}
-
 // pmixSpaces is what the job data says of the namespaces (nil: none).
 func (j *job) pmixSpaces() []wire.PMIxSpace {
 	if j.pmi == nil {

@@ -305,6 +305,83 @@ func finalized(t *testing.T, what string, d *testDVM, req wire.RCRequest) wire.R
 	return rc
 }
 
+// TestPMIxRCAddAgain: an ADD to a PMIx job whose processes cannot start
+// is ABORTED and gives its ranks back; the next ADD gets the same ranks (2
+// and 3) in a namespace of its own, <job>.rc2, on 1 and 4 virtual nodes.
+// The running processes see the first ADD's processes as job.rc1:0,1 and
+// the second's as job.rc2:0,1; the new processes join rc/2 as <job>.rc2;
+// all exit 0 and no scratch directory of either namespace is left.
+func TestPMIxRCAddAgain(t *testing.T) {
+	prog := pmixProgram(t, "rc_follow")
+	b, err := os.ReadFile(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onNodes(t, func(what string, d *testDVM) {
+		copied := filepath.Join(t.TempDir(), "rc_follow")
+		if err := os.WriteFile(copied, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		rep := launchFollow(t, d, 2, copied, "2")
+		if err := os.Remove(copied); err != nil {
+			t.Fatal(err)
+		}
+		first, err := d.rc(wire.RCRequest{Job: rep.Job, Type: wire.RCAdd, N: 2})
+		if err != nil {
+			t.Fatalf("%sfirst ADD: %v", what, err)
+		}
+		if got := d.settled(first.Delta); got.Status != wire.RCAborted {
+			t.Fatalf("%sfirst ADD %s ended %s, want ABORTED", what, first.Delta, got.Status)
+		}
+		if err := os.WriteFile(copied, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		second := finalized(t, what, d, wire.RCRequest{Job: rep.Job, Type: wire.RCAdd, N: 2})
+		if !slices.Equal(second.Ranks, wire.Span(2, 3)) {
+			t.Errorf("%ssecond ADD has ranks %s, want 2-3", what, second.Ranks)
+		}
+		checkAllExited(t, what, d, rep.Job, 4)
+		app := "mpi://app/" + rep.App
+		var want []string
+		for r := range 2 {
+			want = append(want, followLines(r, wire.RCAdd, first.Delta, "job.rc1:0,job.rc1:1", "", app, wire.RCAnnounced, wire.RCAborted)...)
+			want = append(want, followLines(r, wire.RCAdd, second.Delta, "job.rc2:0,job.rc2:1", "", app, wire.RCAnnounced, wire.RCPending, wire.RCFinalized)[1:]...)
+			want = append(want, fmt.Sprintf("rank %d done", r))
+		}
+		for r := 2; r < 4; r++ {
+			want = append(want,
+				fmt.Sprintf("rank %d malleable", r),
+				fmt.Sprintf("rank %d joins %s as %s.rc2:%d of %s", r, second.Delta, rep.Job, r-2, rep.Job),
+				fmt.Sprintf("rank %d confirmed %s: FINALIZED", r, second.Delta),
+				fmt.Sprintf("rank %d done", r))
+		}
+		want = append(want, fmt.Sprintf("rank 0 accepts %s for %s", second.Delta, app), fmt.Sprintf("rank 0 accepted %s: PENDING", second.Delta))
+		// The root may have accepted the first ADD before it was aborted,
+		// or not: its accept and the PENDING it made are left out; the
+		// abort's reason names the failed start.
+		var got []string
+		for _, l := range lines(d, rep.Job) {
+			if strings.Contains(l, first.Delta+" ") || strings.Contains(l, first.Delta+":") {
+				if strings.HasPrefix(l, "rank 0 accept") || strings.Contains(l, " PENDING ") {
+					continue
+				}
+				if head, why, ok := strings.Cut(l, " error="); ok {
+					if !strings.Contains(why, "could not start") {
+						t.Errorf("%sabort of %s: %q", what, first.Delta, why)
+					}
+					l = head
+				}
+			}
+			got = append(got, l)
+		}
+		slices.Sort(want)
+		checkLines(t, what, got, want)
+		for _, ns := range []string{rep.Job, rep.Job + ".rc1", rep.Job + ".rc2"} {
+			checkScratchGone(t, ns)
+		}
+	})
+}
+
 // onNodes runs a test on 1 and on 4 virtual nodes of 4 slots in all,
 // what naming the case.
 func onNodes(t *testing.T, run func(what string, d *testDVM)) {

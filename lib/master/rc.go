@@ -1537,7 +1537,6 @@ func (s *state) rcRewind(run *rcRun) {
 	for _, r := range run.ranks {
 		j.procs.forget(r)
 	}
-	j.pmixRewind(first)
 	if !j.procs.rewind(first) {
 		s.log.Error("master: cannot rewind the job table after an aborted change", "delta", run.r.Delta())
 		return

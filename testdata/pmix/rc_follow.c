@@ -14,7 +14,8 @@
  *
  * A process that an ADD or a REPLACE started finds the change in its namespace's job
  * info (DYNRT_PMIX_RC_DELTA), confirms it (DYNRT_PMIX_CONFIRM) and counts
- * it as its first change once the confirmation comes back. With "fence",
+ * it, with the changes numbered before it, as followed once the
+ * confirmation comes back. With "fence",
  * every rank that stays fences its own namespace (PMIx_Fence) once its
  * changes ended: twice in the job's first namespace, once in an ADD's.
  * With "noaccept" no rank accepts (a change then waits for the runtime to
@@ -442,6 +443,9 @@ int main(int argc, char **argv)
     rc = event_rm(DYNRT_PMIX_MALLEABLE, NULL);
     printf("rank %u malleable%s%s\n", myrank, rc == PMIX_SUCCESS ? "" : ": ", rc == PMIX_SUCCESS ? "" : PMIx_Error_string(rc));
     if (joined[0] != '\0') {
+        /* The changes before the one that started it (mpi://rte/APP/rc/N)
+         * count as followed. */
+        ended = atoi(strrchr(joined, '/') + 1) - 1;
         printf("rank %u joins %s as %s:%u of %s\n", myrank, joined, me.nspace, me.rank, job);
         rc = event_rm(DYNRT_PMIX_CONFIRM, joined);
         if (rc != PMIX_SUCCESS)
