@@ -5,6 +5,7 @@
 #include <string.h>
 #include "glue.h"
 #include "dyn.h"
+#include "shift.h"
 #include "_cgo_export.h"
 
 pmix_status_t dyn_spawn_fn(const pmix_proc_t *proc, const pmix_info_t job_info[], size_t ninfo,
@@ -117,15 +118,40 @@ static pmix_status_t load_packed(pmix_pdata_t *pd, const char *data, size_t n)
     return rc;
 }
 
+struct lookup_completion {
+    pmix_lookup_cbfunc_t f;
+    pmix_status_t st;
+    pmix_pdata_t *pd;
+    size_t n;
+    void *cbdata;
+};
+
+static void lookup_complete_now(void *arg)
+{
+    struct lookup_completion *c = arg;
+
+    dyn_count_completion();
+    // libpmix packs the answer before f returns.
+    c->f(c->st, PMIX_SUCCESS == c->st ? c->pd : NULL, PMIX_SUCCESS == c->st ? c->n : 0, c->cbdata);
+    if (NULL != c->pd) {
+        PMIX_PDATA_FREE(c->pd, c->n);
+    }
+    free(c);
+}
+
 void dyn_lookup_complete_values(pmix_lookup_cbfunc_t f, pmix_status_t st, const char *nspace,
                                 uint32_t rank, char **keys, char **vals, size_t *lens, int *packed,
                                 size_t n, void *cbdata)
 {
+    struct lookup_completion *c;
     pmix_pdata_t *pd = NULL;
 
     if (NULL == f) {
         return;
     }
+    // The answer is copied here (Go frees its arrays on return), and
+    // handed to libpmix on its own thread: lookup_cbfunc is not safe from
+    // another (shift.c).
     if (0 < n) {
         PMIX_PDATA_CREATE(pd, n);
         for (size_t i = 0; i < n && PMIX_SUCCESS == st; i++) {
@@ -138,9 +164,13 @@ void dyn_lookup_complete_values(pmix_lookup_cbfunc_t f, pmix_status_t st, const 
             }
         }
     }
-    // libpmix packs the answer before f returns.
-    f(st, PMIX_SUCCESS == st ? pd : NULL, PMIX_SUCCESS == st ? n : 0, cbdata);
-    if (NULL != pd) {
-        PMIX_PDATA_FREE(pd, n);
+    if (NULL == (c = malloc(sizeof *c))) {
+        if (NULL != pd) {
+            PMIX_PDATA_FREE(pd, n);
+        }
+        f(PMIX_ERR_NOMEM, NULL, 0, cbdata);
+        return;
     }
+    *c = (struct lookup_completion){.f = f, .st = st, .pd = pd, .n = n, .cbdata = cbdata};
+    dyn_shift(lookup_complete_now, c);
 }

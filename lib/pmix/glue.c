@@ -6,6 +6,7 @@
 #include "glue.h"
 #include "dyn.h"
 #include "events.h"
+#include "shift.h"
 #include "_cgo_export.h"
 
 // The host module. Each callback copies what Go needs and returns at
@@ -15,6 +16,7 @@ static pmix_status_t client_connected(const pmix_proc_t *proc, void *server_obje
                                       pmix_op_cbfunc_t cbfunc, void *cbdata)
 {
     (void)server_object;
+    dyn_note_host_thread();
     return dynGoClientConnected((char *)proc->nspace, proc->rank, cbfunc, cbdata);
 }
 
@@ -92,6 +94,7 @@ static int has_key(const pmix_info_t info[], size_t ninfo, const char *key)
 static pmix_status_t lookup_fn(const pmix_proc_t *proc, char **keys, const pmix_info_t info[],
                                size_t ninfo, pmix_lookup_cbfunc_t cbfunc, void *cbdata)
 {
+    dyn_note_host_thread();
     return dynGoLookup((char *)proc->nspace, proc->rank, keys, has_key(info, ninfo, PMIX_WAIT),
                        cbfunc, cbdata);
 }
@@ -107,6 +110,7 @@ static pmix_status_t unpublish_fn(const pmix_proc_t *proc, char **keys, const pm
 static pmix_status_t query_fn(pmix_proc_t *proct, pmix_query_t *queries, size_t nqueries,
                               pmix_info_cbfunc_t cbfunc, void *cbdata)
 {
+    dyn_note_host_thread();
     if (NULL == proct) {
         return PMIX_ERR_NOT_SUPPORTED;
     }
@@ -167,6 +171,9 @@ pmix_status_t dyn_server_init(const char *tmpdir, const char *nspace, uint32_t r
     rc = PMIx_server_init(&module, info, n);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     PMIX_INFO_FREE(info, n);
+    if (PMIX_SUCCESS == rc) {
+        dyn_shift_init();
+    }
     return rc;
 }
 
@@ -275,19 +282,42 @@ static void release_darray(void *p)
     PMIX_DATA_ARRAY_FREE(d);
 }
 
+struct info_completion {
+    pmix_info_cbfunc_t f;
+    pmix_status_t st;
+    pmix_data_array_t *d;
+    void *cbdata;
+};
+
+static void info_complete_now(void *arg)
+{
+    struct info_completion *c = arg;
+
+    dyn_count_completion();
+    if (NULL == c->d) {
+        c->f(c->st, NULL, 0, c->cbdata, NULL, NULL);
+    } else {
+        c->f(c->st, (pmix_info_t *)c->d->array, c->d->size, c->cbdata, release_darray, c->d);
+    }
+    free(c);
+}
+
 void dyn_info_complete(pmix_info_cbfunc_t f, pmix_status_t st, pmix_data_array_t *d, void *cbdata)
 {
-    if (NULL == f) {
+    struct info_completion *c;
+
+    if (NULL == f || NULL == (c = malloc(sizeof *c))) {
         if (NULL != d) {
             release_darray(d);
         }
+        if (NULL != f) {
+            f(PMIX_ERR_NOMEM, NULL, 0, cbdata, NULL, NULL);
+        }
         return;
     }
-    if (NULL == d) {
-        f(st, NULL, 0, cbdata, NULL, NULL);
-        return;
-    }
-    f(st, (pmix_info_t *)d->array, d->size, cbdata, release_darray, d);
+    *c = (struct info_completion){.f = f, .st = st, .d = d, .cbdata = cbdata};
+    // On libpmix's thread: query_cbfunc is not safe from another (shift.c).
+    dyn_shift(info_complete_now, c);
 }
 
 pmix_data_array_t *dyn_array(size_t n, pmix_data_type_t t)

@@ -9,10 +9,9 @@
 //
 // These definitions come before libpmix's in symbol resolution (the
 // executable exports them; libpmix calls them through its PLT), as in
-// cloexec.c:
-//   - event_base_new/event_base_free keep the libevent bases libpmix
-//     makes, so that a peer's socket can be found: the peer is the
-//     callback argument of its socket's read event;
+// cloexec.c;
+//   - the libevent bases libpmix makes (bases.c) let a peer's socket be
+//     found: the peer is the callback argument of its socket's read event;
 //   - pmix_server_query notes, for its thread, the two ends of the
 //     client's connection while it runs (libpmix 4 talks TCP over
 //     loopback, so there are no peer credentials to ask);
@@ -29,84 +28,36 @@
 #include <pmix_server.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <sys/socket.h>
+#include "bases.h"
 
 #define DYN_REQUESTOR "dynrt.requestor" /* requestor.go requestorKey */
 
-struct event_base;
-struct event;
-typedef int (*dyn_foreach_cb)(const struct event_base *, const struct event *, void *);
-
-#define DYN_EV_READ 0x02 /* libevent's EV_READ */
-#define DYN_MAX_BASES 16
-
-static pthread_mutex_t bases_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct event_base *bases[DYN_MAX_BASES];
-
-struct event_base *event_base_new(void);
-void event_base_free(struct event_base *b);
 pmix_status_t pmix_server_query(void *peer, void *buf, pmix_info_cbfunc_t cbfunc, void *cbdata);
-
-struct event_base *event_base_new(void)
-{
-    static struct event_base *(*real)(void);
-    struct event_base *b;
-    int i;
-
-    if (real == NULL)
-        real = (struct event_base * (*)(void)) dlsym(RTLD_NEXT, "event_base_new");
-    if (real == NULL)
-        return NULL;
-    b = real();
-    if (b != NULL) {
-        pthread_mutex_lock(&bases_mu);
-        for (i = 0; i < DYN_MAX_BASES; i++) {
-            if (bases[i] == NULL) {
-                bases[i] = b;
-                break;
-            }
-        }
-        pthread_mutex_unlock(&bases_mu);
-    }
-    return b;
-}
-
-void event_base_free(struct event_base *b)
-{
-    static void (*real)(struct event_base *);
-    int i;
-
-    pthread_mutex_lock(&bases_mu);
-    for (i = 0; i < DYN_MAX_BASES; i++) {
-        if (bases[i] == b)
-            bases[i] = NULL;
-    }
-    pthread_mutex_unlock(&bases_mu);
-    if (real == NULL)
-        real = (void (*)(struct event_base *))dlsym(RTLD_NEXT, "event_base_free");
-    if (real != NULL)
-        real(b);
-}
 
 struct peer_search {
     void *peer;
     int fd;
-    void *(*arg)(const struct event *);
-    int (*fd_of)(const struct event *);
-    short (*events)(const struct event *);
+    const struct dyn_libevent *le;
 };
 
 static int find_peer(const struct event_base *b, const struct event *ev, void *arg)
 {
     struct peer_search *s = arg;
     (void)b;
-    if (s->arg(ev) == s->peer && (s->events(ev) & DYN_EV_READ) && s->fd_of(ev) >= 0) {
-        s->fd = s->fd_of(ev);
+    if (s->le->callback_arg(ev) == s->peer && (s->le->events_of(ev) & DYN_EV_READ) && s->le->fd_of(ev) >= 0) {
+        s->fd = s->le->fd_of(ev);
         return 1; /* found: stop */
     }
     return 0;
+}
+
+static int search_base(struct event_base *b, void *arg)
+{
+    struct peer_search *s = arg;
+    s->le->foreach_event(b, find_peer, s);
+    return s->fd >= 0;
 }
 
 /* endpoint formats an IPv4 address and port as "a.b.c.d:port"; 0 if it
@@ -125,27 +76,15 @@ static int endpoint(char *buf, size_t n, const struct sockaddr_in *a)
  * server"), or leaves it empty. */
 static void peer_conn(void *peer, char *buf, size_t n)
 {
-    int (*each)(struct event_base *, dyn_foreach_cb, void *);
     struct peer_search s = {.peer = peer, .fd = -1};
     struct sockaddr_in remote, local;
     socklen_t rl = sizeof remote, ll = sizeof local;
     char r[64], l[64];
-    int i;
 
     buf[0] = '\0';
-    each = (int (*)(struct event_base *, dyn_foreach_cb, void *))dlsym(RTLD_DEFAULT, "event_base_foreach_event");
-    s.arg = (void *(*)(const struct event *))dlsym(RTLD_DEFAULT, "event_get_callback_arg");
-    s.fd_of = (int (*)(const struct event *))dlsym(RTLD_DEFAULT, "event_get_fd");
-    s.events = (short (*)(const struct event *))dlsym(RTLD_DEFAULT, "event_get_events");
-    if (each == NULL || s.arg == NULL || s.fd_of == NULL || s.events == NULL)
+    if ((s.le = dyn_libevent()) == NULL)
         return;
-    /* The bases stay listed while searched: none is freed meanwhile. */
-    pthread_mutex_lock(&bases_mu);
-    for (i = 0; i < DYN_MAX_BASES && s.fd < 0; i++) {
-        if (bases[i] != NULL)
-            each(bases[i], find_peer, &s);
-    }
-    pthread_mutex_unlock(&bases_mu);
+    dyn_each_base(search_base, &s);
     if (s.fd < 0 || getpeername(s.fd, (struct sockaddr *)&remote, &rl) != 0 ||
         getsockname(s.fd, (struct sockaddr *)&local, &ll) != 0 || !endpoint(r, sizeof r, &remote) ||
         !endpoint(l, sizeof l, &local))

@@ -5,6 +5,7 @@ package pmix
 // #cgo pkg-config: pmix
 // #cgo CFLAGS: -Wall -Wextra
 // #include "glue.h"
+// #include "shift.h"
 import "C"
 
 import (
@@ -909,4 +910,12 @@ func joinRanks(rs []uint32) string {
 		s[i] = strconv.FormatUint(uint64(r), 10)
 	}
 	return strings.Join(s, ",")
+}
+
+// completions counts the completions of queries and lookups so far, and
+// those that ran on another thread than libpmix's (none should: shift.c).
+func completions() (all, elsewhere int64) {
+	var a, e C.long
+	C.dyn_completions(&a, &e)
+	return int64(a), int64(e)
 }

@@ -3,9 +3,11 @@
 package pmix
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -473,6 +475,34 @@ func TestQuery(t *testing.T) {
 	}
 }
 
+// TestCompletionsOnLibpmixThread: the answers to queries and lookups
+// reach libpmix on its own progress thread, although the Handler answers
+// on a goroutine: libpmix 4.2 queues those replies on the client's
+// connection without moving to its thread first, which races with that
+// thread when called from another (shift.c). Without shift.c every one of
+// them runs elsewhere.
+func TestCompletionsOnLibpmixThread(t *testing.T) {
+	s, bin, mark := setup(t)
+	all0, else0 := completions()
+	outs, codes := run(t, s, bin, oneNode(t, "shift-pub", 2), &recorder{s: s}, mark, "pubsub")
+	for r := range 2 {
+		if codes[r] != 0 {
+			t.Errorf("pubsub rank %d: exit %d, output %q", r, codes[r], outs[r])
+		}
+	}
+	job := oneNode(t, "shift-query", 1)
+	job.Psets = map[string][]uint32{"a": {0}}
+	outs, codes = run(t, s, program(t, t.TempDir(), "psets"), job, &recorder{s: s}, mark)
+	if codes[0] != 0 {
+		t.Errorf("psets: exit %d, output %q", codes[0], outs[0])
+	}
+	all, elsewhere := completions()
+	// 2 lookups and at least 3 queries (count, names, a membership).
+	if all-all0 < 5 || elsewhere != else0 {
+		t.Errorf("%d completions, %d of them on another thread than libpmix's; want at least 5, none elsewhere", all-all0, elsewhere-else0)
+	}
+}
+
 // blocker is a Handler whose fence waits for release.
 type blocker struct {
 	recorder
@@ -547,6 +577,80 @@ func TestDeregisterWaits(t *testing.T) {
 	}
 	for _, c := range cmds {
 		_ = c.Wait()
+	}
+}
+
+// TestDeregisterConnected: a client deregistered while still connected
+// (a daemon deregisters a process once it has exited, often before
+// libpmix has read the end of its connection) leaves nothing watching its
+// socket's descriptor: the next client, whose connection gets the same
+// descriptor number, is served (closesock.c). Without closesock.c that
+// client hangs in PMIx_Init (libpmix 4.2 closes the socket but leaves
+// its events in libevent, which then never watches the number again), as
+// every later client on that number would.
+func TestDeregisterConnected(t *testing.T) {
+	s, bin, mark := setup(t)
+	h := &recorder{s: s}
+	held, next := oneNode(t, "dereg-held", 1), oneNode(t, "dereg-next", 1)
+	for _, j := range []*Job{held, next} {
+		if err := s.RegisterJob(j, h); err != nil {
+			t.Fatal(err)
+		}
+		defer s.DeregisterJob(j.Nspace)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := func(p Proc, mode string, out io.Writer) (*exec.Cmd, io.WriteCloser) {
+		t.Helper()
+		if err := s.RegisterClient(p, os.Getuid(), os.Getgid()); err != nil {
+			t.Fatal(err)
+		}
+		env, err := s.SetupFork(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := exec.CommandContext(ctx, bin, mode)
+		c.Env = append(append(os.Environ(), leakcheck.EnvMark+"="+mark), env...)
+		c.Stdout, c.Stderr = out, out
+		in, err := c.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return c, in
+	}
+	pa, pb := Proc{Nspace: held.Nspace}, Proc{Nspace: next.Nspace}
+	outA, outAW := io.Pipe()
+	a, inA := start(pa, "hold", outAW)
+	defer func() {
+		inA.Close()
+		_ = a.Wait()
+		outAW.Close()
+	}()
+	var outB bytes.Buffer
+	b, inB := start(pb, "gated", &outB)
+	defer s.DeregisterClient(pb)
+	// The held client is connected: deregister it, as a daemon does when
+	// it sees a process end before libpmix sees its connection end.
+	line, err := bufio.NewReader(outA).ReadString('\n')
+	if line != "connected\n" {
+		inB.Close()
+		_ = b.Wait()
+		t.Fatalf("held client: %q, %v", line, err)
+	}
+	go io.Copy(io.Discard, outA)
+	s.DeregisterClient(pa)
+	// The next connection takes the lowest free descriptor: the one
+	// libpmix just closed.
+	if _, err := io.WriteString(inB, "go\n"); err != nil {
+		t.Fatal(err)
+	}
+	inB.Close()
+	err = b.Wait()
+	if want := "rank 0 of 1 (1 local): got 1 values\n"; err != nil || outB.String() != want {
+		t.Errorf("next client: %v, output %q, want %q (killed at the deadline: it was never served)", err, outB.String(), want)
 	}
 }
 

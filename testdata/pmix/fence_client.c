@@ -9,8 +9,11 @@
  * With "dmodex", the fence collects no data: the values of the ranks of
  * other nodes come by direct modex, one Get at a time (and a last fence
  * keeps every rank alive until all have read: the data of a process is
- * served while it lives, as under MPI_Finalize's fence). Prints one line per check;
- * exits 0 when all passed. */
+ * served while it lives, as under MPI_Finalize's fence). With "hold", it
+ * prints "connected" after the init and exits 0 (without finalizing) once
+ * its standard input ends; with "gated", it waits for a line on its
+ * standard input before the init. Prints one line per check; exits 0 when
+ * all passed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,8 +114,18 @@ int main(int argc, char **argv)
     char buf[64];
     bool gather = true;
 
+    if (argc > 1 && 0 == strcmp(argv[1], "gated") && NULL == fgets(buf, sizeof buf, stdin)) {
+        return fail("gated: no go on stdin", PMIX_ERROR);
+    }
     if (PMIX_SUCCESS != (rc = PMIx_Init(&me, NULL, 0))) {
         return fail("PMIx_Init", rc);
+    }
+    if (argc > 1 && 0 == strcmp(argv[1], "hold")) {
+        printf("connected\n");
+        fflush(stdout);
+        while (EOF != getchar()) {
+        }
+        return 0;
     }
     if (argc > 1 && 0 == strcmp(argv[1], "abort")) {
         PMIx_Abort(7, "test abort", NULL, 0);
@@ -126,7 +139,8 @@ int main(int argc, char **argv)
         return 1;
     }
     check = size;
-    if (argc > 1 && 0 != strcmp(argv[1], "nofinalize") && 0 != strcmp(argv[1], "dmodex")) {
+    if (argc > 1 && 0 != strcmp(argv[1], "nofinalize") && 0 != strcmp(argv[1], "dmodex") &&
+        0 != strcmp(argv[1], "gated")) {
         check = (uint32_t)atoi(argv[1]);
     }
     if (argc > 1 && 0 == strcmp(argv[1], "dmodex")) {
