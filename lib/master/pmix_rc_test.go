@@ -10,9 +10,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/dynrt/dynrt/lib/pset"
 	"github.com/dynrt/dynrt/wire"
 )
 
@@ -452,4 +454,67 @@ func followLines(r int, typ, delta, members, out, bound string, statuses ...stri
 		lines = append(lines, fmt.Sprintf("rank %d rc %s %s %s ranks=%s%s bound=%s", r, typ, st, delta, members, out, bound))
 	}
 	return lines
+}
+
+// TestPMIxRCFailure: with --on-failure shrink or replace, kill -9 of rank
+// 3 of a 4-process PMIx job that follows changes (testdata/pmix/rc_follow.c)
+// becomes a SUB of that rank, or a REPLACE of it by a new process (PMIx
+// name <job>.rc1:0, dynrt rank 4), which the survivors follow through
+// PMIx events like a change asked with dynrc, on 1 and 4 virtual nodes:
+// every survivor gets the delta set and the change's statuses, rank 0
+// accepts for the application set (ranks 0-2, or 0-2 and 4); a
+// replacement joins and confirms; all fence over the set, exit 0, and the
+// job ends with status 0; no scratch directory is left.
+func TestPMIxRCFailure(t *testing.T) {
+	prog := pmixProgram(t, "rc_follow")
+	for _, policy := range []string{wire.OnFailureShrink, wire.OnFailureReplace} {
+		t.Run(policy, func(t *testing.T) {
+			onNodes(t, func(what string, d *testDVM) {
+				rep, err := d.launch(wire.JobLaunchReq{Argv: []string{prog, "1", "60", "fenceset"}, N: 4, MapBy: wire.MapByNode, PMI: wire.PMIPMIx, OnFailure: policy})
+				if err != nil {
+					t.Fatal(err)
+				}
+				waitMalleable(t, d, rep.Job)
+				killed := false
+				for _, p := range d.procs(rep.Job) {
+					if p.Rank == 3 && p.PID > 0 {
+						killed = syscall.Kill(p.PID, syscall.SIGKILL) == nil
+					}
+				}
+				if !killed {
+					t.Fatalf("%sno live rank 3 to kill in %+v", what, d.procs(rep.Job))
+				}
+				delta := pset.DeltaName(rep.App, 1)
+				d.started(delta) // made by the master when it learns of the loss
+				if rc := d.settled(delta); rc.Status != wire.RCFinalized {
+					t.Fatalf("%sthe failure's change %s ended %s (%s)\n%q", what, delta, rc.Status, rc.Reason, lines(d, rep.Job))
+				}
+				if end := d.wait(rep.Job); end.Code != 0 || end.State != wire.JobStateDone {
+					t.Errorf("%sjob ended %s with status %d (%s), want done with 0", what, end.State, end.Code, end.Reason)
+				}
+				app := "mpi://app/" + rep.App
+				typ, members, out, statuses, accepted, set, survivors := wire.RCSub, "job:3", "", []string{wire.RCAnnounced, wire.RCFinalized}, wire.RCFinalized, wire.Span(0, 2), []int{0, 1, 2}
+				if policy == wire.OnFailureReplace {
+					typ, members, out, statuses, accepted, set, survivors = wire.RCReplace, "job.rc1:0", "job:3", []string{wire.RCAnnounced, wire.RCPending, wire.RCFinalized}, wire.RCPending, wire.RankRanges{{Lo: 0, Hi: 2}, {Lo: 4, Hi: 4}}, []int{0, 1, 2, 4}
+				}
+				checkAppSet(t, what, d, rep, set)
+				want := []string{"rank 3 malleable"}
+				for _, r := range survivors {
+					if r < 3 {
+						want = append(want, followLines(r, typ, delta, members, out, app, statuses...)...)
+					} else {
+						want = append(want, "rank 4 malleable",
+							fmt.Sprintf("rank 4 joins %s as %s.rc1:0 of %s", delta, rep.Job, rep.Job),
+							fmt.Sprintf("rank 4 confirmed %s: FINALIZED", delta))
+					}
+					want = append(want, fmt.Sprintf("rank %d fenced %s (%d procs)", r, app, len(survivors)), fmt.Sprintf("rank %d done", r))
+				}
+				want = append(want, fmt.Sprintf("rank 0 accepts %s for %s", delta, app), fmt.Sprintf("rank 0 accepted %s: %s", delta, accepted))
+				slices.Sort(want)
+				checkLines(t, what, lines(d, rep.Job), want)
+				checkScratchGone(t, rep.Job)
+				checkScratchGone(t, rep.Job+".rc1")
+			})
+		})
+	}
 }
