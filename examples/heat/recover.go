@@ -30,10 +30,15 @@ type piece struct {
 }
 
 // ckStore holds the pieces of the last two checkpoints: one may be
-// incomplete when a process is lost while it is being taken.
+// incomplete when a process is lost while it is being taken. Until this
+// process has taken its first checkpoint, the store also holds the whole
+// grid as of step 0: that is the initial condition, which any process can
+// compute, so a loss before or during the first checkpoint rolls back to
+// step 0 instead of ending the run.
 type ckStore struct {
 	pieces []piece
 	last   int // step of the latest checkpoint (-1: none)
+	nx, ny int // the grid, for the rows of step 0 before the first checkpoint
 	// What checkpoints cost this process: count, wall time, values sent.
 	n     int
 	took  time.Duration
@@ -66,16 +71,28 @@ func (s *ckStore) rows(step int, r Range, ny int) ([]float64, error) {
 			return p.vals[k : k+r.Len()*ny], nil
 		}
 	}
+	if s.initial() && step == 0 && 0 <= r.Lo && r.Hi <= s.nx && ny == s.ny {
+		b := newBlock(s.nx, s.ny, r)
+		b.fill()
+		return b.held(r), nil
+	}
 	return nil, wire.Errorf(wire.ErrState, "heat: no checkpoint of rows %s at step %d here", r, step)
 }
 
 func (s *ckStore) held() []Held {
-	out := make([]Held, len(s.pieces))
+	out := make([]Held, len(s.pieces), len(s.pieces)+1)
 	for i, p := range s.pieces {
 		out[i] = p.Held
 	}
+	if s.initial() {
+		out = append(out, Held{0, Range{0, s.nx}})
+	}
 	return out
 }
+
+// initial says whether the store stands for the initial grid: no
+// checkpoint taken here yet.
+func (s *ckStore) initial() bool { return s.last < 0 && s.nx > 0 }
 
 // checkpoint stores this process's rows as of now, sends a copy to its
 // buddy and keeps the copies of the processes whose buddy it is.
@@ -291,7 +308,7 @@ func (h *heat) restore(ctx context.Context, over *comm.Comm, wasRoot bool, ch *C
 	// The rows held now count too: they are exact as of h.step (after a
 	// recovery that a second loss interrupted, they are the restored
 	// state itself).
-	store := ckStore{pieces: h.ck.pieces}
+	store := h.ck
 	if h.b.rows.Len() > 0 {
 		store.pieces = append(slices.Clip(store.pieces), piece{Held{h.step, h.b.rows}, h.b.held(h.b.rows)})
 	}

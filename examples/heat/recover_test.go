@@ -111,6 +111,10 @@ func TestRecoverySimulated(t *testing.T) {
 		{5, 10, map[int][]int{10: {4}, 11: {0}}}, // right after a checkpoint, then at once again
 		{3, 4, map[int][]int{49: {1}, 50: {0}}},  // late: rolls back over the end
 		{8, 3, map[int][]int{1: {7}, 2: {0, 1}}}, // before the second checkpoint, then a node
+		// -1: lost before the first checkpoint was taken (rows of step 0
+		// come from the initial condition), then later again.
+		{4, 5, map[int][]int{-1: {1}, 7: {0}}},
+		{6, 4, map[int][]int{-1: {2, 3}}}, // a "node" with its buddy pair
 	}
 	for i, tc := range tests {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
@@ -133,7 +137,7 @@ func simulate(t *testing.T, nx, ny, steps, n0, every int, loss map[int][]int) Gr
 	}
 	ms := make([]*member, n0)
 	for k := range ms {
-		ms[k] = &member{b: newBlock(nx, ny, Block(nx, n0, k)), node: fmt.Sprint("node", k/2), ck: ckStore{last: -1}}
+		ms[k] = &member{b: newBlock(nx, ny, Block(nx, n0, k)), node: fmt.Sprint("node", k/2), ck: ckStore{last: -1, nx: nx, ny: ny}}
 		ms[k].b.fill()
 	}
 	step := 0
@@ -155,7 +159,12 @@ func simulate(t *testing.T, nx, ny, steps, n0, every int, loss map[int][]int) Gr
 			m.ck.add(step, ps[k])
 		}
 	}
-	checkpoint()
+	if lost, ok := loss[-1]; ok {
+		delete(loss, -1)
+		loss[0] = lost // handled at step 0 with no checkpoint taken
+	} else {
+		checkpoint()
+	}
 	for step < steps || loss[step] != nil {
 		if lost := loss[step]; lost != nil {
 			delete(loss, step)

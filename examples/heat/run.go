@@ -90,7 +90,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer, log *slog.Logger) er
 		s.Finalize(ctx)
 		return err
 	}
-	h := &heat{cfg: cfg, s: s, ep: ep, out: stdout, log: log, failed: map[string]bool{}, ck: ckStore{last: -1}}
+	h := &heat{cfg: cfg, s: s, ep: ep, out: stdout, log: log, failed: map[string]bool{}, ck: ckStore{last: -1, nx: cfg.nx, ny: cfg.ny}}
 	err = h.main(ctx)
 	if err != nil && !errors.Is(err, errGone) {
 		// One process failing would leave the others waiting in a halo
@@ -138,16 +138,20 @@ func (h *heat) main(ctx context.Context) error {
 			close(h.reqs)
 		}
 	}()
-	if h.cfg.buddy && h.ck.last < 0 {
-		// The first checkpoint: everyone at step 0 (a process that joined
-		// took part in the one after its change).
-		if err := h.checkpoint(ctx); err != nil {
-			return err
-		}
-	}
 	for {
 		wctx, stop := h.watch(ctx)
-		left, err := h.loop(wctx)
+		var left bool
+		var err error
+		if h.cfg.buddy && h.ck.last < 0 {
+			// The first checkpoint: everyone at step 0 (a process that
+			// joined took part in the one after its change). Under the
+			// watch like the steps: a loss while it is taken rolls back
+			// to step 0, the initial grid (ckStore).
+			err = h.checkpoint(wctx)
+		}
+		if err == nil {
+			left, err = h.loop(wctx)
+		}
 		if err == nil && !left {
 			err = h.finish(wctx)
 		}
@@ -193,6 +197,14 @@ func (h *heat) start(ctx context.Context) error {
 	h.b.fill()
 	h.seg = Segment{Procs: c.Size()}
 	h.sched = h.cfg.schedule
+	if c.Rank() == 0 && h.cfg.json {
+		// Every process is in the communicator: from now on a loss is
+		// survived with --buddy (before, there is no one to recover).
+		h.printJSON(struct {
+			Kind  string `json:"kind"`
+			Procs int    `json:"procs"`
+		}{"start", c.Size()})
+	}
 	return nil
 }
 

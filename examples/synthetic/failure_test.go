@@ -155,7 +155,7 @@ func surviveHungNode(t *testing.T, policy string) {
 	job := d.launchPolicy(t, policy, 8, "--trigger", "external", "--changes", "1", "-i", "30", "--tables=false",
 		"--problem-size", fmt.Sprint(problem), "--timeout", "80s")
 	procs := dvmtest.RunningProcs(t, d.c, job, 8)
-	time.Sleep(500 * time.Millisecond) // into the iterations
+	d.intoIterations(t, job)
 	node := procs[4].Node
 	lost := 0
 	for _, p := range procs {
