@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -385,6 +386,7 @@ func daemonize(c *cli.Context, e *env, dir string, cl *clusterOpts) error {
 			}
 			continue
 		}
+		awaitReadyLine(logf, info.ID, exited)
 		relay()
 		// stdout gets the id (for DVM=$(dynrun dvm start --daemonize)),
 		// or the whole report with --report-uri -.
@@ -402,6 +404,31 @@ func daemonize(c *cli.Context, e *env, dir string, cl *clusterOpts) error {
 		return nil
 	}
 }
+
+// awaitReadyLine waits, at most readyLineWait, until the daemonized DVM
+// has logged its ready line: the child publishes its rendezvous file
+// first and prints the line just after, so without the wait the line was
+// now and then not relayed, and a master killed at once left an empty log,
+// which is not kept as its crash log. A child that exits meanwhile ends
+// the wait (its status is put back for the caller).
+func awaitReadyLine(logf *os.File, id string, exited chan error) {
+	mark := []byte("DVM " + id + " ready")
+	deadline := time.Now().Add(readyLineWait)
+	for {
+		if b, _ := io.ReadAll(io.NewSectionReader(logf, 0, 1<<20)); bytes.Contains(b, mark) || time.Now().After(deadline) {
+			return
+		}
+		select {
+		case err := <-exited:
+			exited <- err
+			return
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+// readyLineWait bounds awaitReadyLine.
+const readyLineWait = 2 * time.Second
 
 // attach connects to the DVM selected by --dvm (or $DYNRT_DVM, or the only
 // live one), after reporting stale rendezvous files.

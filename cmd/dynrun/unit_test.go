@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -292,5 +293,43 @@ func TestReadyLine(t *testing.T) {
 		if got := readyLine("x", c.nodes); got != c.want {
 			t.Errorf("readyLine(%v) = %q, want %q", c.nodes, got, c.want)
 		}
+	}
+}
+
+// awaitReadyLine returns once the ready line of the DVM is in the log
+// (written a little after the rendezvous file, as the daemonized child
+// does), or at once when the child has exited, keeping its status for
+// the caller. Without it, a master killed right after `dvm start
+// --daemonize` returned could leave an empty log, not kept as its crash
+// log (TestCrashKeepsDVMLog failed so in CI).
+func TestAwaitReadyLine(t *testing.T) {
+	logf, err := os.CreateTemp(t.TempDir(), "log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	go func() {
+		time.Sleep(150 * time.Millisecond)
+		fmt.Fprintln(logf, readyLine("abc", []alloc.Node{{Name: "n", Slots: 1}}))
+	}()
+	awaitReadyLine(logf, "abc", make(chan error, 1))
+	if b, _ := os.ReadFile(logf.Name()); !strings.Contains(string(b), "DVM abc ready") {
+		t.Errorf("returned before the ready line: log %q", b)
+	}
+
+	exited := make(chan error, 1)
+	exited <- errors.New("exit status 1")
+	start := time.Now()
+	awaitReadyLine(logf, "other", exited)
+	if took := time.Since(start); took > readyLineWait/2 {
+		t.Errorf("waited %v for a child that had exited", took)
+	}
+	select {
+	case err := <-exited:
+		if err == nil || err.Error() != "exit status 1" {
+			t.Errorf("exit status %v, want it kept", err)
+		}
+	default:
+		t.Error("the child's exit status was taken")
 	}
 }
