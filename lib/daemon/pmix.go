@@ -61,6 +61,41 @@ const (
 	vaderDirEnv = "OMPI_MCA_btl_vader_backing_directory"
 )
 
+// ompiBoundEnv tells Open MPI 4.1 that the launcher has applied the
+// binding policy (mpirun.openmpi sets it too), so that MPI_Init does not
+// look at binding itself. dynrun binds nothing; without the variable
+// every process loads the node's topology to find out that it is not
+// bound, and hwloc loads all its plugins with it (libxml2, ICU, X11,
+// OpenCL): about twice the dynamic linking of an Open MPI start-up, 30-40
+// ms of CPU per process on this machine (docs/BENCHMARKS.md "Open MPI").
+// It is left out when the user asks Open MPI to bind itself
+// (ompiBindPolicyEnv) or sets it.
+const (
+	ompiBoundEnv      = "OMPI_MCA_orte_bound_at_launch"
+	ompiBindPolicyEnv = "OMPI_MCA_hwloc_base_binding_policy"
+)
+
+// ompiEnv completes the environment of an Open MPI process under the
+// PMIx server: the direct-launch marker, the job's scratch directory dir
+// (none when "") and the binding note, each unless already set.
+func ompiEnv(env []string, dir string) []string {
+	has := func(k string) bool {
+		return slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, k+"=") })
+	}
+	env = append(env, ompiDirectLaunch)
+	if dir != "" {
+		for _, k := range []string{ompiTmpEnv, vaderDirEnv} {
+			if !has(k) {
+				env = append(env, k+"="+dir)
+			}
+		}
+	}
+	if !has(ompiBoundEnv) && !has(ompiBindPolicyEnv) {
+		env = append(env, ompiBoundEnv+"=1")
+	}
+	return env
+}
+
 // pmixService is the daemon's PMIx state. Lock order: d.mu (held by
 // rc.push's announcements), then pmixService.mu, then pmixJob.mu or
 // pmixProc.mu; never d.mu while holding either of the others.
@@ -147,14 +182,7 @@ func (d *Daemon) pmixAttach(b *wire.LaunchReq, rank uint32, spec *proc.Spec) (*p
 		return nil, wire.Errorf(wire.ErrInternal, "daemon %s: %v", d.node, err)
 	}
 	applyBlock(b.PMI, rank, spec)
-	spec.Env = append(append(withoutPMIxEnv(spec.Env), env...), ompiDirectLaunch)
-	if j.dir != "" {
-		for _, k := range []string{ompiTmpEnv, vaderDirEnv} {
-			if !slices.ContainsFunc(spec.Env, func(kv string) bool { return strings.HasPrefix(kv, k+"=") }) {
-				spec.Env = append(spec.Env, k+"="+j.dir)
-			}
-		}
-	}
+	spec.Env = ompiEnv(append(withoutPMIxEnv(spec.Env), env...), j.dir)
 	svc.mu.Lock()
 	svc.procs[xp.key] = xp
 	svc.mu.Unlock()

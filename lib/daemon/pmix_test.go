@@ -67,3 +67,28 @@ func TestPMIxEnv(t *testing.T) {
 		t.Errorf("block of rank 2: app %d, spec %+v", app, spec)
 	}
 }
+
+// TestOMPIEnv: an Open MPI process under the PMIx server gets the
+// direct-launch marker, the job's scratch directory and the note that the
+// launcher applied the binding policy, each unless the user set it; a
+// binding policy of the user's own keeps the note out.
+func TestOMPIEnv(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  []string
+		dir  string
+		want []string
+	}{
+		{"defaults", []string{"A=1"}, "/dev/shm/d", []string{"A=1", ompiDirectLaunch,
+			ompiTmpEnv + "=/dev/shm/d", vaderDirEnv + "=/dev/shm/d", ompiBoundEnv + "=1"}},
+		{"no scratch directory", nil, "", []string{ompiDirectLaunch, ompiBoundEnv + "=1"}},
+		{"user's values stand", []string{ompiTmpEnv + "=/x", ompiBoundEnv + "=0"}, "/dev/shm/d",
+			[]string{ompiTmpEnv + "=/x", ompiBoundEnv + "=0", ompiDirectLaunch, vaderDirEnv + "=/dev/shm/d"}},
+		{"user's binding policy", []string{ompiBindPolicyEnv + "=core"}, "",
+			[]string{ompiBindPolicyEnv + "=core", ompiDirectLaunch}},
+	} {
+		if got := ompiEnv(tc.env, tc.dir); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

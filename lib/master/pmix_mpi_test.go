@@ -201,6 +201,37 @@ func TestOMPISplitType(t *testing.T) {
 	}
 }
 
+// TestOMPIBindingNote: the daemons tell Open MPI that the launcher has
+// applied the binding policy (OMPI_MCA_orte_bound_at_launch), as
+// mpirun.openmpi does, so no rank reads the node's topology in MPI_Init
+// and hwloc loads none of its plugins (libxml2, ICU, X11, OpenCL: about
+// twice the dynamic linking of an Open MPI start-up). Without the note
+// every rank loads 4 plugins here. (A binding policy of the user's own
+// keeps the note out: lib/daemon TestOMPIEnv.)
+func TestOMPIBindingNote(t *testing.T) {
+	prog := ompiProgram(t, "hwloc_plugins")
+	for _, nodes := range []int{1, 2} {
+		d := startDVM(t, nodes, 4)
+		rep, end := d.run(wire.JobLaunchReq{Argv: []string{prog}, N: 4, PMI: wire.PMIPMIx})
+		if end.Code != 0 {
+			t.Fatalf("%d nodes: job ended %d: %s\n%s", nodes, end.Code, end.Msg, stderrOf(d, rep.Job))
+		}
+		got := lines(d, rep.Job)
+		if len(got) != 4 {
+			t.Fatalf("%d nodes: want 4 lines, got %q", nodes, got)
+		}
+		for _, l := range got {
+			var rank, n int
+			if _, err := fmt.Sscanf(l, "hwloc_plugins rank=%d n=%d", &rank, &n); err != nil {
+				t.Fatalf("%d nodes: line %q: %v", nodes, l, err)
+			}
+			if n != 0 {
+				t.Errorf("%d nodes: rank %d loaded %d of hwloc's plugins in MPI_Init, want none", nodes, rank, n)
+			}
+		}
+	}
+}
+
 // TestOMPIAbort: MPI_Abort(MPI_COMM_WORLD, 7) of Open MPI ends the job
 // with code 7 on 1 and 2 virtual nodes, as mpirun.openmpi exits 7.
 func TestOMPIAbort(t *testing.T) {
