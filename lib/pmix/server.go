@@ -80,7 +80,11 @@ func Start(cfg Config) (*Server, error) {
 func Finalize() error {
 	the.mu.Lock()
 	defer the.mu.Unlock()
-	if the.srv == nil || the.finalized {
+	if the.finalized {
+		return nil
+	}
+	if the.srv == nil {
+		the.finalized = true // never started: nothing to stop, and none later
 		return nil
 	}
 	s := the.srv
