@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -70,19 +71,29 @@ const (
 // ms of CPU per process on this machine (docs/BENCHMARKS.md "Open MPI").
 // It is left out when the user asks Open MPI to bind itself
 // (ompiBindPolicyEnv) or sets it.
+//
+// ompiOversubEnv says whether the node is oversubscribed: more processes
+// here than CPUs. Open MPI then yields the CPU while it waits instead of
+// spinning (mpi_yield_when_idle), which a rank that has work needs when
+// its neighbours wait on the same cores. mpirun.openmpi sets it for every
+// process it starts (from its slots, which default to the cores); it is
+// the runtime's, so a value inherited from a spawning parent is replaced.
 const (
 	ompiBoundEnv      = "OMPI_MCA_orte_bound_at_launch"
 	ompiBindPolicyEnv = "OMPI_MCA_hwloc_base_binding_policy"
+	ompiOversubEnv    = "OMPI_MCA_mpi_oversubscribe"
 )
 
 // ompiEnv completes the environment of an Open MPI process under the
 // PMIx server: the direct-launch marker, the job's scratch directory dir
-// (none when "") and the binding note, each unless already set.
-func ompiEnv(env []string, dir string) []string {
+// (none when "") and the binding note, each unless already set, and the
+// node's oversubscription.
+func ompiEnv(env []string, dir string, oversubscribed bool) []string {
+	env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, ompiOversubEnv+"=") })
 	has := func(k string) bool {
 		return slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, k+"=") })
 	}
-	env = append(env, ompiDirectLaunch)
+	env = append(env, ompiDirectLaunch, ompiOversubEnv+"="+map[bool]string{false: "0", true: "1"}[oversubscribed])
 	if dir != "" {
 		for _, k := range []string{ompiTmpEnv, vaderDirEnv} {
 			if !has(k) {
@@ -182,7 +193,11 @@ func (d *Daemon) pmixAttach(b *wire.LaunchReq, rank uint32, spec *proc.Spec) (*p
 		return nil, wire.Errorf(wire.ErrInternal, "daemon %s: %v", d.node, err)
 	}
 	applyBlock(b.PMI, rank, spec)
-	spec.Env = ompiEnv(append(withoutPMIxEnv(spec.Env), env...), j.dir)
+	// Every rank of this launch is in d.live already (reserve).
+	d.mu.Lock()
+	here := len(d.live)
+	d.mu.Unlock()
+	spec.Env = ompiEnv(append(withoutPMIxEnv(spec.Env), env...), j.dir, here > runtime.NumCPU())
 	svc.mu.Lock()
 	svc.procs[xp.key] = xp
 	svc.mu.Unlock()

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -70,24 +71,28 @@ func TestPMIxEnv(t *testing.T) {
 
 // TestOMPIEnv: an Open MPI process under the PMIx server gets the
 // direct-launch marker, the job's scratch directory and the note that the
-// launcher applied the binding policy, each unless the user set it; a
-// binding policy of the user's own keeps the note out.
+// launcher applied the binding policy, each unless the user set it (a
+// binding policy of the user's own keeps the note out), and the node's
+// oversubscription, replacing a value inherited from a spawning parent.
 func TestOMPIEnv(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		env  []string
 		dir  string
+		over bool
 		want []string
 	}{
-		{"defaults", []string{"A=1"}, "/dev/shm/d", []string{"A=1", ompiDirectLaunch,
+		{"defaults", []string{"A=1"}, "/dev/shm/d", false, []string{"A=1", ompiDirectLaunch, ompiOversubEnv + "=0",
 			ompiTmpEnv + "=/dev/shm/d", vaderDirEnv + "=/dev/shm/d", ompiBoundEnv + "=1"}},
-		{"no scratch directory", nil, "", []string{ompiDirectLaunch, ompiBoundEnv + "=1"}},
-		{"user's values stand", []string{ompiTmpEnv + "=/x", ompiBoundEnv + "=0"}, "/dev/shm/d",
-			[]string{ompiTmpEnv + "=/x", ompiBoundEnv + "=0", ompiDirectLaunch, vaderDirEnv + "=/dev/shm/d"}},
-		{"user's binding policy", []string{ompiBindPolicyEnv + "=core"}, "",
-			[]string{ompiBindPolicyEnv + "=core", ompiDirectLaunch}},
+		{"no scratch directory, oversubscribed", nil, "", true, []string{ompiDirectLaunch, ompiOversubEnv + "=1", ompiBoundEnv + "=1"}},
+		{"user's values stand", []string{ompiTmpEnv + "=/x", ompiBoundEnv + "=0"}, "/dev/shm/d", false,
+			[]string{ompiTmpEnv + "=/x", ompiBoundEnv + "=0", ompiDirectLaunch, ompiOversubEnv + "=0", vaderDirEnv + "=/dev/shm/d"}},
+		{"user's binding policy", []string{ompiBindPolicyEnv + "=core"}, "", false,
+			[]string{ompiBindPolicyEnv + "=core", ompiDirectLaunch, ompiOversubEnv + "=0"}},
+		{"parent's oversubscription replaced", []string{ompiOversubEnv + "=0", "B=2"}, "", true,
+			[]string{"B=2", ompiDirectLaunch, ompiOversubEnv + "=1", ompiBoundEnv + "=1"}},
 	} {
-		if got := ompiEnv(tc.env, tc.dir); !reflect.DeepEqual(got, tc.want) {
+		if got := ompiEnv(slices.Clone(tc.env), tc.dir, tc.over); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -227,6 +228,36 @@ func TestOMPIBindingNote(t *testing.T) {
 			}
 			if n != 0 {
 				t.Errorf("%d nodes: rank %d loaded %d of hwloc's plugins in MPI_Init, want none", nodes, rank, n)
+			}
+		}
+	}
+}
+
+// TestOMPIOversubscribed: Open MPI yields the CPU while it waits
+// (mpi_yield_when_idle, read through MPI_T) exactly when more processes
+// run on the node than it has CPUs, as under mpirun.openmpi. (A spawned
+// child's value is its own, not its parent's: lib/daemon TestOMPIEnv.)
+func TestOMPIOversubscribed(t *testing.T) {
+	prog := ompiProgram(t, "yield_idle")
+	cpus := runtime.NumCPU()
+	d := startDVM(t, 1, cpus+2)
+	for _, tc := range []struct {
+		n     int
+		yield int
+	}{{cpus, 0}, {cpus + 1, 1}} {
+		rep, end := d.run(wire.JobLaunchReq{Argv: []string{prog}, N: uint32(tc.n), PMI: wire.PMIPMIx})
+		if end.Code != 0 {
+			t.Fatalf("n=%d: job ended %d: %s\n%s", tc.n, end.Code, end.Msg, stderrOf(d, rep.Job))
+		}
+		var want []string
+		for r := range tc.n {
+			want = append(want, fmt.Sprintf("yield rank=%d v=%d", r, tc.yield))
+		}
+		slices.Sort(want)
+		checkLines(t, fmt.Sprintf("%d processes on %d CPUs: ", tc.n, cpus), lines(d, rep.Job), want)
+		if _, err := exec.LookPath("mpirun.openmpi"); err == nil {
+			if got, code := mpirunOMPI(t, tc.n, prog); code != 0 || !slices.Equal(got, want) {
+				t.Errorf("mpirun.openmpi -n %d: exit %d, output %q, want %q", tc.n, code, got, want)
 			}
 		}
 	}
