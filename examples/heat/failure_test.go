@@ -24,7 +24,7 @@ import (
 func (h *heatDVM) launchPolicy(t *testing.T, policy string, n int, args ...string) (string, string) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "grid.txt")
-	argv := append([]string{h.bin, "--json", "--out", out, "--timeout", "90s"}, args...)
+	argv := append([]string{h.bin, "--json", "--out", out, "--timeout", "90s", "--stacks-on-term"}, args...)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	rep, err := h.c.Launch(ctx, wire.JobLaunchReq{Argv: argv, N: uint32(n), Env: h.d.Env, Output: wire.OutputFlags{Forward: true}, OnFailure: policy})

@@ -25,6 +25,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"syscall"
 	"time"
 
 	"github.com/dynrt/dynrt/lib/cliutil"
@@ -44,6 +48,7 @@ type config struct {
 	out           string // final grid file, written by the root
 	json          bool
 	timeout       time.Duration
+	stacksOnTerm  bool // print the goroutines' stacks on SIGTERM (tests)
 	tcp           bool
 	buddy         bool          // keep checkpoints and a copy on a buddy: survive a lost process
 	ckEvery       int           // steps between checkpoints (at checks)
@@ -75,6 +80,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.json, "json", false, "print JSON lines (segments, changes, summary) instead of tables")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "limit of the whole run")
 	fs.BoolVar(&c.tcp, "tcp", false, "use TCP between processes on one host too")
+	fs.BoolVar(&c.stacksOnTerm, "stacks-on-term", false, "on SIGTERM, print every goroutine's stack to stderr and exit 143: where a process the runtime terminated was (the tests use it)")
 	fs.BoolVar(&c.buddy, "buddy", false, "survive lost processes (dynrun --on-failure shrink): checkpoint the rows and keep a copy on a process of another node")
 	fs.IntVar(&c.ckEvery, "checkpoint-every", 0, "with --buddy: steps between checkpoints, taken at the first check after them (0: every --check steps)")
 	fs.DurationVar(&c.failureWait, "failure-wait", 2*time.Minute, "with --buddy: how long a process whose communication failed waits for the runtime's failure change")
@@ -135,10 +141,36 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
+	if cfg.stacksOnTerm {
+		defer stacksOnTerm(stderr)()
+	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if err := run(ctx, cfg, stdout, log); err != nil {
 		fmt.Fprintln(stderr, "heat:", err)
 		return 1
 	}
 	return 0
+}
+
+// stacksOnTerm prints every goroutine's stack to w when SIGTERM comes and
+// exits 143, as the signal would have. A process the runtime terminates
+// (a failure change that its peers waited for in vain) then shows where it
+// waited. It returns the function that stops the watch.
+func stacksOnTerm(w io.Writer) func() {
+	sig := make(chan os.Signal, 1)
+	done := make(chan struct{})
+	signal.Notify(sig, syscall.SIGTERM)
+	go func() {
+		select {
+		case <-sig:
+			fmt.Fprintln(w, "heat: SIGTERM; the goroutines:")
+			_ = pprof.Lookup("goroutine").WriteTo(w, 1)
+			os.Exit(143)
+		case <-done:
+		}
+	}()
+	return func() {
+		signal.Stop(sig)
+		close(done)
+	}
 }
