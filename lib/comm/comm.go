@@ -177,7 +177,8 @@ func checkTag(tag int) error {
 }
 
 // send starts a send of a frame; inline flushes on the caller's goroutine
-// when nobody else is writing to dst (the common, fast case).
+// when nobody else is writing to dst and it is connected (the common, fast
+// case).
 func (c *Comm) send(dst int, tag int32, flags uint8, data []byte, inline bool) *Request {
 	if err := c.check(dst, "destination"); err != nil {
 		return &Request{c: c, err: err}
@@ -200,7 +201,11 @@ func (c *Comm) send(dst int, tag int32, flags uint8, data []byte, inline bool) *
 	f := &outFrame{h: header{ctx: c.cid, src: c.e.me, tag: tag, flags: flags, n: uint32(len(data))}, data: data, done: make(chan struct{})}
 	r := &Request{c: c, send: f, p: p, what: fmt.Sprintf("send to rank %d (job rank %d)", dst, to)}
 	if p.enqueue(f) {
-		if inline {
+		// Inline only over a connection: a dial looks the peer's
+		// address up through the runtime and may wait long (the peer's
+		// node hung), and the caller must be free to give up with its
+		// context (Wait withdraws the frame).
+		if inline && p.connected() {
 			p.flush()
 		} else if !c.e.track(p.flush) {
 			p.flush() // closing: it fails at once

@@ -507,6 +507,13 @@ func (p *peer) stop(err error, closeWrite bool) {
 	}
 }
 
+// connected says whether the peer has a connection to write to.
+func (p *peer) connected() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.conn != nil
+}
+
 // enqueue queues f; true if the caller must flush (nobody else is).
 func (p *peer) enqueue(f *outFrame) bool {
 	p.mu.Lock()

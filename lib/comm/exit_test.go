@@ -189,3 +189,64 @@ func TestExitWithUnreadData(t *testing.T) {
 		})
 	}
 }
+
+// TestSendWhileDialing: a send to a peer without a connection yet returns
+// with its context while the dial still waits for the peer's address (the
+// runtime's lookup hangs with the peer's node). Before, the send dialed on
+// the caller's goroutine, under the endpoint's own timeout: heat's
+// TestBuddyHungNode saw a survivor stay in a collective long after the
+// failure watch had canceled its context, and the recovery wait for it in
+// vain.
+func TestSendWhileDialing(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	var mu sync.Mutex
+	addrs := map[uint32][]byte{}
+	lookup := func(ctx context.Context, rank uint32) ([]byte, error) {
+		if rank == 1 {
+			select { // rank 1's node hangs
+			case <-release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return addrs[rank], nil
+	}
+	o := Options{Timeout: time.Minute}
+	var eps []*Endpoint
+	for r := range 2 {
+		e, err := listen(context.Background(), uint32(r), "j.1", o, lookup)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		mu.Lock()
+		addrs[uint32(r)] = []byte(e.addr.String())
+		mu.Unlock()
+		eps = append(eps, e)
+	}
+	c := &Comm{e: eps[0], ref: wire.PsetRef{Name: "w"}, cid: 42, ranks: []uint32{0, 1}, me: 0}
+	for _, tc := range []struct {
+		name string
+		send func(ctx context.Context) error
+	}{
+		{"Send", func(ctx context.Context) error { return c.Send(ctx, 1, 3, []byte("x")) }},
+		{"collective", func(ctx context.Context) error { return c.csend(ctx, 1, c.nextTag(), []byte("x")) }},
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() { errc <- tc.send(ctx) }()
+		time.Sleep(50 * time.Millisecond) // in the dial by now
+		cancel()
+		select {
+		case err := <-errc:
+			if !errors.Is(err, wire.ErrCanceled) {
+				t.Errorf("%s: %v, want the cancellation", tc.name, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: still sending 10 s after its context was canceled (the dial waits for the address)", tc.name)
+		}
+	}
+}
