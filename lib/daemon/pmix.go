@@ -67,8 +67,8 @@ const (
 // look at binding itself. dynrun binds nothing; without the variable
 // every process loads the node's topology to find out that it is not
 // bound, and hwloc loads all its plugins with it (libxml2, ICU, X11,
-// OpenCL): about twice the dynamic linking of an Open MPI start-up, 30-40
-// ms of CPU per process on this machine (docs/BENCHMARKS.md "Open MPI").
+// OpenCL): about twice the dynamic linking of an Open MPI start-up, some
+// 19 ms of CPU per process on this machine (docs/BENCHMARKS.md "Open MPI").
 // It is left out when the user asks Open MPI to bind itself
 // (ompiBindPolicyEnv) or sets it.
 //
@@ -93,7 +93,11 @@ func ompiEnv(env []string, dir string, oversubscribed bool) []string {
 	has := func(k string) bool {
 		return slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, k+"=") })
 	}
-	env = append(env, ompiDirectLaunch, ompiOversubEnv+"="+map[bool]string{false: "0", true: "1"}[oversubscribed])
+	over := "0"
+	if oversubscribed {
+		over = "1"
+	}
+	env = append(env, ompiDirectLaunch, ompiOversubEnv+"="+over)
 	if dir != "" {
 		for _, k := range []string{ompiTmpEnv, vaderDirEnv} {
 			if !has(k) {
