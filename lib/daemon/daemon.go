@@ -69,6 +69,10 @@ type Config struct {
 	// are forked (after the job and its ranks are registered): tests use
 	// it to hold a launch back.
 	BeforeFork func(job string)
+	// Spawner starts the processes; nil forks them (lib/proc) under a
+	// guard process. Any other spawner runs without a guard: a simulated
+	// node (lib/simnode) has nothing to leave behind.
+	Spawner Spawner
 }
 
 // Daemon is a running node daemon. Its methods are for the request
@@ -93,7 +97,7 @@ type Daemon struct {
 	dvmRef, nodeAddr string
 
 	master *wire.Conn
-	procs  *proc.Group[procKey]
+	spawn  Spawner // forks, or simulates (Config.Spawner)
 
 	// clients serves requests from application processes; fromMaster serves
 	// requests the master sends. Handlers are registered in routes.go.
@@ -134,7 +138,7 @@ func (k procKey) String() string { return procenv.ClientName(k.job, k.rank) }
 // procEntry is a process the daemon started, from just before the fork
 // until its exit has been reported.
 type procEntry struct {
-	p       *proc.Proc // nil while forking
+	p       Process // nil while forking
 	pid     int
 	forced  bool           // the runtime killed it (reported in ProcExited)
 	killSig syscall.Signal // a kill arrived while forking: apply it after the fork
@@ -185,7 +189,10 @@ func newDaemon(cfg Config) (*Daemon, error) {
 	if d.grace <= 0 {
 		d.grace = DefaultKillGrace
 	}
-	d.procs = proc.NewGroup(d.onExit)
+	d.spawn = cfg.Spawner
+	if d.spawn == nil {
+		d.spawn = forkSpawner{}
+	}
 	d.routes()
 	// Requests of the application processes are bounded here as at the
 	// master (docs/limits.md): the KV store lives in the daemon.
@@ -236,6 +243,10 @@ func (d *Daemon) run(ctx context.Context) error {
 	// before that.
 	guardc := make(chan *proc.Guard, 1)
 	go func() {
+		if d.cfg.Spawner != nil {
+			guardc <- nil // nothing forked, nothing to guard
+			return
+		}
 		g, err := proc.StartGuard()
 		if err != nil {
 			d.log.Warn("daemon: no guard process: descendants of processes may outlive a crash of this daemon", "err", err)
@@ -301,6 +312,18 @@ func (d *Daemon) run(ctx context.Context) error {
 			d.log.Warn("daemon: client socket failed", "err", err)
 		}
 	}()
+	if cl, ok := d.spawn.(ClientListener); ok {
+		// The spawner's processes dial in memory; the socket still
+		// serves tools and everything else.
+		memServed := make(chan struct{})
+		go func() {
+			defer close(memServed)
+			if err := srv.Serve(srvCtx, cl.ClientListener()); err != nil {
+				d.log.Warn("daemon: spawner's client listener failed", "err", err)
+			}
+		}()
+		defer func() { <-memServed }() // after stopServe below
+	}
 	published := false
 	defer func() {
 		stopServe()

@@ -229,9 +229,9 @@ func (d *Daemon) startRank(b *wire.LaunchReq, base []string, rank uint32, e *pro
 	if err == nil {
 		xp, err = d.pmixAttach(b, rank, &spec) // PMIx service (pmix.go)
 	}
-	var p *proc.Proc
+	var p Process
 	if err == nil {
-		p, err = d.procs.Start(context.Background(), key, spec)
+		p, err = d.spawn.Start(context.Background(), key.String(), spec, func(p Process, st proc.ExitStatus) { d.onExit(key, p, st) })
 		pp.started(p, err)
 		xp.started(err)
 	}
@@ -245,7 +245,7 @@ func (d *Daemon) startRank(b *wire.LaunchReq, base []string, rank uint32, e *pro
 	sig, grace := e.killSig, e.grace
 	d.mu.Unlock()
 	if sig != 0 {
-		go signalProcs([]*proc.Proc{p}, sig, grace)
+		go signalProcs([]Process{p}, sig, grace)
 	}
 	return wire.ProcStarted{Job: b.Job, Rank: rank, PID: p.Pid(), Node: d.node, Time: now.UnixNano()}, true
 }
@@ -272,7 +272,7 @@ func (d *Daemon) reportStartFailure(key procKey, err error) {
 // onExit reports an ended process to the master. It runs after the
 // process's output has been delivered, so the master sees every line of a
 // process before its exit.
-func (d *Daemon) onExit(key procKey, p *proc.Proc, st proc.ExitStatus) {
+func (d *Daemon) onExit(key procKey, p Process, st proc.ExitStatus) {
 	d.pmiExited(key, st)  // settle its PMI session first (pmi.go)
 	d.pmixExited(key, st) // and its PMIx client (pmix.go)
 	d.stdin.drop(key)
@@ -303,7 +303,7 @@ func (d *Daemon) onExit(key procKey, p *proc.Proc, st proc.ExitStatus) {
 // processes matched.
 func (d *Daemon) kill(match func(procKey) bool, sig syscall.Signal, grace time.Duration) int {
 	d.mu.Lock()
-	var ps []*proc.Proc
+	var ps []Process
 	n := 0
 	for k, e := range d.live {
 		if !match(k) {
@@ -326,7 +326,7 @@ func (d *Daemon) kill(match func(procKey) bool, sig syscall.Signal, grace time.D
 
 // signalProcs sends sig (and SIGCONT, so stopped groups can act on it) to
 // every process group, then SIGKILL to those still running after grace.
-func signalProcs(ps []*proc.Proc, sig syscall.Signal, grace time.Duration) {
+func signalProcs(ps []Process, sig syscall.Signal, grace time.Duration) {
 	for _, p := range ps {
 		_ = p.Signal(sig)
 		if sig != syscall.SIGKILL && sig != syscall.SIGCONT {
@@ -379,7 +379,7 @@ func (d *Daemon) handleKill(_ context.Context, _ *wire.Request, b *wire.KillReq)
 // still being forked does not get it.
 func (d *Daemon) signal(match func(procKey) bool, sig syscall.Signal) int {
 	d.mu.Lock()
-	var ps []*proc.Proc
+	var ps []Process
 	for k, e := range d.live {
 		if match(k) && e.p != nil {
 			ps = append(ps, e.p)

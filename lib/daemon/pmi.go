@@ -64,7 +64,7 @@ type pmiProc struct {
 	ended  chan struct{}
 
 	mu       sync.Mutex
-	p        *proc.Proc
+	p        Process
 	bound    bool   // a session runs or ran (fd mode: from the start)
 	stop     func() // ends the session (set with bound)
 	res      pmi.Result
@@ -139,7 +139,7 @@ func (d *Daemon) pmiAttach(b *wire.LaunchReq, rank uint32, spec *proc.Spec) (*pm
 
 // started is called once the fork is done (err != nil: it failed). It is
 // a no-op on nil.
-func (pp *pmiProc) started(p *proc.Proc, err error) {
+func (pp *pmiProc) started(p Process, err error) {
 	if pp == nil {
 		return
 	}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/dynrt/dynrt/lib/pmi"
-	"github.com/dynrt/dynrt/lib/proc"
 	"github.com/dynrt/dynrt/wire"
 )
 
@@ -396,7 +395,7 @@ func (d *Daemon) handlePMIDead(_ context.Context, _ *wire.Request, b *wire.PMIDe
 	if jc := d.jobs[b.Job]; jc != nil {
 		jc.pmiDead = strings.Join(parts, ",")
 	}
-	var ps []*proc.Proc
+	var ps []Process
 	for k, e := range d.live {
 		if k.job == b.Job && e.p != nil {
 			ps = append(ps, e.p)

@@ -194,8 +194,19 @@ type Daemon struct {
 	Host   string     // host it runs on ("" = this host)
 	Agent  []string   // the ssh command (ssh launcher), for error reports
 	Master string     // the master address it dials, for error reports
-	p      *proc.Proc // nil for join
+	p      *proc.Proc // nil for join and in-process daemons
 	tail   *tail      // last lines of its output, for error reports
+	// An in-process daemon (InProcess): closed when it has returned, and
+	// how to stop it.
+	done <-chan struct{}
+	stop func()
+}
+
+// InProcess is a daemon that runs as goroutines of this process (the
+// simulated nodes of lib/simnode): done is closed when it has returned,
+// and stop makes it return.
+func InProcess(node string, done <-chan struct{}, stop func()) *Daemon {
+	return &Daemon{Node: node, done: done, stop: stop}
 }
 
 // Pid returns the pid of the local process (daemon or ssh), 0 for join.
@@ -209,7 +220,7 @@ func (d *Daemon) Pid() int {
 // Done is closed when the process has ended; never for join.
 func (d *Daemon) Done() <-chan struct{} {
 	if d.p == nil {
-		return nil
+		return d.done
 	}
 	return d.p.Done()
 }
@@ -218,6 +229,9 @@ func (d *Daemon) Done() <-chan struct{} {
 // returns at once with an empty status.
 func (d *Daemon) Wait() proc.ExitStatus {
 	if d.p == nil {
+		if d.done != nil {
+			<-d.done
+		}
 		return proc.ExitStatus{}
 	}
 	return d.p.Wait()
@@ -227,6 +241,10 @@ func (d *Daemon) Wait() proc.ExitStatus {
 // master normally stops daemons over the wire first; this is the backstop.
 func (d *Daemon) Stop(grace time.Duration) proc.ExitStatus {
 	if d.p == nil {
+		if d.stop != nil {
+			d.stop()
+			<-d.done
+		}
 		return proc.ExitStatus{}
 	}
 	return d.p.Terminate(grace)

@@ -75,6 +75,10 @@ type Config struct {
 	// Starter starts the daemons of nodes 1..; nil builds the launcher
 	// named by Launcher with DaemonCommand.
 	Starter launcher.Starter
+	// Spawner starts the processes of node 0 (the daemon in this
+	// process); nil forks them. A simulated DVM (internal/simdvm) sets
+	// one of lib/simnode.
+	Spawner daemon.Spawner
 	// KillGrace is the SIGTERM→SIGKILL grace of kills that give none;
 	// 0 = DefaultKillGrace.
 	KillGrace time.Duration
@@ -314,6 +318,7 @@ func (m *Master) start(ctx context.Context) (err error) {
 	cfg0 := daemon.Config{
 		Master: sock, Token: m.info.Token, Node: n0.Name, Slots: n0.Slots, DVM: m.info.ID, Dir: m.dir,
 		KillGrace: m.grace, Env: m.cfg.Env, Logger: m.cfg.Logger, Addr: m.nodeAddr(),
+		Spawner: m.cfg.Spawner,
 	}
 	go func() { m.localDone <- daemon.Run(lctx, cfg0) }()
 

@@ -129,14 +129,16 @@ func (s *Session) dispatch(ev wire.Event) {
 // eventQueue hands events from the reader goroutine to the callback
 // goroutine without ever blocking the reader.
 type eventQueue struct {
-	mu     sync.Mutex
-	items  []wire.Event
-	closed bool
-	wake   chan struct{}
+	mu       sync.Mutex
+	items    []wire.Event
+	closed   bool
+	draining bool // no more events come: stop once the queue is empty
+	wake     chan struct{}
+	done     chan struct{} // closed when run has returned
 }
 
 func newEventQueue(deliver func(wire.Event)) *eventQueue {
-	q := &eventQueue{wake: make(chan struct{}, 1)}
+	q := &eventQueue{wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go q.run(deliver)
 	return q
 }
@@ -165,11 +167,21 @@ func (q *eventQueue) close() {
 	q.signal()
 }
 
+// drain stops the queue once the events already queued are delivered:
+// the connection is gone and no more can come.
+func (q *eventQueue) drain() {
+	q.mu.Lock()
+	q.draining = true
+	q.mu.Unlock()
+	q.signal()
+}
+
 func (q *eventQueue) run(deliver func(wire.Event)) {
+	defer close(q.done)
 	for range q.wake {
 		for {
 			q.mu.Lock()
-			if q.closed {
+			if q.closed || (q.draining && len(q.items) == 0) {
 				q.mu.Unlock()
 				return
 			}

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -56,6 +57,8 @@ type Session struct {
 type config struct {
 	env    func(string) string
 	logger *slog.Logger
+	dial   func(ctx context.Context, addr string) (net.Conn, error)
+	pid    int
 }
 
 // Option configures Init.
@@ -69,11 +72,23 @@ func WithEnv(env func(string) string) Option { return func(c *config) { c.env = 
 // discarded).
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
+// WithDialer makes Init reach the daemon through dial (given
+// $DYNRT_DAEMON) instead of its unix socket: the simulated processes of
+// lib/simnode dial in memory.
+func WithDialer(dial func(ctx context.Context, addr string) (net.Conn, error)) Option {
+	return func(c *config) { c.dial = dial }
+}
+
+// WithPID makes the session claim pid instead of os.Getpid() (a
+// simulated process's pid). The daemon checks the claim against the
+// connection's credentials where it has them (a unix socket).
+func WithPID(pid int) Option { return func(c *config) { c.pid = pid } }
+
 // Init opens a session: it connects to the node daemon named by
 // $DYNRT_DAEMON as process $DYNRT_RANK of job $DYNRT_JOB and fetches the
 // process's identity.
 func Init(ctx context.Context, opts ...Option) (*Session, error) {
-	cfg := config{env: os.Getenv}
+	cfg := config{env: os.Getenv, pid: os.Getpid()}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -105,15 +120,28 @@ func Init(ctx context.Context, opts ...Option) (*Session, error) {
 	}
 	s := &Session{log: cfg.logger, staged: map[string][]byte{}, subs: map[uint64]*subscription{}}
 	s.events = newEventQueue(s.dispatch)
-	conn, err := wire.Dial(ctx, "unix", sock, wire.Hello{
-		Role: wire.RoleClient, Name: procenv.ClientName(job, uint32(rank)), Token: cfg.env(procenv.Token), PID: os.Getpid(),
-	}, wire.Options{OnEvent: s.onEvent, Logger: cfg.logger})
+	hello := wire.Hello{
+		Role: wire.RoleClient, Name: procenv.ClientName(job, uint32(rank)), Token: cfg.env(procenv.Token), PID: cfg.pid,
+	}
+	// When the daemon's connection ends the event goroutine ends too, once
+	// it has delivered what arrived: a process that outlives its daemon
+	// (or a simulated one, lib/simnode) keeps nothing running.
+	wopts := wire.Options{OnEvent: s.onEvent, Logger: cfg.logger, OnClose: func(*wire.Conn, error) { s.events.drain() }}
+	var conn *wire.Conn
+	if cfg.dial != nil {
+		var nc net.Conn
+		if nc, err = cfg.dial(ctx, sock); err == nil {
+			conn, err = wire.Client(ctx, nc, hello, wopts)
+		}
+	} else {
+		conn, err = wire.Dial(ctx, "unix", sock, hello, wopts)
+	}
 	if err != nil {
 		s.events.close()
 		return nil, fmt.Errorf("session: connect to the daemon at %s: %w", sock, err)
 	}
 	s.conn = conn
-	if err := conn.Call(ctx, wire.KindSessionInit, &wire.SessionInitReq{Job: job, Rank: uint32(rank), PID: os.Getpid()}, &s.info); err != nil {
+	if err := conn.Call(ctx, wire.KindSessionInit, &wire.SessionInitReq{Job: job, Rank: uint32(rank), PID: cfg.pid}, &s.info); err != nil {
 		conn.Close()
 		s.events.close()
 		return nil, fmt.Errorf("session: init: %w", err)

@@ -1,0 +1,204 @@
+package simdvm
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dynrt/dynrt/lib/simnode"
+	"github.com/dynrt/dynrt/lib/tool"
+	"github.com/dynrt/dynrt/wire"
+)
+
+// start starts a simulated DVM that is stopped, and checked for
+// leftovers, when t ends.
+func start(t *testing.T, nodes, slots int) (*DVM, *tool.Client) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "d")
+	goroutines := runtime.NumGoroutine()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	o := Options{Nodes: nodes, Slots: slots, Dir: dir}
+	if path := os.Getenv("SIMDVM_LOG"); path != "" { // a debug log of the master and daemons, to read by hand
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		o.Logger = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	d, err := Start(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := d.Client(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := d.Stop(ctx); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+		if n := d.Running(); n != 0 {
+			t.Errorf("%d simulated processes still running after the stop", n)
+		}
+		// Every daemon, connection and process is a goroutine: they must
+		// all be gone.
+		deadline := time.Now().Add(10 * time.Second)
+		for runtime.NumGoroutine() > goroutines && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if n := runtime.NumGoroutine(); n > goroutines {
+			buf := make([]byte, 1<<20)
+			t.Errorf("%d goroutines after the stop, %d before the start:\n%s", n, goroutines, buf[:runtime.Stack(buf, true)])
+		}
+		if left, _ := filepath.Glob(filepath.Join(dir, "*", "*")); len(left) > 0 {
+			t.Errorf("files left in the rendezvous directory: %v", left)
+		}
+	})
+	return d, c
+}
+
+func launch(t *testing.T, c *tool.Client, req wire.JobLaunchReq) wire.JobLaunchReply {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := c.Launch(ctx, req)
+	if err != nil {
+		t.Fatalf("launch %v: %v", req.Argv, err)
+	}
+	return rep
+}
+
+// TestLaunchAndKill: a job filling a DVM of simulated nodes starts on
+// every node, and a kill ends every process.
+func TestLaunchAndKill(t *testing.T) {
+	const nodes, slots = 16, 4
+	d, c := start(t, nodes, slots)
+	rep := launch(t, c, wire.JobLaunchReq{Argv: []string{simnode.Idle}, N: nodes * slots, PMI: wire.PMINone})
+	if got := d.Running(); got != nodes*slots {
+		t.Fatalf("%d simulated processes run after the launch, want %d", got, nodes*slots)
+	}
+	if len(rep.Placement) != nodes {
+		t.Errorf("job placed on %d nodes, want %d", len(rep.Placement), nodes)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.KillJob(ctx, rep.Job, 0, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.WaitJob(ctx, rep.Job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State != wire.JobStateKilled || d.Running() != 0 {
+		t.Errorf("after the kill: job %s, %d processes running; want killed, 0", info.State, d.Running())
+	}
+}
+
+// TestExitCode: a simulated process's exit code is the job's, as a
+// forked one's would be, and a program a simulated node does not have
+// fails like a missing executable (127) with a message naming it.
+func TestExitCode(t *testing.T) {
+	_, c := start(t, 2, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, tc := range []struct {
+		argv []string
+		code int
+		msg  string
+	}{
+		{[]string{simnode.Exit, "0"}, 0, ""},
+		{[]string{simnode.Exit, "7"}, 7, "exited with code 7"},
+		{[]string{"/usr/bin/true"}, 127, `no simulated program "/usr/bin/true"`},
+	} {
+		rep := launch(t, c, wire.JobLaunchReq{Argv: tc.argv, N: 3, PMI: wire.PMINone})
+		info, err := c.WaitJob(ctx, rep.Job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Code != tc.code || !strings.Contains(info.Msg, tc.msg) {
+			t.Errorf("%v: code %d (%s), want %d with %q", tc.argv, info.Code, info.Msg, tc.code, tc.msg)
+		}
+	}
+}
+
+// TestAddSub: the simulated malleable program takes part in ADDs and SUBs
+// through lib/session, until FINALIZED, and after each change every
+// process sees, from its own daemon, the job's size and the job's ranks on
+// its node as the master has them: the job data the daemons got as
+// deltas (wire.JobData.Delta) adds up to the master's.
+func TestAddSub(t *testing.T) {
+	const nodes, slots = 8, 4
+	d, c := start(t, nodes, slots)
+	var mu sync.Mutex
+	states := map[string]map[uint32]string{} // delta → rank → "size node ranks"
+	c.OnOutput(func(l wire.OutputLine) {
+		f := strings.Fields(string(l.Line))
+		if len(f) != 5 || f[0] != "STATE" {
+			t.Errorf("rank %d: %s", l.Rank, l.Line)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if states[f[1]] == nil {
+			states[f[1]] = map[uint32]string{}
+		}
+		states[f[1]][l.Rank] = strings.Join(f[2:], " ")
+	})
+	rep := launch(t, c, wire.JobLaunchReq{Argv: []string{simnode.Malleable, "report"}, N: nodes*slots - 16, MapBy: wire.MapByNode, PMI: wire.PMINone, Output: wire.OutputFlags{Forward: true}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, step := range []struct {
+		typ  string
+		n    uint32
+		size int
+	}{{wire.RCAdd, 8, nodes*slots - 8}, {wire.RCSub, 12, nodes*slots - 20}, {wire.RCAdd, 4, nodes*slots - 16}, {wire.RCSub, 3, nodes*slots - 19}} {
+		rc, err := c.RequestRC(ctx, wire.RCRequest{Job: rep.Job, Type: step.typ, N: step.n, Wait: true})
+		if err != nil {
+			t.Fatalf("%s %d: %v", step.typ, step.n, err)
+		}
+		if rc.Status != wire.RCFinalized {
+			t.Fatalf("%s %d: %s, want FINALIZED", step.typ, step.n, rc.Status)
+		}
+		info, err := c.Job(ctx, wire.JobStateReq{Job: rep.Job})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int(info.Size) != step.size || d.Running() != step.size {
+			t.Errorf("after %s %d: job size %d, %d processes running; want %d", step.typ, step.n, info.Size, d.Running(), step.size)
+		}
+		want := map[uint32]string{}
+		for _, pl := range info.Placement {
+			for r := range pl.Ranks.All() {
+				want[r] = fmt.Sprintf("%d %s %s", info.Size, pl.Node, pl.Ranks)
+			}
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			mu.Lock()
+			got := maps.Clone(states[rc.Delta])
+			mu.Unlock()
+			if maps.Equal(got, want) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after %s %d (%s): the processes saw (size node local-ranks)\n%v\nwant\n%v", step.typ, step.n, rc.Delta, got, want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+func TestMain(m *testing.M) { os.Exit(m.Run()) }

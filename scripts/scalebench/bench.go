@@ -1,0 +1,348 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/dynrt/dynrt/internal/simdvm"
+	"github.com/dynrt/dynrt/lib/session"
+	"github.com/dynrt/dynrt/lib/simnode"
+	"github.com/dynrt/dynrt/lib/tool"
+	"github.com/dynrt/dynrt/wire"
+)
+
+func hostMain(_ context.Context, _ []string, _, stderr io.Writer) int {
+	log, closeLog, err := logTo(os.Getenv(envHostLog))
+	if err != nil {
+		fmt.Fprintln(stderr, "scalebench host:", err)
+		return 1
+	}
+	defer closeLog()
+	stop, err := profile(os.Getenv(envHostProf))
+	if err != nil {
+		fmt.Fprintln(stderr, "scalebench host:", err)
+		return 1
+	}
+	defer stop()
+	return simdvm.HostMain(nil, log)
+}
+
+// profile writes a CPU profile to path until stop (nothing without a
+// path).
+func profile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// envHostProf names the nodes host's CPU profile (-cpuprofile, with a
+// .nodes suffix).
+const envHostProf = "SCALEBENCH_HOST_CPUPROFILE"
+
+// envHostLog names the nodes host's log file (-log).
+const envHostLog = "SCALEBENCH_HOST_LOG"
+
+// logTo is an info-level logger writing to path, or a discarding one.
+func logTo(path string) (*slog.Logger, func(), error) {
+	if path == "" {
+		return slog.New(slog.DiscardHandler), func() {}, nil
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, nil, err
+	}
+	return slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo})), func() { f.Close() }, nil
+}
+
+// Main runs the benchmark.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("scalebench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	sizes := fs.String("nodes", "16,64,256,1024", "DVM sizes in nodes, comma-separated")
+	slots := fs.Int("slots", 64, "slots per node")
+	fenceSlots := fs.Int("fence-slots", 0, "processes per node of the fence job (0: -slots)")
+	change := fs.Int("k", 1024, "processes of the large ADD and SUB (at most one per node of the DVM)")
+	out := fs.String("o", "bench-out/scale", "directory for scale.tsv and the plot")
+	cpuProf := fs.String("cpuprofile", "", "write a CPU profile of this process (the master) to this file, and one of the nodes host to the file with .nodes added")
+	logDir := fs.String("log", "", "write the master's and the daemons' logs (info level) to master.log and nodes.log in this directory")
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	if *fenceSlots == 0 {
+		*fenceSlots = *slots
+	}
+	var ns []int
+	for _, f := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 2 {
+			fmt.Fprintf(stderr, "scalebench: -nodes: %q is not a size of at least 2 nodes\n", f)
+			return 2
+		}
+		ns = append(ns, n)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(stderr, "scalebench:", err)
+		return 1
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		fmt.Fprintln(stderr, "scalebench:", err)
+		return 1
+	}
+	if *cpuProf != "" {
+		os.Setenv(envHostProf, *cpuProf+".nodes")
+	}
+	stopProf, err := profile(*cpuProf)
+	if err != nil {
+		fmt.Fprintln(stderr, "scalebench:", err)
+		return 1
+	}
+	defer stopProf()
+	log, closeLog, _ := logTo("")
+	if *logDir != "" {
+		os.Setenv(envHostLog, filepath.Join(*logDir, "nodes.log"))
+		log, closeLog, err = logTo(filepath.Join(*logDir, "master.log"))
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "scalebench:", err)
+		return 1
+	}
+	defer closeLog()
+	var rows []row
+	fmt.Fprintln(stdout, header())
+	for _, n := range ns {
+		r, err := measure(ctx, exe, n, *slots, *fenceSlots, min(*change, n), log, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "scalebench: %d nodes: %v\n", n, err)
+			return 1
+		}
+		rows = append(rows, r)
+		fmt.Fprintln(stdout, r.line())
+	}
+	if err := writeResults(*out, rows, stdout); err != nil {
+		fmt.Fprintln(stderr, "scalebench:", err)
+		return 1
+	}
+	return 0
+}
+
+// row is what one DVM size measured. Times in ms.
+type row struct {
+	nodes, procs, k        int
+	start, launch          float64
+	announce               float64 // ADD 1: request until ANNOUNCED (the record on every daemon)
+	add1, sub1, addK, subK float64 // request until FINALIZED
+	psetop                 float64 // union of the filling job's set with itself (procs members), defined on every daemon
+	fence                  float64 // a fence over a job of nodes × fence-slots processes
+	fenceProcs             int
+	masterB, hostB         float64 // resident bytes per process of the filling job (master) and per node (host)
+	masterHeapB            float64 // Go heap of the master per process of the filling job
+	cpuPerChange           float64 // master process CPU ms per change (mean of the four)
+	hostCPUPerChange       float64 // nodes host CPU ms per change: the work of all daemons and processes
+	heapPerChange          float64 // master heap growth per change, bytes (the job back at its size)
+}
+
+func header() string {
+	return "nodes\tprocs\tstart_ms\tlaunch_ms\tlaunch_us_per_proc\tannounce_ms\tadd1_ms\tsub1_ms\tk\taddk_ms\tsubk_ms\tpsetop_ms\tfence_procs\tfence_ms\tmaster_B_per_proc\tmaster_heap_B_per_proc\thost_B_per_node\tmaster_cpu_ms_per_change	host_cpu_ms_per_change	master_heap_B_per_change"
+}
+
+func (r row) line() string {
+	return fmt.Sprintf("%d\t%d\t%.1f\t%.1f\t%.2f\t%.1f\t%.1f\t%.1f\t%d\t%.1f\t%.1f\t%.2f\t%d\t%.1f\t%.0f\t%.0f\t%.0f\t%.1f\t%.1f\t%.0f",
+		r.nodes, r.procs, r.start, r.launch, r.launch*1000/float64(r.procs), r.announce, r.add1, r.sub1, r.k, r.addK, r.subK,
+		r.psetop, r.fenceProcs, r.fence, r.masterB, r.masterHeapB, r.hostB, r.cpuPerChange, r.hostCPUPerChange, r.heapPerChange)
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func measure(ctx context.Context, exe string, nodes, slots, fenceSlots, k int, log *slog.Logger, stderr io.Writer) (r row, err error) {
+	r = row{nodes: nodes, procs: nodes * slots, k: k}
+	dir, err := os.MkdirTemp("", "scalebench-")
+	if err != nil {
+		return r, err
+	}
+	defer os.RemoveAll(dir)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
+	defer cancel()
+	t0 := time.Now()
+	d, err := simdvm.Start(ctx, simdvm.Options{Nodes: nodes, Slots: slots, Dir: filepath.Join(dir, "d"), Host: []string{exe}, Logger: log})
+	if err != nil {
+		return r, err
+	}
+	r.start = ms(time.Since(t0))
+	defer func() {
+		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer scancel()
+		if serr := d.Stop(sctx); serr != nil && err == nil {
+			err = serr
+		}
+	}()
+	c, err := d.Client(ctx)
+	if err != nil {
+		return r, err
+	}
+	defer c.Close()
+
+	// A job filling the DVM: launch, memory, set operation.
+	mRSS0, hRSS0, heap0 := rss(os.Getpid()), rss(d.HostPid()), heapInUse()
+	t0 = time.Now()
+	idle, err := c.Launch(ctx, wire.JobLaunchReq{Argv: []string{simnode.Idle}, N: uint32(r.procs), PMI: wire.PMINone})
+	if err != nil {
+		return r, fmt.Errorf("launch: %w", err)
+	}
+	r.launch = ms(time.Since(t0))
+	r.masterB = float64(rss(os.Getpid())-mRSS0) / float64(r.procs)
+	r.masterHeapB = float64(heapInUse()-heap0) / float64(r.procs)
+	r.hostB = float64(rss(d.HostPid())-hRSS0) / float64(nodes-1)
+	app := session.AppSet(idle.App)
+	t0 = time.Now()
+	if _, err := c.PsetOp(ctx, wire.PsetOpReq{Job: idle.Job, Op: wire.OpUnion, P1: app, P2: app}); err != nil {
+		return r, fmt.Errorf("set operation: %w", err)
+	}
+	r.psetop = ms(time.Since(t0))
+	if err := kill(ctx, c, idle.Job); err != nil {
+		return r, err
+	}
+
+	// A malleable job of one process per node: ADD and SUB.
+	// Its processes print only errors; they go to stderr.
+	c.OnOutput(func(l wire.OutputLine) { fmt.Fprintf(stderr, "scalebench: %s rank %d: %s\n", l.Job, l.Rank, l.Line) })
+	mal, err := c.Launch(ctx, wire.JobLaunchReq{Argv: []string{simnode.Malleable}, N: uint32(nodes), MapBy: wire.MapByNode, PMI: wire.PMINone, Output: wire.OutputFlags{Forward: true}})
+	if err != nil {
+		return r, fmt.Errorf("launch the malleable job: %w", err)
+	}
+	// Heap and CPU over the four changes: the job ends at its size again
+	// (ADD 1, SUB 1, ADD k, SUB k), so what the master keeps should not
+	// grow beyond the bounded history (docs/limits.md).
+	heapC0 := heapInUse()
+	cpu0, hcpu0 := cpuTime(), procCPU(d.HostPid())
+	for _, st := range []struct {
+		typ string
+		n   int
+		out *float64
+	}{{wire.RCAdd, 1, &r.add1}, {wire.RCSub, 1, &r.sub1}, {wire.RCAdd, k, &r.addK}, {wire.RCSub, k, &r.subK}} {
+		t0 = time.Now()
+		rc, err := c.RequestRC(ctx, wire.RCRequest{Job: mal.Job, Type: st.typ, N: uint32(st.n), Wait: true})
+		if err != nil {
+			return r, fmt.Errorf("%s %d: %w", st.typ, st.n, err)
+		}
+		if rc.Status != wire.RCFinalized {
+			return r, fmt.Errorf("%s %d: %s (%s)", st.typ, st.n, rc.Status, rc.Reason)
+		}
+		*st.out = float64(rc.Times.Finalized-rc.Times.Requested) / 1e6
+		if st.typ == wire.RCAdd && st.n == 1 {
+			r.announce = float64(rc.Times.Announced-rc.Times.Requested) / 1e6
+		}
+		_ = t0
+	}
+	r.cpuPerChange = ms(cpuTime()-cpu0) / 4
+	r.hostCPUPerChange = ms(procCPU(d.HostPid())-hcpu0) / 4
+	r.heapPerChange = float64(heapInUse()-heapC0) / 4
+	if err := kill(ctx, c, mal.Job); err != nil {
+		return r, err
+	}
+
+	// A fence over a whole job.
+	r.fenceProcs = nodes * min(fenceSlots, slots)
+	lines := make(chan string, 16)
+	c.OnOutput(func(l wire.OutputLine) {
+		select {
+		case lines <- string(l.Line):
+		default:
+		}
+	})
+	fj, err := c.Launch(ctx, wire.JobLaunchReq{Argv: []string{simnode.Fence, "3"}, N: uint32(r.fenceProcs), MapBy: wire.MapBySlot, PMI: wire.PMINone, Output: wire.OutputFlags{Forward: true}})
+	if err != nil {
+		return r, fmt.Errorf("launch the fence job: %w", err)
+	}
+	select {
+	case l := <-lines:
+		ns, ok := strings.CutPrefix(l, "FENCE ")
+		v, perr := strconv.ParseInt(ns, 10, 64)
+		if !ok || perr != nil {
+			return r, fmt.Errorf("fence job: %q", l)
+		}
+		r.fence = float64(v) / 1e6
+	case <-ctx.Done():
+		return r, errors.New("fence job: no result")
+	}
+	if err := kill(ctx, c, fj.Job); err != nil {
+		return r, err
+	}
+	fmt.Fprintf(stderr, "scalebench: %d nodes done\n", nodes)
+	return r, nil
+}
+
+func kill(ctx context.Context, c *tool.Client, job string) error {
+	if err := c.KillJob(ctx, job, 0, time.Second); err != nil {
+		return fmt.Errorf("kill %s: %w", job, err)
+	}
+	_, err := c.WaitJob(ctx, job)
+	return err
+}
+
+// rss is the resident set of pid in bytes (0 if unknown).
+func rss(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// procCPU is the user and system time of pid (/proc/<pid>/stat).
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
+}
+
+func heapInUse() int64 {
+	runtime.GC()
+	debug.FreeOSMemory()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
