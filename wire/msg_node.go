@@ -83,6 +83,13 @@ type JobData struct {
 	Gone      bool        `msgpack:"gone,omitempty"` // the job has ended: drop its data
 	Psets     *PsetPush   `msgpack:"ps,omitempty"`   // node.jobdata only: sets of the job to define with it (nil = none)
 	PMIx      []PMIxSpace `msgpack:"px,omitempty"`   // PMIx job: the namespaces of the ranks its ADDs started (ranks not listed are in the namespace Job)
+	// Delta: Placement lists only the nodes whose ranks changed since
+	// generation Base (an entry without ranks: none left there), to be
+	// applied to the data of generation Base, which the master sent this
+	// daemon before. A resource change then costs a daemon what it
+	// changed, not the whole job (docs/scale.md).
+	Delta bool   `msgpack:"dl,omitempty"`
+	Base  uint64 `msgpack:"base,omitempty"` // with Delta: the generation it applies to
 }
 
 // PMIxSpace is the PMIx namespace of the processes one ADD started in a

@@ -421,3 +421,20 @@ func sortSets(s []wire.PsetInfo) {
 		return int(a.Version) - int(b.Version)
 	})
 }
+
+// applyJobDelta turns a delta of job data (wire.JobData.Delta) into the
+// whole data, from the generation it applies to, which this daemon must
+// have: the master sends a delta only to a daemon it sent that
+// generation. d.mu must be held.
+func (d *Daemon) applyJobDelta(b *wire.JobData) (*wire.JobData, error) {
+	jc := d.jobs[b.Job]
+	if jc == nil || jc.data.Gen != b.Base {
+		have := "none"
+		if jc != nil {
+			have = strconv.FormatUint(jc.data.Gen, 10)
+		}
+		return nil, wire.Errorf(wire.ErrState, "daemon %s: job data of %s: a change from generation %d, but this node has %s", d.node, b.Job, b.Base, have)
+	}
+	full := jc.data.Apply(b)
+	return &full, nil
+}

@@ -425,6 +425,14 @@ func (d *Daemon) handleJobData(_ context.Context, _ *wire.Request, b *wire.JobDa
 	}
 	d.mu.Lock()
 	if !b.Gone {
+		if b.Delta {
+			full, err := d.applyJobDelta(b)
+			if err != nil {
+				d.mu.Unlock()
+				return nil, err
+			}
+			b = full
+		}
 		d.cacheJob(b, b.Psets)
 		d.mu.Unlock()
 		return nil, nil

@@ -20,6 +20,19 @@ type bus struct {
 	head   int          // index of the oldest event once the ring is full
 	subs   map[uint64]*sub
 	nextID uint64
+	// cur is the event being published, encoded at most once for all its
+	// subscribers (body).
+	cur *wire.Event
+	enc *sharedBody
+}
+
+// body is what a subscriber's queue sends for ev: the shared encoding of
+// the event being published, else (a replay) the event itself.
+func (b *bus) body(ev *wire.Event) any {
+	if ev == b.cur && b.enc != nil {
+		return b.enc
+	}
+	return *ev
 }
 
 // sub is one subscription. deliver must not block; it returns false when
@@ -62,6 +75,8 @@ func (s *state) publish(ev wire.Event) {
 		b.ring[b.head] = ev
 		b.head = (b.head + 1) % ringSize
 	}
+	b.cur, b.enc = &ev, share(ev)
+	defer func() { b.cur, b.enc = nil, nil }()
 	for id, sb := range b.subs {
 		if !sb.match(&ev) {
 			continue
@@ -128,7 +143,7 @@ func (m *Master) handleEventSub(ctx context.Context, req *wire.Request, b *wire.
 		}
 		q := p.queue()
 		sb := &sub{kinds: b.Kinds, job: b.Job, owner: p, deliver: func(ev *wire.Event) bool {
-			return q.push(wire.KindEvent, *ev)
+			return q.push(wire.KindEvent, s.bus.body(ev))
 		}}
 		id := s.subscribe(sb, b.Since)
 		reply(&wire.EventSubReply{ID: id, Seq: s.bus.seq}, nil)

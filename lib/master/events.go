@@ -43,7 +43,7 @@ func (ss *sessState) handleEventSub(ctx context.Context, req *wire.Request, b *w
 				return true
 			}
 			ds.lastSeq = ev.Seq
-			return ds.q.push(wire.KindEvent, *ev)
+			return ds.q.push(wire.KindEvent, s.bus.body(ev))
 		}}
 		id := s.subscribe(sb, b.Since)
 		ds.subs[id] = sb

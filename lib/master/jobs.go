@@ -41,6 +41,7 @@ type job struct {
 	state    string
 	procs    procTable               // by rank
 	nodes    map[int]wire.RankRanges // ranks per node index
+	pushed   *wire.JobData           // the job's data as last sent to the daemons (deltas are made from it)
 	reg      *pset.Registry
 	gen      uint64
 	started  time.Time
@@ -360,6 +361,8 @@ func (s *state) launch(c *wire.Conn, b *wire.JobLaunchReq, reply func(*wire.JobL
 			jd.Psets = push
 			call.body = &jd
 		}
+		n.sentJobData(ns, data.Gen)
+		j.pushed = data
 		calls = append(calls, call)
 	}
 	s.callRound(calls, func(s *state) { s.launchDone(j, calls, reply) })
@@ -755,7 +758,9 @@ func (s *state) endJob(j *job) {
 	delete(s.apps, j.app)
 	s.live--
 	gone := &wire.JobData{Gen: j.gen + 1, ID: j.id, Job: j.ns, Gone: true}
+	j.pushed = nil
 	for _, n := range s.nodes {
+		delete(n.jobGen, j.ns)
 		if n.up {
 			s.sendNode(n, outMsg{kind: wire.KindNodeJobData, body: gone})
 		}

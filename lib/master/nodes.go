@@ -29,6 +29,10 @@ type node struct {
 	local   bool             // the daemon runs inside the master process
 	proc    *launcher.Daemon // the started daemon process (nil: in-process or join)
 	pmix    bool             // its daemon can host a PMIx server (NodeRegister.PMIx)
+	// jobGen is the generation of each job's data last queued for this
+	// daemon (pushes to a daemon are delivered in order): a change's new
+	// data goes to it as a delta when it has the previous generation.
+	jobGen map[string]uint64
 
 	// A DVM that grows and shrinks (grow.go). Placement skips a node that
 	// is pending, leaving or gone.
@@ -190,4 +194,13 @@ func (s *state) cutStragglers() {
 			s.declareDown(n, wire.Errorf(wire.ErrTimeout, "its processes did not end within the stop's grace"))
 		}
 	}
+}
+
+// sentJobData records that generation gen of job's data has been queued
+// for n's daemon.
+func (n *node) sentJobData(job string, gen uint64) {
+	if n.jobGen == nil {
+		n.jobGen = make(map[string]uint64)
+	}
+	n.jobGen[job] = gen
 }

@@ -199,6 +199,7 @@ type pushItem struct {
 	j      *job
 	kind   string
 	body   any
+	shared *sharedBody // body, encoded once for every node of a pushAll
 	round  *pushRound
 	direct *outMsg // a request sent in order behind the pushes queued before it (sendNode); j and round are nil
 	acked  bool    // counted in its round
@@ -235,11 +236,18 @@ func (s *state) pushSets(j *job, defined []wire.PsetInfo, deleted []string, done
 // The round does not wait for suspect nodes (released): the push still
 // reaches them, in order, if they come back.
 func (s *state) pushAll(j *job, kind string, body any, done func()) {
+	shared := share(body)
+	s.pushAllWith(j, kind, body, func(*node) *sharedBody { return shared }, done)
+}
+
+// pushAllWith is pushAll with the body each node gets chosen by bodyFor
+// (body itself is what merged pushes start from; only pset.push merges).
+func (s *state) pushAllWith(j *job, kind string, body any, bodyFor func(*node) *sharedBody, done func()) {
 	round := &pushRound{done: done, left: 1} // held until every item is queued
 	var touched []int
 	for _, n := range s.nodes {
 		if n.up {
-			it := &pushItem{j: j, kind: kind, body: body, round: round, acked: n.suspect}
+			it := &pushItem{j: j, kind: kind, body: body, shared: bodyFor(n), round: round, acked: n.suspect}
 			if !n.suspect {
 				round.left++
 			}
@@ -304,6 +312,7 @@ func (s *state) resync(n *node) {
 		}
 		data.Psets = push
 		s.queuePush(n, &pushItem{j: j, kind: wire.KindNodeJobData, body: &data, round: &pushRound{left: 1}})
+		n.sentJobData(j.ns, data.Gen)
 	}
 	if s.rc != nil && s.rc.queues[n.idx] != nil {
 		s.pump(n.idx)
@@ -334,6 +343,9 @@ func (s *state) pump(idx int) {
 				q.items = q.items[1:]
 			}
 			body = &merged
+		}
+		if len(batch) == 1 && first.shared != nil {
+			body = first.shared
 		}
 		if !n.up || first.j.done {
 			// Nobody to tell, or the daemons dropped the job already (a

@@ -920,11 +920,29 @@ func (s *state) rcDefined(run *rcRun, defs []wire.PsetInfo) {
 	s.pushJobData(j, func() { s.rcJobPushed(run) })
 }
 
-// pushJobData sends the job as it now is to every daemon.
+// pushJobData sends the job as it now is to every daemon: what changed
+// since the generation a daemon has, or the whole data to a daemon that
+// has not got the previous one (it rejoined) and for a job with PMIx,
+// whose server numbers the nodes in the order of the master's data.
 func (s *state) pushJobData(j *job, done func()) {
+	prev := j.gen
 	j.gen++
 	data := s.rcJobData(j)
-	s.pushAll(j, wire.KindNodeJobData, &data, done)
+	full := share(&data)
+	var delta *sharedBody
+	if j.pushed != nil && j.pushed.Gen == prev && !j.pmixData() {
+		d := data.DeltaFrom(j.pushed)
+		delta = share(&d)
+	}
+	j.pushed = &data
+	s.pushAllWith(j, wire.KindNodeJobData, &data, func(n *node) *sharedBody {
+		g, ok := n.jobGen[j.ns]
+		n.sentJobData(j.ns, data.Gen)
+		if delta != nil && ok && g == prev {
+			return delta
+		}
+		return full
+	}, done)
 }
 
 // rcJobData describes j for the daemons: its live processes without those
@@ -1797,4 +1815,10 @@ func (m *Master) History(ctx context.Context) (History, error) {
 		}
 		reply(h, nil)
 	})
+}
+
+// pmixData says whether j's daemons run a PMIx server for it, which reads
+// the job data's node order (pushJobData sends such a job's data whole).
+func (j *job) pmixData() bool {
+	return j.pmi != nil && j.pmi.info != nil && (j.pmi.info.Mode == wire.PMIPMIx || j.pmi.info.Mode == wire.PMIBoth)
 }
