@@ -45,7 +45,7 @@ LIBDYNRT_SRC := $(wildcard libdynrt/src/*.c)
 LIBDYNRT_OBJ := $(patsubst libdynrt/src/%.c,$(LIBDYNRT_BUILD)/obj/%.o,$(LIBDYNRT_SRC))
 LIBDYNRT_OUT := $(LIBDYNRT_BUILD)/libdynrt.a $(LIBDYNRT_BUILD)/libdynrt.so $(LIBDYNRT_BUILD)/dynrt-unit $(LIBDYNRT_BUILD)/dynrt-malleable $(LIBDYNRT_BUILD)/c-synthetic
 
-.PHONY: help build install go-install test deps-tmux deps-msgpack deps-valgrind deps-pymsgpack libdynrt libdynrt-install deps-hosts deps-slurm deps-mpi deps-openmpi deps-mpich-src mpich-suite bench bench-failure bench-hosts fuzz chaos verify demo demo-failure clean
+.PHONY: help build install go-install test deps-tmux deps-msgpack deps-valgrind deps-pymsgpack libdynrt libdynrt-install deps-hosts deps-slurm deps-mpi deps-openmpi deps-mpich-src mpich-suite bench bench-failure bench-scale bench-hosts fuzz chaos verify demo demo-failure clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -190,6 +190,9 @@ bench: ## run the Go benchmarks (figures go to docs/BENCHMARKS.md)
 
 bench-failure: ## recovery from a lost process, node or hung node under --on-failure shrink and replace (lib/session BenchmarkFailure)
 	$(GO) test -run '^$$' -bench Failure -benchtime $${BENCHTIME:-10x} ./lib/session
+
+bench-scale: ## cost against DVM size on a simulated DVM of 16 to 1,024 nodes x 64 slots: tables, growth exponents, log-log plot in bench-out/scale (NODES= SLOTS= K=; scripts/bench-scale.sh, docs/scale.md)
+	scripts/bench-scale.sh
 
 bench-hosts: deps-hosts deps-mpi ## as root: DVM start, warm launch and dvm grow on 3+1 namespace hosts against Hydra (ROUNDS= NS=; scripts/bench-hosts.sh)
 	scripts/bench-hosts.sh

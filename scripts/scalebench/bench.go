@@ -14,6 +14,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -152,8 +153,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 type row struct {
 	nodes, procs, k        int
 	start, launch          float64
-	announce               float64 // ADD 1: request until ANNOUNCED (the record on every daemon)
+	announce               float64 // ADD 1: from the request until the ANNOUNCED event (placed, delta set, job data and record on every daemon)
+	rcPush                 float64 // ADD 1: its rc.push round alone, from the job data on every daemon until the ANNOUNCED event (the record on every daemon)
 	add1, sub1, addK, subK float64 // request until FINALIZED
+	smallAdd, smallSub     float64 // ADD 1 and SUB 1 of a job of one process: a change that touches one or two nodes
 	psetop                 float64 // union of the filling job's set with itself (procs members), defined on every daemon
 	fence                  float64 // a fence over a job of nodes × fence-slots processes
 	fenceProcs             int
@@ -165,12 +168,12 @@ type row struct {
 }
 
 func header() string {
-	return "nodes\tprocs\tstart_ms\tlaunch_ms\tlaunch_us_per_proc\tannounce_ms\tadd1_ms\tsub1_ms\tk\taddk_ms\tsubk_ms\tpsetop_ms\tfence_procs\tfence_ms\tmaster_B_per_proc\tmaster_heap_B_per_proc\thost_B_per_node\tmaster_cpu_ms_per_change	host_cpu_ms_per_change	master_heap_B_per_change"
+	return "nodes\tprocs\tstart_ms\tlaunch_ms\tlaunch_us_per_proc\tannounce_ms\trcpush_ms\tadd1_ms\tsub1_ms\tk\taddk_ms\tsubk_ms\tsmall_add1_ms\tsmall_sub1_ms\tpsetop_ms\tfence_procs\tfence_ms\tmaster_B_per_proc\tmaster_heap_B_per_proc\thost_B_per_node\tmaster_cpu_ms_per_change	host_cpu_ms_per_change	master_heap_B_per_change"
 }
 
 func (r row) line() string {
-	return fmt.Sprintf("%d\t%d\t%.1f\t%.1f\t%.2f\t%.1f\t%.1f\t%.1f\t%d\t%.1f\t%.1f\t%.2f\t%d\t%.1f\t%.0f\t%.0f\t%.0f\t%.1f\t%.1f\t%.0f",
-		r.nodes, r.procs, r.start, r.launch, r.launch*1000/float64(r.procs), r.announce, r.add1, r.sub1, r.k, r.addK, r.subK,
+	return fmt.Sprintf("%d\t%d\t%.1f\t%.1f\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%d\t%.1f\t%.0f\t%.0f\t%.0f\t%.1f\t%.1f\t%.0f",
+		r.nodes, r.procs, r.start, r.launch, r.launch*1000/float64(r.procs), r.announce, r.rcPush, r.add1, r.sub1, r.k, r.addK, r.subK, r.smallAdd, r.smallSub,
 		r.psetop, r.fenceProcs, r.fence, r.masterB, r.masterHeapB, r.hostB, r.cpuPerChange, r.hostCPUPerChange, r.heapPerChange)
 }
 
@@ -236,6 +239,18 @@ func measure(ctx context.Context, exe string, nodes, slots, fenceSlots, k int, l
 	// (ADD 1, SUB 1, ADD k, SUB k), so what the master keeps should not
 	// grow beyond the bounded history (docs/limits.md).
 	heapC0 := heapInUse()
+	// The ANNOUNCED event is published once every daemon has the record.
+	var annMu sync.Mutex
+	announcedAt := map[string]time.Time{}
+	if _, err := c.Subscribe(ctx, wire.EventSubReq{Kinds: []string{wire.EvRCState}, Job: mal.Job}, func(ev wire.Event) {
+		if ev.State == wire.RCAnnounced && ev.RC != nil {
+			annMu.Lock()
+			announcedAt[ev.RC.Delta] = time.Now()
+			annMu.Unlock()
+		}
+	}); err != nil {
+		return r, fmt.Errorf("subscribe: %w", err)
+	}
 	cpu0, hcpu0 := cpuTime(), procCPU(d.HostPid())
 	for _, st := range []struct {
 		typ string
@@ -252,14 +267,49 @@ func measure(ctx context.Context, exe string, nodes, slots, fenceSlots, k int, l
 		}
 		*st.out = float64(rc.Times.Finalized-rc.Times.Requested) / 1e6
 		if st.typ == wire.RCAdd && st.n == 1 {
-			r.announce = float64(rc.Times.Announced-rc.Times.Requested) / 1e6
+			annMu.Lock()
+			at, ok := announcedAt[rc.Delta]
+			annMu.Unlock()
+			if !ok {
+				return r, fmt.Errorf("no ANNOUNCED event for %s", rc.Delta)
+			}
+			r.announce = float64(at.UnixNano()-rc.Times.Requested) / 1e6
+			r.rcPush = float64(at.UnixNano()-rc.Times.JobData) / 1e6
 		}
 		_ = t0
 	}
 	r.cpuPerChange = ms(cpuTime()-cpu0) / 4
 	r.hostCPUPerChange = ms(procCPU(d.HostPid())-hcpu0) / 4
+	// The removed processes exit after FINALIZED: let the master take
+	// their exits before its heap is weighed.
+	if err := settle(ctx, c, mal.Job, nodes); err != nil {
+		return r, err
+	}
 	r.heapPerChange = float64(heapInUse()-heapC0) / 4
 	if err := kill(ctx, c, mal.Job); err != nil {
+		return r, err
+	}
+
+	// A job of one process: what a change that touches one or two nodes
+	// costs in a DVM of this size.
+	one, err := c.Launch(ctx, wire.JobLaunchReq{Argv: []string{simnode.Malleable}, N: 1, PMI: wire.PMINone, Output: wire.OutputFlags{Forward: true}})
+	if err != nil {
+		return r, fmt.Errorf("launch the one-process job: %w", err)
+	}
+	for _, st := range []struct {
+		typ string
+		out *float64
+	}{{wire.RCAdd, &r.smallAdd}, {wire.RCSub, &r.smallSub}} {
+		rc, err := c.RequestRC(ctx, wire.RCRequest{Job: one.Job, Type: st.typ, N: 1, Wait: true})
+		if err != nil {
+			return r, fmt.Errorf("one-process job: %s 1: %w", st.typ, err)
+		}
+		if rc.Status != wire.RCFinalized {
+			return r, fmt.Errorf("one-process job: %s 1: %s (%s)", st.typ, rc.Status, rc.Reason)
+		}
+		*st.out = float64(rc.Times.Finalized-rc.Times.Requested) / 1e6
+	}
+	if err := kill(ctx, c, one.Job); err != nil {
 		return r, err
 	}
 
@@ -292,6 +342,26 @@ func measure(ctx context.Context, exe string, nodes, slots, fenceSlots, k int, l
 	}
 	fmt.Fprintf(stderr, "scalebench: %d nodes done\n", nodes)
 	return r, nil
+}
+
+// settle waits until job has size processes and no change in flight,
+// and then a moment more.
+func settle(ctx context.Context, c *tool.Client, job string, size int) error {
+	for {
+		info, err := c.Job(ctx, wire.JobStateReq{Job: job})
+		if err != nil {
+			return err
+		}
+		if int(info.Size) == size && info.Delta == "" {
+			time.Sleep(500 * time.Millisecond)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("job %s did not settle at %d processes: %w", job, size, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 func kill(ctx context.Context, c *tool.Client, job string) error {

@@ -23,10 +23,13 @@ var series = []struct {
 	{"DVM start", func(r row) float64 { return r.start }},
 	{"launch filling the DVM", func(r row) float64 { return r.launch }},
 	{"ADD 1: announced", func(r row) float64 { return r.announce }},
+	{"ADD 1: rc.push round", func(r row) float64 { return r.rcPush }},
 	{"ADD 1", func(r row) float64 { return r.add1 }},
 	{"SUB 1", func(r row) float64 { return r.sub1 }},
 	{"ADD k", func(r row) float64 { return r.addK }},
 	{"SUB k", func(r row) float64 { return r.subK }},
+	{"ADD 1, one-process job", func(r row) float64 { return r.smallAdd }},
+	{"SUB 1, one-process job", func(r row) float64 { return r.smallSub }},
 	{"set op on the filling job", func(r row) float64 { return r.psetop }},
 	{"fence", func(r row) float64 { return r.fence }},
 	{"master CPU per change", func(r row) float64 { return r.cpuPerChange }},
@@ -94,6 +97,9 @@ func writeResults(dir string, rows []row, stdout io.Writer) error {
 		}
 		c := palette[i%len(palette)]
 		l.Color, sc.Color = c, c
+		if i >= len(palette) { // the second round of colours is dashed
+			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		}
 		sc.Shape = draw.CircleGlyph{}
 		p.Add(l, sc)
 		p.Legend.Add(fmt.Sprintf("%s (e=%.2f)", s.name, e), l, sc)
