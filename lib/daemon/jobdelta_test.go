@@ -10,9 +10,10 @@ import (
 )
 
 // TestApplyJobDelta: a delta of job data applies only to the generation it
-// was made from; otherwise the push fails with ErrState (the master then
-// takes the node down and resends everything when it rejoins), rather
-// than leaving the node with a wrong placement.
+// was made from; otherwise the push fails with ErrState (the master
+// declares a node whose daemon fails a push down), rather than leaving
+// the node with a wrong placement. The master sends deltas only to a
+// daemon it queued the base generation for, so this is a safeguard.
 func TestApplyJobDelta(t *testing.T) {
 	d, err := newDaemon(Config{Node: "n1", Master: "/nonexistent"})
 	if err != nil {
