@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -46,11 +47,48 @@ import (
 type rcSession struct {
 	mu      sync.Mutex
 	recs    map[string]wire.RC               // latest record seen, by delta
+	order   []string                         // deltas in recs, parts and told, oldest first (forget)
 	members map[wire.PsetRef]wire.RankRanges // members of exact versions
+	vorder  []wire.PsetRef                   // keys of members, oldest first
 	changed chan struct{}                    // closed on every change event (watchRC); nil until then
 	watch   sync.Mutex                       // serialises the start of the subscription
 	parts   map[string]bool                  // parts taken: "<delta>|<bound>" accepted ("" bound: every set), "<delta>|confirm" confirmed
 	told    map[string]bool                  // aborted changes a query or a call has reported
+}
+
+// What a session remembers of past changes is bounded, as the runtime's
+// history is (docs/limits.md, "Retained history"): a process that goes
+// through thousands of changes keeps a constant size. The oldest settled
+// change is forgotten beyond keepChanges (the runtime keeps 64 by
+// default; a forgotten record is asked of the daemon again), the oldest
+// set version beyond keepVersions.
+const (
+	keepChanges  = 64
+	keepVersions = 4 * keepChanges
+)
+
+// note adds delta to the changes remembered and forgets the oldest
+// settled ones beyond keepChanges. r.mu must be held.
+func (r *rcSession) note(delta string) {
+	if slices.Contains(r.order, delta) {
+		return
+	}
+	r.order = append(r.order, delta)
+	for i := 0; len(r.order) > keepChanges && i < len(r.order); {
+		old := r.order[i]
+		if rec, ok := r.recs[old]; ok && rec.Status != wire.RCFinalized && rec.Status != wire.RCAborted {
+			i++ // still in flight: kept
+			continue
+		}
+		r.order = slices.Delete(r.order, i, i+1)
+		delete(r.recs, old)
+		delete(r.told, old)
+		for k := range r.parts {
+			if strings.HasPrefix(k, old+"|") {
+				delete(r.parts, k)
+			}
+		}
+	}
 }
 
 // take records that the caller has done its part of delta: accepted for
@@ -62,6 +100,7 @@ func (r *rcSession) take(delta, bound string) {
 	if r.parts == nil {
 		r.parts = make(map[string]bool)
 	}
+	r.note(delta)
 	r.parts[delta+"|"+bound] = true
 }
 
@@ -90,6 +129,7 @@ func (r *rcSession) tell(delta string) bool {
 	if r.told == nil {
 		r.told = make(map[string]bool)
 	}
+	r.note(delta)
 	r.told[delta] = true
 	return true
 }
@@ -102,6 +142,7 @@ func (r *rcSession) saw(rec wire.RC) {
 		r.recs = make(map[string]wire.RC)
 	}
 	if old, ok := r.recs[rec.Delta]; !ok || old.Seq <= rec.Seq {
+		r.note(rec.Delta)
 		r.recs[rec.Delta] = rec
 	}
 }
@@ -143,6 +184,13 @@ func (s *Session) Members(ctx context.Context, ref SetVersion) (wire.RankRanges,
 	s.rc.mu.Lock()
 	if s.rc.members == nil {
 		s.rc.members = make(map[wire.PsetRef]wire.RankRanges)
+	}
+	if _, ok := s.rc.members[ref]; !ok {
+		s.rc.vorder = append(s.rc.vorder, ref)
+		if len(s.rc.vorder) > keepVersions {
+			delete(s.rc.members, s.rc.vorder[0])
+			s.rc.vorder = slices.Delete(s.rc.vorder, 0, 1)
+		}
 	}
 	s.rc.members[ref] = p.Members
 	s.rc.mu.Unlock()

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/dynrt/dynrt/internal/simdvm"
+	"github.com/dynrt/dynrt/lib/master"
 	"github.com/dynrt/dynrt/lib/session"
 	"github.com/dynrt/dynrt/lib/simnode"
 	"github.com/dynrt/dynrt/lib/tool"
@@ -87,6 +88,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	change := fs.Int("k", 1024, "processes of the large ADD and SUB (at most one per node of the DVM)")
 	out := fs.String("o", "bench-out/scale", "directory for scale.tsv and the plot")
 	cpuProf := fs.String("cpuprofile", "", "write a CPU profile of this process (the master) to this file, and one of the nodes host to the file with .nodes added")
+	history := fs.Int("history", 0, "then run this many ADD 1 / SUB 1 pairs on the malleable job and print the master's heap as they go (is it flat once the retention bound is reached?)")
 	logDir := fs.String("log", "", "write the master's and the daemons' logs (info level) to master.log and nodes.log in this directory")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
@@ -134,7 +136,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var rows []row
 	fmt.Fprintln(stdout, header())
 	for _, n := range ns {
-		r, err := measure(ctx, exe, n, *slots, *fenceSlots, min(*change, n), log, stderr)
+		r, err := measure(ctx, exe, n, *slots, *fenceSlots, min(*change, n), *history, log, stderr)
 		if err != nil {
 			fmt.Fprintf(stderr, "scalebench: %d nodes: %v\n", n, err)
 			return 1
@@ -179,7 +181,7 @@ func (r row) line() string {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-func measure(ctx context.Context, exe string, nodes, slots, fenceSlots, k int, log *slog.Logger, stderr io.Writer) (r row, err error) {
+func measure(ctx context.Context, exe string, nodes, slots, fenceSlots, k, history int, log *slog.Logger, stderr io.Writer) (r row, err error) {
 	r = row{nodes: nodes, procs: nodes * slots, k: k}
 	dir, err := os.MkdirTemp("", "scalebench-")
 	if err != nil {
@@ -241,11 +243,18 @@ func measure(ctx context.Context, exe string, nodes, slots, fenceSlots, k int, l
 	heapC0 := heapInUse()
 	// The ANNOUNCED event is published once every daemon has the record.
 	var annMu sync.Mutex
-	announcedAt := map[string]time.Time{}
+	announcedAt := map[string]time.Time{} // nil after the four changes: the history adds nothing
+	defer func() {
+		annMu.Lock()
+		announcedAt = nil
+		annMu.Unlock()
+	}()
 	if _, err := c.Subscribe(ctx, wire.EventSubReq{Kinds: []string{wire.EvRCState}, Job: mal.Job}, func(ev wire.Event) {
 		if ev.State == wire.RCAnnounced && ev.RC != nil {
 			annMu.Lock()
-			announcedAt[ev.RC.Delta] = time.Now()
+			if announcedAt != nil {
+				announcedAt[ev.RC.Delta] = time.Now()
+			}
 			annMu.Unlock()
 		}
 	}); err != nil {
@@ -279,6 +288,9 @@ func measure(ctx context.Context, exe string, nodes, slots, fenceSlots, k int, l
 		_ = t0
 	}
 	r.cpuPerChange = ms(cpuTime()-cpu0) / 4
+	annMu.Lock()
+	announcedAt = nil
+	annMu.Unlock()
 	r.hostCPUPerChange = ms(procCPU(d.HostPid())-hcpu0) / 4
 	// The removed processes exit after FINALIZED: let the master take
 	// their exits before its heap is weighed.
@@ -286,6 +298,11 @@ func measure(ctx context.Context, exe string, nodes, slots, fenceSlots, k int, l
 		return r, err
 	}
 	r.heapPerChange = float64(heapInUse()-heapC0) / 4
+	if history > 0 {
+		if err := heapHistory(ctx, d.M, c, mal.Job, nodes, history, stderr); err != nil {
+			return r, err
+		}
+	}
 	if err := kill(ctx, c, mal.Job); err != nil {
 		return r, err
 	}
@@ -342,6 +359,37 @@ func measure(ctx context.Context, exe string, nodes, slots, fenceSlots, k int, l
 	}
 	fmt.Fprintf(stderr, "scalebench: %d nodes done\n", nodes)
 	return r, nil
+}
+
+// heapHistory runs pairs ADD 1 / SUB 1 on job (of size processes) and
+// prints the master's heap, once settled, eight times along the way.
+func heapHistory(ctx context.Context, m *master.Master, c *tool.Client, job string, size, pairs int, out io.Writer) error {
+	base := heapInUse()
+	fmt.Fprintf(out, "scalebench: %d nodes: master heap %.1f MB before %d more changes\n", size, float64(base)/1e6, 2*pairs)
+	step := max(pairs/8, 1)
+	for i := 1; i <= pairs; i++ {
+		for _, typ := range []string{wire.RCAdd, wire.RCSub} {
+			rc, err := c.RequestRC(ctx, wire.RCRequest{Job: job, Type: typ, N: 1, Wait: true})
+			if err != nil {
+				return fmt.Errorf("history: %s 1: %w", typ, err)
+			}
+			if rc.Status != wire.RCFinalized {
+				return fmt.Errorf("history: %s 1: %s (%s)", typ, rc.Status, rc.Reason)
+			}
+		}
+		if i%step == 0 || i == pairs {
+			if err := settle(ctx, c, job, size); err != nil {
+				return err
+			}
+			h := heapInUse()
+			kept, err := m.History(ctx)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "scalebench: %d nodes: after %4d more changes: master heap %.1f MB (%+.1f MB); kept %+v\n", size, 2*i, float64(h)/1e6, float64(h-base)/1e6, kept)
+		}
+	}
+	return nil
 }
 
 // settle waits until job has size processes and no change in flight,
