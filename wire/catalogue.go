@@ -35,9 +35,9 @@ func Catalogue() []KindInfo {
 		{Kind: KindGroupDestruct, Dir: "client→daemon→master", Req: &GroupReq{}},
 
 		{Kind: KindPsetOp, Dir: "client→daemon→master, tool→master", Req: &PsetOpReq{}, Reply: &PsetOpReply{}},
-		{Kind: KindPsetGet, Dir: "client→daemon, tool→master", Req: &PsetGetReq{}, Reply: &PsetInfo{}},
-		{Kind: KindPsetList, Dir: "client→daemon, tool→master", Req: &PsetListReq{}, Reply: &PsetList{}},
-		{Kind: KindPsetQuery, Dir: "client→daemon, tool→master", Req: &PsetQueryReq{}, Reply: &PsetList{}},
+		{Kind: KindPsetGet, Dir: "client→daemon, client→daemon→master (another job, not held by the daemon), tool→master", Req: &PsetGetReq{}, Reply: &PsetInfo{}},
+		{Kind: KindPsetList, Dir: "client→daemon, client→daemon→master (another job, not held by the daemon), tool→master", Req: &PsetListReq{}, Reply: &PsetList{}},
+		{Kind: KindPsetQuery, Dir: "client→daemon, client→daemon→master (another job, not held by the daemon), tool→master", Req: &PsetQueryReq{}, Reply: &PsetList{}},
 		{Kind: KindPsetDelete, Dir: "client→daemon→master, tool→master", Req: &PsetDeleteReq{}},
 		{Kind: KindPsetPush, Dir: "master→daemon", Req: &PsetPush{}},
 

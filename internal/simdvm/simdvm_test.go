@@ -139,8 +139,34 @@ func TestExitCode(t *testing.T) {
 // process sees, from its own daemon, the job's size and the job's ranks on
 // its node as the master has them: the job data the daemons got as
 // deltas (wire.JobData.Delta) adds up to the master's.
+// rcStep is a resource change of a job and the size it leaves.
+type rcStep struct {
+	typ  string
+	n    uint32
+	size int
+}
+
 func TestAddSub(t *testing.T) {
 	const nodes, slots = 8, 4
+	addSub(t, nodes, slots, wire.JobLaunchReq{N: nodes*slots - 16, MapBy: wire.MapByNode},
+		[]rcStep{{wire.RCAdd, 8, nodes*slots - 8}, {wire.RCSub, 12, nodes*slots - 20}, {wire.RCAdd, 4, nodes*slots - 16}, {wire.RCSub, 3, nodes*slots - 19}})
+}
+
+// TestAddToNewNodes grows a job that starts on one node onto the others:
+// only the daemons of a job's nodes hold its data and sets (the master's
+// node.hasJob), so each node an ADD reaches must be brought up to date
+// before the change's pushes, which then go there as deltas.
+func TestAddToNewNodes(t *testing.T) {
+	const nodes, slots = 4, 2
+	addSub(t, nodes, slots, wire.JobLaunchReq{N: 2, MapBy: wire.MapBySlot},
+		[]rcStep{{wire.RCAdd, 2, 4}, {wire.RCSub, 3, 1}, {wire.RCAdd, 5, 6}, {wire.RCSub, 2, 4}, {wire.RCAdd, 4, 8}})
+}
+
+// addSub launches a malleable job on a simulated DVM, makes the changes
+// one after the other, and checks after each what every process sees of
+// the job (size, its node, the ranks there: the job data its daemon has)
+// against the master's placement.
+func addSub(t *testing.T, nodes, slots int, req wire.JobLaunchReq, steps []rcStep) {
 	d, c := start(t, nodes, slots)
 	var mu sync.Mutex
 	states := map[string]map[uint32]string{} // delta → rank → "size node ranks"
@@ -157,14 +183,11 @@ func TestAddSub(t *testing.T) {
 		}
 		states[f[1]][l.Rank] = strings.Join(f[2:], " ")
 	})
-	rep := launch(t, c, wire.JobLaunchReq{Argv: []string{simnode.Malleable, "report"}, N: nodes*slots - 16, MapBy: wire.MapByNode, PMI: wire.PMINone, Output: wire.OutputFlags{Forward: true}})
+	req.Argv, req.PMI, req.Output = []string{simnode.Malleable, "report"}, wire.PMINone, wire.OutputFlags{Forward: true}
+	rep := launch(t, c, req)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for _, step := range []struct {
-		typ  string
-		n    uint32
-		size int
-	}{{wire.RCAdd, 8, nodes*slots - 8}, {wire.RCSub, 12, nodes*slots - 20}, {wire.RCAdd, 4, nodes*slots - 16}, {wire.RCSub, 3, nodes*slots - 19}} {
+	for _, step := range steps {
 		rc, err := c.RequestRC(ctx, wire.RCRequest{Job: rep.Job, Type: step.typ, N: step.n, Wait: true})
 		if err != nil {
 			t.Fatalf("%s %d: %v", step.typ, step.n, err)

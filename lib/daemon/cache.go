@@ -273,6 +273,19 @@ func withMembers(p wire.PsetInfo, members bool) wire.PsetInfo {
 	return p
 }
 
+// elsewhere reports whether a set query is about another job than the
+// caller's that this daemon does not hold: the master pushes a job only to
+// the daemons of its nodes (most jobs), so the master answers it.
+func (d *Daemon) elsewhere(req *wire.Request, job string) bool {
+	c, err := CallerOf(req)
+	if err != nil || job == "" || job == c.Job {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.jobs[job] == nil
+}
+
 // queryJob resolves the job a set query is about (the caller's by
 // default). d.mu must be held.
 func (d *Daemon) queryJob(req *wire.Request, job string) (Caller, *jobCache, error) {
@@ -290,7 +303,10 @@ func (d *Daemon) queryJob(req *wire.Request, job string) (Caller, *jobCache, err
 	return c, jc, nil
 }
 
-func (d *Daemon) handlePsetGet(_ context.Context, req *wire.Request, b *wire.PsetGetReq) (any, error) {
+func (d *Daemon) handlePsetGet(ctx context.Context, req *wire.Request, b *wire.PsetGetReq) (any, error) {
+	if d.elsewhere(req, b.Job) {
+		return d.Relay(ctx, wire.KindPsetGet, b)
+	}
 	n, v, err := pset.ParseRef(b.Name)
 	if err != nil {
 		return nil, wire.Errorf(wire.ErrInvalid, "daemon: pset.get: %w", err)
@@ -329,7 +345,10 @@ func (d *Daemon) handlePsetGet(_ context.Context, req *wire.Request, b *wire.Pse
 	return withMembers(p, b.Members), nil
 }
 
-func (d *Daemon) handlePsetList(_ context.Context, req *wire.Request, b *wire.PsetListReq) (any, error) {
+func (d *Daemon) handlePsetList(ctx context.Context, req *wire.Request, b *wire.PsetListReq) (any, error) {
+	if d.elsewhere(req, b.Job) {
+		return d.Relay(ctx, wire.KindPsetList, b)
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	c, jc, err := d.queryJob(req, b.Job)
@@ -348,7 +367,10 @@ func (d *Daemon) handlePsetList(_ context.Context, req *wire.Request, b *wire.Ps
 	return out, nil
 }
 
-func (d *Daemon) handlePsetQuery(_ context.Context, req *wire.Request, b *wire.PsetQueryReq) (any, error) {
+func (d *Daemon) handlePsetQuery(ctx context.Context, req *wire.Request, b *wire.PsetQueryReq) (any, error) {
+	if d.elsewhere(req, b.Job) {
+		return d.Relay(ctx, wire.KindPsetQuery, b)
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	c, jc, err := d.queryJob(req, b.Job)

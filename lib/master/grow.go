@@ -809,6 +809,13 @@ func (s *state) checkNodes() error {
 		} else if s.nodeByName[n.name] != n {
 			errs = append(errs, fmt.Errorf("node %s is not found by its name", n.name))
 		}
+		// Pushes go to the daemons that hold a job (node.hasJob): every
+		// daemon with a live process of a job must be one of them.
+		for _, j := range s.order {
+			if n.up && !j.done && !n.hasJob(j) && len(s.liveOn(j, n)) > 0 {
+				errs = append(errs, fmt.Errorf("node %s runs ranks %v of job %s but does not hold its data", n.name, s.liveOn(j, n), j.ns))
+			}
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -182,9 +182,13 @@ func appMain(args []string) int {
 		b, _ := json.Marshal(rep)
 		fmt.Println(string(b))
 		return 0
-	case "pset":
+	case "pset": // pset <name> [<job>]: the set of the caller's job, or of another job
+		req := wire.PsetGetReq{Name: args[1], Members: true}
+		if len(args) > 2 {
+			req.Job = args[2]
+		}
 		var p wire.PsetInfo
-		if err := c.Call(ctx, wire.KindPsetGet, &wire.PsetGetReq{Name: args[1], Members: true}, &p); err != nil {
+		if err := c.Call(ctx, wire.KindPsetGet, &req, &p); err != nil {
 			fmt.Println(`{"err":` + strconv.Quote(err.Error()) + `}`)
 			return 1
 		}

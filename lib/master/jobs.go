@@ -356,6 +356,9 @@ func (s *state) launch(c *wire.Conn, b *wire.JobLaunchReq, reply func(*wire.JobL
 				Data:  data, Psets: push, PMI: s.pmiLaunch(j),
 			}
 		} else {
+			if !j.everywhere() {
+				continue // only the daemons of j's nodes hold it (node.hasJob)
+			}
 			call.kind = wire.KindNodeJobData
 			jd := *data // a copy: data also rides along node.launch, without sets of its own
 			jd.Psets = push
@@ -760,10 +763,10 @@ func (s *state) endJob(j *job) {
 	gone := &wire.JobData{Gen: j.gen + 1, ID: j.id, Job: j.ns, Gone: true}
 	j.pushed = nil
 	for _, n := range s.nodes {
-		delete(n.jobGen, j.ns)
-		if n.up {
+		if n.up && n.hasJob(j) {
 			s.sendNode(n, outMsg{kind: wire.KindNodeJobData, body: gone})
 		}
+		delete(n.jobGen, j.ns)
 	}
 	s.publish(wire.Event{Kind: wire.EvJobState, Job: j.ns, State: j.state, Code: j.end.Code, Msg: j.end.Msg})
 	s.settleWaits(j) // pmi.go: waits for what the job spawned

@@ -196,6 +196,21 @@ func (s *state) cutStragglers() {
 	}
 }
 
+// hasJob reports whether n's daemon has been sent j (its data and sets):
+// the daemons of the nodes j has run on, and every daemon for a job whose
+// processes may look up other jobs' data at their daemon (everywhere).
+// Only those get j's pushes: a change to a job on a few nodes costs what
+// those nodes do, whatever the size of the DVM (docs/scale.md). A
+// process's query about a job its daemon does not hold goes to the
+// master (lib/daemon cache.go).
+func (n *node) hasJob(j *job) bool {
+	if j.everywhere() {
+		return true
+	}
+	_, ok := n.jobGen[j.ns]
+	return ok
+}
+
 // sentJobData records that generation gen of job's data has been queued
 // for n's daemon.
 func (n *node) sentJobData(job string, gen uint64) {

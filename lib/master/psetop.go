@@ -232,9 +232,9 @@ func (s *state) pushSets(j *job, defined []wire.PsetInfo, deleted []string, done
 	s.pushAll(j, wire.KindPsetPush, &wire.PsetPush{Seq: st.psetSeq, Job: j.ns, Defined: defined, Deleted: deleted, Keep: keep}, done)
 }
 
-// pushAll queues one call of kind with body to every daemon that is up.
-// The round does not wait for suspect nodes (released): the push still
-// reaches them, in order, if they come back.
+// pushAll queues one call of kind with body to every daemon that is up
+// and holds j (hasJob). The round does not wait for suspect nodes
+// (released): the push still reaches them, in order, if they come back.
 func (s *state) pushAll(j *job, kind string, body any, done func()) {
 	shared := share(body)
 	s.pushAllWith(j, kind, body, func(*node) *sharedBody { return shared }, done)
@@ -246,7 +246,7 @@ func (s *state) pushAllWith(j *job, kind string, body any, bodyFor func(*node) *
 	round := &pushRound{done: done, left: 1} // held until every item is queued
 	var touched []int
 	for _, n := range s.nodes {
-		if n.up {
+		if n.up && n.hasJob(j) {
 			it := &pushItem{j: j, kind: kind, body: body, shared: bodyFor(n), round: round, acked: n.suspect}
 			if !n.suspect {
 				round.left++
@@ -291,31 +291,56 @@ func (s *state) queuePush(n *node, it *pushItem) {
 	q.items = append(q.items, it)
 }
 
-// resync tells the daemon of a node that has rejoined about every job not
-// ended: its data and the latest version of each of its sets, ahead of
-// anything else the master sends it.
+// resync tells the daemon of a node that has rejoined, or joined a
+// running DVM, about the jobs not ended that it held before and those
+// every daemon holds (hasJob): their data and the latest version of each
+// of their sets, ahead of anything else the master sends it.
 func (s *state) resync(n *node) {
-	now := time.Now().UnixNano()
 	for _, j := range s.order {
-		if j.done {
-			continue
+		if !j.done && n.hasJob(j) {
+			s.bringUp(j, n, s.rcJobData(j))
 		}
-		data := s.rcJobData(j)
-		push := &wire.PsetPush{Job: j.ns}
-		for _, in := range j.reg.List() {
-			def, err := setInfo(j.reg, j.ns, in.Name, now)
-			if err != nil {
-				s.log.Error("master: cannot describe a set for a rejoined node", "job", j.ns, "set", in.Name, "err", err)
-				continue
-			}
-			push.Defined = append(push.Defined, def)
-		}
-		data.Psets = push
-		s.queuePush(n, &pushItem{j: j, kind: wire.KindNodeJobData, body: &data, round: &pushRound{left: 1}})
-		n.sentJobData(j.ns, data.Gen)
 	}
 	if s.rc != nil && s.rc.queues[n.idx] != nil {
 		s.pump(n.idx)
+	}
+}
+
+// bringUp queues for n's daemon the whole of j: data (as given) and the
+// latest version of each of its sets. From then on n holds j, and every
+// push of j goes to it too, in order behind this one. The caller pumps.
+func (s *state) bringUp(j *job, n *node, data wire.JobData) {
+	now := time.Now().UnixNano()
+	push := &wire.PsetPush{Job: j.ns}
+	for _, in := range j.reg.List() {
+		def, err := setInfo(j.reg, j.ns, in.Name, now)
+		if err != nil {
+			s.log.Error("master: cannot describe a set for a daemon that is to hold its job", "job", j.ns, "set", in.Name, "node", n.name, "err", err)
+			continue
+		}
+		push.Defined = append(push.Defined, def)
+	}
+	data.Psets = push
+	s.queuePush(n, &pushItem{j: j, kind: wire.KindNodeJobData, body: &data, round: &pushRound{left: 1}})
+	n.sentJobData(j.ns, data.Gen)
+}
+
+// bringUpNodes makes every node in idxs that is up hold j before the
+// pushes of a change that places processes there (an ADD, a REPLACE): the
+// job's data as last pushed (so that the change's delta applies to it) and
+// its sets. A node that holds j already is left alone.
+func (s *state) bringUpNodes(j *job, idxs []int) {
+	for _, idx := range idxs {
+		n := s.nodes[idx]
+		if !n.up || n.hasJob(j) {
+			continue
+		}
+		data := s.rcJobData(j)
+		if j.pushed != nil && j.pushed.Gen == j.gen {
+			data = *j.pushed
+		}
+		s.bringUp(j, n, data)
+		s.pump(idx)
 	}
 }
 

@@ -678,6 +678,13 @@ func (s *state) rcBegin(jr *jobRC, b *wire.RCRequest, at time.Time, reply func(*
 		}
 		j.live += len(placed)
 		j.pmixJoin(run) // pmix_jobctl.go
+		idxs := make([]int, 0, len(placed))
+		for _, p := range placed {
+			if len(idxs) == 0 || idxs[len(idxs)-1] != p.Node {
+				idxs = append(idxs, p.Node)
+			}
+		}
+		s.bringUpNodes(j, idxs) // before the change's pushes, which now go there too
 	}
 	run.placement = s.deltaPlacement(j, ranks)
 	def, err := setInfo(j.reg, j.ns, r.Delta(), time.Now().UnixNano())
@@ -1819,6 +1826,13 @@ func (m *Master) History(ctx context.Context) (History, error) {
 
 // pmixData says whether j's daemons run a PMIx server for it, which reads
 // the job data's node order (pushJobData sends such a job's data whole).
+// everywhere reports whether every daemon keeps j's data and sets, not
+// only those of its nodes: a PMIx server translates the names of any
+// job's processes from its daemon's data (lib/daemon pmixDynrt).
+func (j *job) everywhere() bool {
+	return j.req.PMI == wire.PMIPMIx || j.req.PMI == wire.PMIBoth || j.pmixData()
+}
+
 func (j *job) pmixData() bool {
 	return j.pmi != nil && j.pmi.info != nil && (j.pmi.info.Mode == wire.PMIPMIx || j.pmi.info.Mode == wire.PMIBoth)
 }

@@ -420,7 +420,8 @@ func TestRCSubWouldEmptySet(t *testing.T) {
 
 // TestRCDeathBeforeAddLaunch: the last running process of a job is
 // killed while an ADD of it has placed its new process but not launched
-// it (the ADD's set push waits for a stopped daemon). The death aborts
+// it (the ADD's set push waits for the stopped daemon of the node the new
+// process is placed on, one slot each). The death aborts
 // the ADD, whose unstarted process is booked as ended inside the death's
 // handling. The job must end once, failed with the killed process's
 // status (137): it ended "done" with 0 when that nested booking ended it
@@ -432,7 +433,7 @@ func TestRCSubWouldEmptySet(t *testing.T) {
 func TestRCDeathBeforeAddLaunch(t *testing.T) {
 	// A slow heartbeat keeps the stopped daemon from being released (as
 	// suspect) during the test: the ADD's rounds wait for it.
-	d := startDVM(t, 2, 2, func(c *Config) { c.HeartbeatInterval = 30 * time.Second })
+	d := startDVM(t, 2, 1, func(c *Config) { c.HeartbeatInterval = 30 * time.Second })
 	job, pids := d.sleepers(1)
 	hung := d.stopDaemon(t, 1)
 	added := make(chan error, 1)

@@ -16,6 +16,10 @@ func (m *Master) routes() {
 	wire.HandleTyped(m.daemonMux, wire.KindNodeRegister, m.handleRegister)
 	wire.HandleTyped(m.daemonMux, wire.KindSessionAbort, m.handleAbort)
 	wire.HandleTyped(m.daemonMux, wire.KindPing, handlePing)
+	// Set queries about a job the daemon does not hold (node.hasJob).
+	wire.HandleTyped(m.daemonMux, wire.KindPsetGet, m.handlePsetGet)
+	wire.HandleTyped(m.daemonMux, wire.KindPsetList, m.handlePsetList)
+	wire.HandleTyped(m.daemonMux, wire.KindPsetQuery, m.handlePsetQuery)
 
 	// From tools.
 	wire.HandleTyped(m.toolMux, wire.KindJobLaunch, m.handleLaunch)
