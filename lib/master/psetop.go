@@ -15,9 +15,11 @@ import (
 // changes need.
 //
 // An operation runs on the loop, so operations are serialised; the result
-// and every set the recursion of Definition 4 changed are pushed to every
-// daemon, and the requester is answered once all of them have acked: a
-// process that learns a new set from the reply can use it with any daemon.
+// and every set the recursion of Definition 4 changed are pushed to the
+// daemons that hold the job (node.hasJob), and the requester is answered
+// once all of them have acked: a process that learns a new set from the
+// reply can use it with any daemon (one that does not hold the job asks
+// the master).
 
 func (m *Master) handlePsetOpTool(ctx context.Context, _ *wire.Request, b *wire.PsetOpReq) (any, error) {
 	return ask(ctx, m, func(s *state, reply func(*wire.PsetOpReply, error)) { s.psetOp(b, false, reply) })
@@ -226,10 +228,15 @@ func (it *pushItem) ack() {
 
 // pushSets sends set definitions and deletions of j to every daemon.
 func (s *state) pushSets(j *job, defined []wire.PsetInfo, deleted []string, done func()) {
+	s.pushAll(j, wire.KindPsetPush, s.setPush(j, defined, deleted), done)
+}
+
+// setPush is the next push of set definitions and deletions of j.
+func (s *state) setPush(j *job, defined []wire.PsetInfo, deleted []string) *wire.PsetPush {
 	st := s.rcs()
 	st.psetSeq++
 	keep := uint32(s.m.cfg.Limits.Normalize().HistoryVersions) // the daemons prune as the master does (rcRetain)
-	s.pushAll(j, wire.KindPsetPush, &wire.PsetPush{Seq: st.psetSeq, Job: j.ns, Defined: defined, Deleted: deleted, Keep: keep}, done)
+	return &wire.PsetPush{Seq: st.psetSeq, Job: j.ns, Defined: defined, Deleted: deleted, Keep: keep}
 }
 
 // pushAll queues one call of kind with body to every daemon that is up

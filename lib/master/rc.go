@@ -87,6 +87,7 @@ type rcPending struct {
 
 // rcRun is one change and everything the master does for it.
 type rcRun struct {
+	dataSent  bool // the job's data with this change is queued to the daemons (an abort must send it again)
 	jr        *jobRC
 	r         *rc.RC
 	req       wire.RCRequest
@@ -701,7 +702,11 @@ func (s *state) rcBegin(jr *jobRC, b *wire.RCRequest, at time.Time, reply func(*
 		}
 		defs = append(defs, od)
 	}
-	s.pushSets(j, defs, nil, func() { s.rcDefined(run, defs) })
+	// The delta set rides along the job's new data: one round to the
+	// daemons instead of two (docs/scale.md), in the order the daemons
+	// apply it (sets, then data).
+	run.dataSent = true
+	s.pushJobDataWith(j, s.setPush(j, defs, nil), func() { s.rcDefined(run, defs) })
 }
 
 // rcPlanAdd checks an ADD and places its processes.
@@ -904,7 +909,7 @@ func (s *state) rcFail(run *rcRun, err error) {
 	_ = s.rcAbort(run, err.Error(), true)
 }
 
-// rcDefined runs once every daemon has the delta set.
+// rcDefined runs once every daemon has the delta set and the job's data.
 func (s *state) rcDefined(run *rcRun, defs []wire.PsetInfo) {
 	if run.r.Status() == rc.StatusAborted {
 		return
@@ -924,7 +929,7 @@ func (s *state) rcDefined(run *rcRun, defs []wire.PsetInfo) {
 		def.Members = nil
 		s.publish(wire.Event{Kind: wire.EvPsetDef, Job: j.ns, Pset: &def})
 	}
-	s.pushJobData(j, func() { s.rcJobPushed(run) })
+	s.rcJobPushed(run)
 }
 
 // pushJobData sends the job as it now is to every daemon: what changed
@@ -932,16 +937,24 @@ func (s *state) rcDefined(run *rcRun, defs []wire.PsetInfo) {
 // has not got the previous one (it rejoined) and for a job with PMIx,
 // whose server numbers the nodes in the order of the master's data.
 func (s *state) pushJobData(j *job, done func()) {
+	s.pushJobDataWith(j, nil, done)
+}
+
+// pushJobDataWith is pushJobData with sets to define (or delete) in the
+// same message, ahead of the data.
+func (s *state) pushJobDataWith(j *job, sets *wire.PsetPush, done func()) {
 	prev := j.gen
 	j.gen++
 	data := s.rcJobData(j)
+	kept := data // what deltas are made from: without the sets
+	data.Psets = sets
 	full := share(&data)
 	var delta *sharedBody
 	if j.pushed != nil && j.pushed.Gen == prev && !j.pmixData() {
 		d := data.DeltaFrom(j.pushed)
 		delta = share(&d)
 	}
-	j.pushed = &data
+	j.pushed = &kept
 	s.pushAllWith(j, wire.KindNodeJobData, &data, func(n *node) *sharedBody {
 		g, ok := n.jobGen[j.ns]
 		n.sentJobData(j.ns, data.Gen)
@@ -1332,7 +1345,7 @@ func (s *state) rcAbort(run *rcRun, why string, force bool) error {
 				s.rcKillDelta(run, syscall.SIGTERM, run.ranks)
 			}
 		}
-		if !run.r.Times().JobDataPushed.IsZero() && !j.done {
+		if run.dataSent && !j.done {
 			s.pushJobData(j, func() {})
 		}
 		s.rcRestoreSets(run)
@@ -1569,7 +1582,7 @@ func (s *state) rcRewind(run *rcRun) {
 	if err := s.alloc.Rewind(j.ns, first); err != nil {
 		s.log.Error("master: cannot rewind the rank counter after an aborted change", "delta", run.r.Delta(), "err", err)
 	}
-	if !run.r.Times().JobDataPushed.IsZero() {
+	if run.dataSent {
 		s.pushJobData(j, func() {}) // NextRank went back
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -160,6 +161,7 @@ type row struct {
 	add1, sub1, addK, subK float64 // request until FINALIZED
 	smallAdd, smallSub     float64 // ADD 1 and SUB 1 of a job of one process: a change that touches one or two nodes
 	psetop                 float64 // union of the filling job's set with itself (procs members), defined on every daemon
+	ping                   float64 // the floor: median round of a ping to every daemon along a push's path (Master.PingRound)
 	fence                  float64 // a fence over a job of nodes × fence-slots processes
 	fenceProcs             int
 	masterB, hostB         float64 // resident bytes per process of the filling job (master) and per node (host)
@@ -170,13 +172,13 @@ type row struct {
 }
 
 func header() string {
-	return "nodes\tprocs\tstart_ms\tlaunch_ms\tlaunch_us_per_proc\tannounce_ms\trcpush_ms\tadd1_ms\tsub1_ms\tk\taddk_ms\tsubk_ms\tsmall_add1_ms\tsmall_sub1_ms\tpsetop_ms\tfence_procs\tfence_ms\tmaster_B_per_proc\tmaster_heap_B_per_proc\thost_B_per_node\tmaster_cpu_ms_per_change	host_cpu_ms_per_change	master_heap_B_per_change"
+	return "nodes\tprocs\tstart_ms\tlaunch_ms\tlaunch_us_per_proc\tannounce_ms\trcpush_ms\tadd1_ms\tsub1_ms\tk\taddk_ms\tsubk_ms\tsmall_add1_ms\tsmall_sub1_ms\tpsetop_ms\tfence_procs\tfence_ms\tmaster_B_per_proc\tmaster_heap_B_per_proc\thost_B_per_node\tmaster_cpu_ms_per_change	host_cpu_ms_per_change	master_heap_B_per_change\tping_round_ms"
 }
 
 func (r row) line() string {
-	return fmt.Sprintf("%d\t%d\t%.1f\t%.1f\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%d\t%.1f\t%.0f\t%.0f\t%.0f\t%.1f\t%.1f\t%.0f",
+	return fmt.Sprintf("%d\t%d\t%.1f\t%.1f\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%d\t%.1f\t%.0f\t%.0f\t%.0f\t%.1f\t%.1f\t%.0f\t%.2f",
 		r.nodes, r.procs, r.start, r.launch, r.launch*1000/float64(r.procs), r.announce, r.rcPush, r.add1, r.sub1, r.k, r.addK, r.subK, r.smallAdd, r.smallSub,
-		r.psetop, r.fenceProcs, r.fence, r.masterB, r.masterHeapB, r.hostB, r.cpuPerChange, r.hostCPUPerChange, r.heapPerChange)
+		r.psetop, r.fenceProcs, r.fence, r.masterB, r.masterHeapB, r.hostB, r.cpuPerChange, r.hostCPUPerChange, r.heapPerChange, r.ping)
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -208,6 +210,9 @@ func measure(ctx context.Context, exe string, nodes, slots, fenceSlots, k, histo
 		return r, err
 	}
 	defer c.Close()
+	if r.ping, err = pingFloor(ctx, d.M, nodes); err != nil {
+		return r, err
+	}
 
 	// A job filling the DVM: launch, memory, set operation.
 	mRSS0, hRSS0, heap0 := rss(os.Getpid()), rss(d.HostPid()), heapInUse()
@@ -463,4 +468,25 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// pingFloor is the median of 15 ping rounds to every daemon (after 3 to
+// warm up): the least any round to every daemon costs on this machine,
+// which a change's rounds (set, job data, record) are measured against.
+func pingFloor(ctx context.Context, m *master.Master, nodes int) (float64, error) {
+	var took []time.Duration
+	for i := range 18 {
+		d, n, err := m.PingRound(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("ping round: %w", err)
+		}
+		if n != nodes {
+			return 0, fmt.Errorf("ping round: %d daemons answered, want %d", n, nodes)
+		}
+		if i >= 3 {
+			took = append(took, d)
+		}
+	}
+	slices.Sort(took)
+	return ms(took[len(took)/2]), nil
 }

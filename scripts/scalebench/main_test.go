@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -40,9 +41,16 @@ func TestMainWritesResults(t *testing.T) {
 	if len(lines) != 3 || !strings.HasPrefix(lines[1], "2\t4\t") || !strings.HasPrefix(lines[2], "4\t8\t") {
 		t.Errorf("scale.tsv: want a header and rows for 2 and 4 nodes (of 2 slots), got\n%s", tsv)
 	}
+	head := strings.Split(lines[0], "\t")
 	for _, l := range lines[1:] {
-		if len(strings.Split(l, "\t")) != len(strings.Split(lines[0], "\t")) {
+		cols := strings.Split(l, "\t")
+		if len(cols) != len(head) {
 			t.Errorf("row %q does not match the header", l)
+			continue
+		}
+		// The floor is measured, never zero: a ping round takes time.
+		if v, err := strconv.ParseFloat(cols[len(cols)-1], 64); head[len(head)-1] != "ping_round_ms" || err != nil || v <= 0 {
+			t.Errorf("row %q: %s %q, want a ping round's milliseconds", l, head[len(head)-1], cols[len(cols)-1])
 		}
 	}
 	if !strings.Contains(out.String(), "growth exponents") || !strings.Contains(out.String(), "ADD k") {

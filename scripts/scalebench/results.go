@@ -31,6 +31,7 @@ var series = []struct {
 	{"ADD 1, one-process job", func(r row) float64 { return r.smallAdd }},
 	{"SUB 1, one-process job", func(r row) float64 { return r.smallSub }},
 	{"set op on the filling job", func(r row) float64 { return r.psetop }},
+	{"floor: ping round", func(r row) float64 { return r.ping }},
 	{"fence", func(r row) float64 { return r.fence }},
 	{"master CPU per change", func(r row) float64 { return r.cpuPerChange }},
 	{"all daemons' CPU per change", func(r row) float64 { return r.hostCPUPerChange }},
