@@ -44,10 +44,11 @@ func startDVMWith(t *testing.T, o dvmtest.Options) *testDVM {
 
 func (d *testDVM) launch(n int, args ...string) string {
 	d.t.Helper()
+	exe := progs.Build(d.t, "github.com/dynrt/dynrt/examples/synthetic") // before the launch's deadline: a build under load takes many seconds
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	rep, err := d.c.Launch(ctx, wire.JobLaunchReq{
-		Argv: append([]string{progs.Build(d.t, "github.com/dynrt/dynrt/examples/synthetic")}, args...), N: uint32(n), Env: d.d.Env,
+		Argv: append([]string{exe}, args...), N: uint32(n), Env: d.d.Env,
 		Output: wire.OutputFlags{Forward: true},
 	})
 	if err != nil {
