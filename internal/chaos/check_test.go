@@ -215,6 +215,12 @@ func TestExitRule(t *testing.T) {
 		{"replace: no slots for the new processes", ExitFacts{Shrink: true, Failures: []JobFailure{kill(true)}, Report: "job j1 (d.1): lost 4-7 (...); " + CannotReplace + " (...)"}, []int{0, 137}},
 		{"replace: the new processes failed", ExitFacts{Shrink: true, Failures: []JobFailure{kill(true)}, Report: "job j1 (d.1): lost 1 (...); " + ReplaceFailed + ": ..."}, []int{0, 137}},
 		{"shrink: ended by itself", ExitFacts{Shrink: true, Failures: []JobFailure{kill(true)}}, []int{0}},
+		// Chaos seed 11, step 526: a job launched while node1's daemon
+		// was stopped; the daemon was declared down as its rank there
+		// started, and dynrun said "rank 1 on node1 could not start"
+		// with 1 (the master had listed the job running, so NotRun did
+		// not apply). jobsOn, at the fault's start, had not seen it.
+		{"launched during a daemon fault", ExitFacts{Failures: []JobFailure{{Code: 1, What: "could not start"}, kill(false)}}, []int{1, 137}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, why := ExitRule(tt.f)

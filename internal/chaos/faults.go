@@ -18,7 +18,22 @@ type fault struct {
 	h       *harness
 	s       Step
 	t0      time.Time
-	stopped []int // pids to SIGCONT at the end
+	stopped []int  // pids to SIGCONT at the end
+	node    string // the node whose daemon a daemon fault hit
+}
+
+// launched tells the fault of a job launched during it: a job started
+// while a daemon is hung or killed may lose its ranks on that node as
+// they start (dynrun: "rank R on N could not start", 1) or just after
+// (137), or not at all. jobsOn, at the fault's start, could not count it.
+func (f *fault) launched(j *jobRun) {
+	if f.node == "" || j == nil {
+		return
+	}
+	what := fmt.Sprintf("launched during %s of %s", f.s.Fault, f.node)
+	j.facts.Failures = append(j.facts.Failures,
+		JobFailure{Code: 1, Step: f.s.N, What: what + ": a rank there could not start"},
+		JobFailure{Code: SigKilled, Step: f.s.N, What: what + ": a rank there was lost"})
 }
 
 func (h *harness) startFault(ctx context.Context, s Step) *fault {
@@ -41,6 +56,7 @@ func (h *harness) startFault(ctx context.Context, s Step) *fault {
 			j.facts.Failures = append(j.facts.Failures, JobFailure{Code: SigKilled, Sure: sig == syscall.SIGKILL, Step: s.N, What: fmt.Sprintf("%s of %s (pid %d)", s.Fault, n, pid)})
 		})
 		if signal(pid, sig) {
+			f.node = n
 			h.injected(string(s.Fault))
 			h.note("%s %s (pid %d)", s.Fault, n, pid)
 		}

@@ -34,7 +34,11 @@ func (h *harness) step(ctx context.Context, s Step) error {
 		if h.running() >= maxJobs {
 			h.endJob(h.pickJob(0, nil))
 		}
-		return h.launch(ctx, s)
+		err := h.launch(ctx, s)
+		if n := len(h.jobs); err == nil && n > 0 {
+			f.launched(h.jobs[n-1])
+		}
+		return err
 	case OpAdd:
 		bound := h.bound(j, s)
 		confirm := h.cfg.ConfirmTimeout
