@@ -226,7 +226,8 @@ func (it *pushItem) ack() {
 	}
 }
 
-// pushSets sends set definitions and deletions of j to every daemon.
+// pushSets sends set definitions and deletions of j to the daemons that
+// hold it.
 func (s *state) pushSets(j *job, defined []wire.PsetInfo, deleted []string, done func()) {
 	s.pushAll(j, wire.KindPsetPush, s.setPush(j, defined, deleted), done)
 }
@@ -305,7 +306,8 @@ func (s *state) queuePush(n *node, it *pushItem) {
 func (s *state) resync(n *node) {
 	for _, j := range s.order {
 		if !j.done && n.hasJob(j) {
-			s.bringUp(j, n, s.rcJobData(j))
+			data := s.wholeJob(j, s.rcJobData(j))
+			s.bringUp(j, n, &data, nil)
 		}
 	}
 	if s.rc != nil && s.rc.queues[n.idx] != nil {
@@ -313,40 +315,55 @@ func (s *state) resync(n *node) {
 	}
 }
 
-// bringUp queues for n's daemon the whole of j: data (as given) and the
-// latest version of each of its sets. From then on n holds j, and every
-// push of j goes to it too, in order behind this one. The caller pumps.
-func (s *state) bringUp(j *job, n *node, data wire.JobData) {
+// wholeJob is data with the latest version of each of j's sets: what a
+// daemon that is to hold j gets first (bringUp).
+func (s *state) wholeJob(j *job, data wire.JobData) wire.JobData {
 	now := time.Now().UnixNano()
 	push := &wire.PsetPush{Job: j.ns}
 	for _, in := range j.reg.List() {
 		def, err := setInfo(j.reg, j.ns, in.Name, now)
 		if err != nil {
-			s.log.Error("master: cannot describe a set for a daemon that is to hold its job", "job", j.ns, "set", in.Name, "node", n.name, "err", err)
+			s.log.Error("master: cannot describe a set for a daemon that is to hold its job", "job", j.ns, "set", in.Name, "err", err)
 			continue
 		}
 		push.Defined = append(push.Defined, def)
 	}
 	data.Psets = push
-	s.queuePush(n, &pushItem{j: j, kind: wire.KindNodeJobData, body: &data, round: &pushRound{left: 1}})
+	return data
+}
+
+// bringUp queues data (wholeJob; shared, if not nil, is its encoding) for
+// n's daemon. From then on n holds j, and every push of j goes to it too,
+// in order behind this one. The caller pumps.
+func (s *state) bringUp(j *job, n *node, data *wire.JobData, shared *sharedBody) {
+	s.queuePush(n, &pushItem{j: j, kind: wire.KindNodeJobData, body: data, shared: shared, round: &pushRound{left: 1}})
 	n.sentJobData(j.ns, data.Gen)
 }
 
 // bringUpNodes makes every node in idxs that is up hold j before the
 // pushes of a change that places processes there (an ADD, a REPLACE): the
 // job's data as last pushed (so that the change's delta applies to it) and
-// its sets. A node that holds j already is left alone.
+// its sets, described and encoded once for all of them (a job that grows
+// from one node onto a thousand would otherwise cost a thousand encodings
+// of a thousand nodes' data). A node that holds j already is left alone.
 func (s *state) bringUpNodes(j *job, idxs []int) {
+	var data *wire.JobData
+	var shared *sharedBody
 	for _, idx := range idxs {
 		n := s.nodes[idx]
 		if !n.up || n.hasJob(j) {
 			continue
 		}
-		data := s.rcJobData(j)
-		if j.pushed != nil && j.pushed.Gen == j.gen {
-			data = *j.pushed
+		if data == nil {
+			var d wire.JobData
+			if j.pushed != nil && j.pushed.Gen == j.gen {
+				d = s.wholeJob(j, *j.pushed)
+			} else {
+				d = s.wholeJob(j, s.rcJobData(j))
+			}
+			data, shared = &d, share(&d)
 		}
-		s.bringUp(j, n, data)
+		s.bringUp(j, n, data, shared)
 		s.pump(idx)
 	}
 }
