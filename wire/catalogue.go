@@ -76,6 +76,7 @@ func Catalogue() []KindInfo {
 		{Kind: KindNodeLaunch, Dir: "master→daemon", Req: &LaunchReq{}, Reply: &LaunchReply{}},
 		{Kind: KindNodeKill, Dir: "master→daemon", Req: &KillReq{}, Reply: &KillReply{}},
 		{Kind: KindNodeStop, Dir: "master→daemon", Req: &NodeStopReq{}},
+		{Kind: KindNodeRelay, Dir: "master→daemon, daemon→daemon", Req: &NodeRelay{}, Reply: &NodeRelayReply{}},
 		{Kind: KindProcStarted, Dir: "daemon→master", Event: true, Req: &ProcStarted{}},
 		{Kind: KindProcExited, Dir: "daemon→master", Event: true, Req: &ProcExited{}},
 		{Kind: KindProcOutput, Dir: "daemon→master, master→launcher", Event: true, Req: &OutputLine{}},

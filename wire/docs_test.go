@@ -38,6 +38,7 @@ var docFiles = []struct{ file, title string }{
 	{"msg_event.go", "Events"},
 	{"msg_job.go", "Jobs"},
 	{"msg_node.go", "Nodes and daemons"},
+	{"msg_relay.go", "Relays"},
 	{"msg_pmi.go", "PMI service"},
 	{"msg_tool.go", "DVM (tools)"},
 }

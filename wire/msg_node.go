@@ -25,12 +25,14 @@ const (
 
 // NodeRegister is a daemon's first request to the master.
 type NodeRegister struct {
-	Name  string `msgpack:"n,omitempty"`    // node name (unique in the DVM)
-	Host  string `msgpack:"h,omitempty"`    // host name
-	Slots uint32 `msgpack:"s,omitempty"`    // process slots
-	PID   int    `msgpack:"pid,omitempty"`  // daemon pid
-	Addr  string `msgpack:"a,omitempty"`    // the daemon's client socket (unix path or host:port)
-	PMIx  bool   `msgpack:"pmix,omitempty"` // the daemon can host a PMIx server (built with -tags pmix): it serves Open MPI jobs
+	Name    string `msgpack:"n,omitempty"`    // node name (unique in the DVM)
+	Host    string `msgpack:"h,omitempty"`    // host name
+	Slots   uint32 `msgpack:"s,omitempty"`    // process slots
+	PID     int    `msgpack:"pid,omitempty"`  // daemon pid
+	Addr    string `msgpack:"a,omitempty"`    // the daemon's client socket (unix path or host:port)
+	PMIx    bool   `msgpack:"pmix,omitempty"` // the daemon can host a PMIx server (built with -tags pmix): it serves Open MPI jobs
+	RelayID uint64 `msgpack:"rid,omitempty"`  // a random number of this daemon's run, so that a relay meant for a daemon of the node that has since been replaced is not applied
+	Relay   string `msgpack:"rl,omitempty"`   // where other daemons reach it with node.relay (unix:<path> or tcp:<host:port>); "" = it takes relays from the master only
 }
 
 // NodeRegisterReply admits a daemon. From then on the master pings the

@@ -36,6 +36,16 @@ type DVMState struct {
 	// (chosen because SLURM_JOB_ID is set)"; empty when there is nothing
 	// to add to Launcher.
 	LauncherInfo string `msgpack:"linfo,omitempty"`
+	// Tree is the tree of daemons pushes go down (dvm start
+	// --tree-radix); nil = none, the master sends to each daemon.
+	Tree *TreeState `msgpack:"tree,omitempty"`
+}
+
+// TreeState describes the DVM's tree of daemons and its use since the start.
+type TreeState struct {
+	Radix   uint32 `msgpack:"r,omitempty"`  // its radix
+	Relays  uint64 `msgpack:"n,omitempty"`  // relays the master sent to the head of a part
+	Resends uint64 `msgpack:"rs,omitempty"` // relays it sent again directly to a daemon the tree did not reach
 }
 
 // SlotUse says which process holds one slot. Slots are numbered globally

@@ -1,5 +1,7 @@
 package wire
 
+import "github.com/vmihailenco/msgpack/v5"
+
 // samples returns one fully populated value of every catalogue type, keyed
 // by type name. TestSamplesComplete checks that every exported struct type
 // of the catalogue files is here and that every field is set.
@@ -138,7 +140,7 @@ func samples() map[string]any {
 		"JobWaitReq":     &JobWaitReq{Job: "dvm1.7", TimeoutMS: 9000},
 		"JobStdin":       &JobStdin{Job: "dvm1.7", Rank: 3, Data: []byte("line 1\n\x00"), EOF: true},
 
-		"NodeRegister":      &NodeRegister{Name: "n1", Host: "h1", Slots: 4, PID: 55, Addr: "/run/n1.sock", PMIx: true},
+		"NodeRegister":      &NodeRegister{Name: "n1", Host: "h1", Slots: 4, PID: 55, Addr: "/run/n1.sock", PMIx: true, Relay: "unix:/run/n1.sock", RelayID: 77},
 		"NodeRegisterReply": &NodeRegisterReply{Index: 1, DVM: "ab12cd", HeartbeatMS: 1000, DeadMS: 4000, Net: "198.18.1.0/24"},
 		"NodeInfo":          &node,
 		"JobData":           &jobData,
@@ -153,7 +155,13 @@ func samples() map[string]any {
 		"KillReq":     &KillReq{Job: "dvm1.7", Ranks: RankRanges{{10, 11}}, Signal: 15, GraceMS: 2000, Only: true},
 		"KillReply":   &KillReply{N: 2},
 		"NodeStopReq": &NodeStopReq{GraceMS: 100},
-		"Ping":        &Ping{Seq: 1, Time: 2},
+		"NodeRelay": &NodeRelay{Seq: 9, To: 78, Kind: KindRCPush, Body: msgpack.RawMessage{0x81, 0xa1, 0x6a, 0xa2, 0x6a, 0x31}, Radix: 2, WaitMS: 5000,
+			Below: []RelayHop{{Node: "n2", Addr: "unix:/run/n2.sock", ID: 79}, {Node: "n3", Addr: "tcp:10.0.0.3:4100", ID: 80}}},
+		"TreeState":      &TreeState{Radix: 16, Relays: 40, Resends: 2},
+		"RelayHop":       &RelayHop{Node: "n2", Addr: "unix:/run/n2.sock", ID: 79},
+		"RelayFailure":   &RelayFailure{Node: "n3", Unreached: true, Err: &Error{Code: CodeClosed, Msg: "connection closed"}},
+		"NodeRelayReply": &NodeRelayReply{Failed: []RelayFailure{{Node: "n3", Unreached: true}, {Node: "n2", Err: &Error{Code: CodeInvalid, Msg: "no such job"}}}},
+		"Ping":           &Ping{Seq: 1, Time: 2},
 
 		"PMIJob":        &pmiJob,
 		"PMIxSpace":     &jobData.PMIx[0],
@@ -167,7 +175,7 @@ func samples() map[string]any {
 
 		"DVMStateReq": &DVMStateReq{Ended: true},
 		"DVMState": &DVMState{ID: "ab12cd", PID: 77, Started: 1, Uptime: 2, Version: "v0.1.0", Nodes: []NodeInfo{node},
-			Jobs: []JobInfo{job}, RCs: []RC{rc}, Slots: []SlotUse{slot, {Slot: -1, Node: 0, Job: "dvm1.2", Rank: 0}}, Launcher: "ssh", LauncherInfo: "slurm: job 12 (chosen because SLURM_JOB_ID is set)",
+			Jobs: []JobInfo{job}, RCs: []RC{rc}, Slots: []SlotUse{slot, {Slot: -1, Node: 0, Job: "dvm1.2", Rank: 0}}, Launcher: "ssh", Tree: &TreeState{Radix: 16, Relays: 40, Resends: 2}, LauncherInfo: "slurm: job 12 (chosen because SLURM_JOB_ID is set)",
 			NodeLog: []Event{{Seq: 9, Time: 3, Kind: EvNodeAdded, Node: "h3", Msg: "node h3 joined the DVM: 8 slots on host h3"}}},
 		"SlotUse":        &slot,
 		"DVMStopReq":     &DVMStopReq{GraceMS: 100},

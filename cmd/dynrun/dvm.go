@@ -55,7 +55,7 @@ func dvmCommand(e *env) *cli.Command {
 					&cli.StringFlag{Name: "report-uri", Usage: "write the DVM id and addresses to `FILE` (- for stdout) once ready"},
 					&cli.StringFlag{Name: "name", Usage: "human `NAME` of the DVM (usable with --dvm)"},
 					&cli.StringFlag{Name: "id", Hidden: true, Usage: "DVM id (set by --daemonize for its child)"},
-					heartbeatFlag(""), heartbeatMissesFlag(""),
+					heartbeatFlag(""), heartbeatMissesFlag(""), treeRadixFlag(""),
 				}, clusterFlags("")...),
 				Action: func(c *cli.Context) error { return runDVMStart(c, e) },
 			},
@@ -159,11 +159,15 @@ func runDVMStart(c *cli.Context, e *env) error {
 	if err != nil {
 		return err
 	}
+	radix, err := treeRadixOpt(c)
+	if err != nil {
+		return err
+	}
 	log := newLogger(e, "master")
 	cfg := master.Config{
 		Dir: dir, ID: c.String("id"), Name: c.String("name"), Nodes: nodes,
 		DaemonCommand: []string{exe, "daemon"}, Logger: log, Env: e.get,
-		HeartbeatInterval: hb, HeartbeatMisses: misses,
+		HeartbeatInterval: hb, HeartbeatMisses: misses, TreeRadix: radix,
 	}
 	cl.config(&cfg, hosts)
 	if kind == launcher.Join && len(nodes) > 1 {
@@ -215,6 +219,29 @@ func heartbeatOpts(c *cli.Context) (time.Duration, int, error) {
 	}
 	return hb, misses, nil
 }
+
+// treeRadixFlag chooses the tree of daemons pushes go down (docs/scale.md).
+func treeRadixFlag(prefix string) cli.Flag {
+	return &cli.IntFlag{Name: "tree-radix", Usage: prefix + "send a push that goes to more than `R` daemons down a tree of daemons of radix R (each passes it on to up to R others), as PRRTE's routed radix and Slurm's TreeWidth; 0 = from the master to each (default)"}
+}
+
+// treeRadixOpt reads --tree-radix.
+func treeRadixOpt(c *cli.Context) (int, error) {
+	r := c.Int("tree-radix")
+	if r < 0 || r > maxTreeRadix {
+		return 0, cliutil.Usagef("--tree-radix %d: want 0 (no tree) to %d", r, maxTreeRadix)
+	}
+	return r, nil
+}
+
+// maxTreeRadix bounds --tree-radix: a wider tree is a star.
+const maxTreeRadix = 4096
+
+// daemonizeForwards are the flags of dvm start that --daemonize passes on
+// to its child as given (TestDaemonizeForwardsEveryFlag); it decides
+// --id, --prefix and --launcher itself and keeps --daemonize and
+// --report-uri.
+var daemonizeForwards = []string{"nodes", "slots", "host", "hostfile", "name", "bind", "heartbeat", "heartbeat-misses", "tree-radix", "launch-agent", "net"}
 
 // joinWait is how long `dvm start --launcher join` waits for the daemons
 // started by hand.
@@ -324,7 +351,7 @@ func daemonize(c *cli.Context, e *env, dir string, cl *clusterOpts) error {
 	if !cl.auto {
 		args = append(args, "--launcher", cl.kind) // else the child chooses the same, and says why
 	}
-	for _, f := range []string{"nodes", "slots", "host", "hostfile", "name", "bind", "heartbeat", "heartbeat-misses", "launch-agent", "net"} {
+	for _, f := range daemonizeForwards {
 		if c.IsSet(f) {
 			v := c.Value(f)
 			if f == "hostfile" {

@@ -191,7 +191,7 @@ func startPrivate(ctx context.Context, e *env, dir string, o *launchOpts, log *s
 	cfg := master.Config{
 		Dir: dir, Name: fmt.Sprintf("%s%d", privatePrefix, os.Getpid()), Nodes: nodes,
 		Private: true, Logger: log, Env: e.get,
-		HeartbeatInterval: o.heartbeat, HeartbeatMisses: o.misses,
+		HeartbeatInterval: o.heartbeat, HeartbeatMisses: o.misses, TreeRadix: o.treeRadix,
 		Listening: func(info dvmdir.Info) {
 			listening = true
 			go func() {

@@ -40,7 +40,7 @@ func launchFlags() []cli.Flag {
 		&cli.StringFlag{Name: "pmi", Value: wire.PMIAuto, Usage: "PMI service for MPI programs (docs/mpi.md): auto (pmix for a program linking Open MPI, fd+pmix for a script or an interpreter, else fd), pmix (the daemons' PMIx server, Open MPI), fd (PMI_FD socketpair, like Hydra), fd+pmix (both: the one the program speaks is used), port (TCP PMI_PORT + PMI_ID) or none"},
 		&cli.IntFlag{Name: "nodes", Usage: "private DVM only: `K` virtual nodes (default 1)"},
 		&cli.IntFlag{Name: "slots", Usage: "private DVM only: `S` slots per node (default: CPUs)"},
-		heartbeatFlag("private DVM only: "), heartbeatMissesFlag("private DVM only: "),
+		heartbeatFlag("private DVM only: "), heartbeatMissesFlag("private DVM only: "), treeRadixFlag("private DVM only: "),
 	}, clusterFlags("private DVM only: ")...)
 }
 
@@ -68,6 +68,7 @@ type launchOpts struct {
 	cluster     clusterOpts   // --host, --launcher etc.: a private DVM
 	heartbeat   time.Duration // --heartbeat, private DVM (0: default)
 	misses      int           // --heartbeat-misses, private DVM (0: default)
+	treeRadix   int           // --tree-radix, private DVM (0: a star)
 	argv        []string
 	programPath string // argv[0] resolved
 }
@@ -97,6 +98,9 @@ func parseLaunch(c *cli.Context, cwd string, lim wire.Limits, e *env) (launchOpt
 	}
 	var err error
 	if o.heartbeat, o.misses, err = heartbeatOpts(c); err != nil {
+		return o, err
+	}
+	if o.treeRadix, err = treeRadixOpt(c); err != nil {
 		return o, err
 	}
 	if _, err := alloc.ParseMapBy(o.mapBy); err != nil {

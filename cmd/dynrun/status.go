@@ -30,6 +30,14 @@ type statusJSON struct {
 	// LauncherInfo: how the launcher was chosen and on what (free text).
 	LauncherInfo string          `json:"launcher_info,omitempty"`
 	NodeLog      []nodeEventJSON `json:"node_log,omitempty"`
+	// Tree: the tree of daemons (dvm start --tree-radix) and its use.
+	Tree *treeJSON `json:"tree,omitempty"`
+}
+
+type treeJSON struct {
+	Radix   uint32 `json:"radix"`
+	Relays  uint64 `json:"relays"`  // relays sent to the heads of parts
+	Resends uint64 `json:"resends"` // sent again directly to a daemon the tree did not reach
 }
 
 type nodeEventJSON struct {
@@ -83,6 +91,9 @@ func toStatusJSON(st wire.DVMState, name string) statusJSON {
 		ID: st.ID, Name: name, PID: st.PID, Version: st.Version, LauncherInfo: st.LauncherInfo,
 		Started: unixNS(st.Started), Uptime: time.Duration(st.Uptime).Seconds(),
 		Nodes: []nodeJSON{}, Jobs: []jobJSON{}, Launcher: st.Launcher,
+	}
+	if t := st.Tree; t != nil {
+		out.Tree = &treeJSON{Radix: t.Radix, Relays: t.Relays, Resends: t.Resends}
 	}
 	for _, ev := range st.NodeLog {
 		out.NodeLog = append(out.NodeLog, nodeEventJSON{Time: unixNS(ev.Time), Event: ev.Kind, Node: ev.Node, Msg: ev.Msg})
@@ -148,6 +159,9 @@ func writeStatus(w io.Writer, s statusJSON) error {
 	fmt.Fprintln(w)
 	if s.LauncherInfo != "" {
 		fmt.Fprintf(w, "launcher %s\n", s.LauncherInfo)
+	}
+	if t := s.Tree; t != nil {
+		fmt.Fprintf(w, "tree of daemons: radix %d, %d relays, %d sent again directly\n", t.Radix, t.Relays, t.Resends)
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/urfave/cli/v2"
+
 	"github.com/dynrt/dynrt/lib/alloc"
 	"github.com/dynrt/dynrt/lib/cliutil"
 	"github.com/dynrt/dynrt/lib/dvmdir"
@@ -137,7 +139,7 @@ func TestBar(t *testing.T) {
 func sampleState() wire.DVMState {
 	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano()
 	return wire.DVMState{
-		ID: "abcd2345", PID: 4242, Started: t0, Uptime: int64(95 * time.Second), Version: "v0.3.0", LauncherInfo: "slurm: job 12, 3 nodes, slots from SLURM_TASKS_PER_NODE (chosen because SLURM_JOB_ID is set)",
+		ID: "abcd2345", PID: 4242, Started: t0, Uptime: int64(95 * time.Second), Version: "v0.3.0", Tree: &wire.TreeState{Radix: 16, Relays: 40, Resends: 2}, LauncherInfo: "slurm: job 12, 3 nodes, slots from SLURM_TASKS_PER_NODE (chosen because SLURM_JOB_ID is set)",
 		Nodes: []wire.NodeInfo{
 			{Name: "node0", Index: 0, Host: "hostA", Slots: 28, Used: 28, PID: 4242, State: wire.NodeUp},
 			{Name: "node1", Index: 1, Host: "hostA", Slots: 28, Used: 3, PID: 4250, State: wire.NodeUp},
@@ -331,5 +333,27 @@ func TestAwaitReadyLine(t *testing.T) {
 		}
 	default:
 		t.Error("the child's exit status was taken")
+	}
+}
+
+// TestDaemonizeForwardsEveryFlag: every flag of dvm start reaches the
+// DVM that --daemonize starts in the background. --tree-radix was once
+// dropped there: the background DVM ran without the tree it was asked for.
+func TestDaemonizeForwardsEveryFlag(t *testing.T) {
+	own := []string{"daemonize", "report-uri", "id", "prefix", "launcher"} // decided or kept by the parent
+	var start *cli.Command
+	for _, c := range dvmCommand(&env{}).Subcommands {
+		if c.Name == "start" {
+			start = c
+		}
+	}
+	if start == nil {
+		t.Fatal("no dvm start command")
+	}
+	for _, f := range start.Flags {
+		name := f.Names()[0]
+		if !slices.Contains(daemonizeForwards, name) && !slices.Contains(own, name) {
+			t.Errorf("dvm start --%s is not passed on by --daemonize (daemonizeForwards)", name)
+		}
 	}
 }

@@ -3,13 +3,13 @@ package simdvm
 import (
 	"context"
 	"fmt"
-	"github.com/dynrt/dynrt/internal/dvmtest"
 	"os"
 	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/dynrt/dynrt/internal/dvmtest"
 	"github.com/dynrt/dynrt/lib/simnode"
 	"github.com/dynrt/dynrt/wire"
 )

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dynrt/dynrt/lib/master"
 	"github.com/dynrt/dynrt/lib/simnode"
 	"github.com/dynrt/dynrt/lib/tool"
 	"github.com/dynrt/dynrt/wire"
@@ -20,13 +21,20 @@ import (
 
 // start starts a simulated DVM that is stopped, and checked for
 // leftovers, when t ends.
-func start(t *testing.T, nodes, slots int) (*DVM, *tool.Client) {
+func start(t *testing.T, nodes, slots int, cfg ...func(*master.Config)) (*DVM, *tool.Client) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "d")
 	goroutines := runtime.NumGoroutine()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	o := Options{Nodes: nodes, Slots: slots, Dir: dir}
+	if len(cfg) > 0 {
+		o.Master = func(c *master.Config) {
+			for _, f := range cfg {
+				f(c)
+			}
+		}
+	}
 	if path := os.Getenv("SIMDVM_LOG"); path != "" { // a debug log of the master and daemons, to read by hand
 		f, err := os.Create(path)
 		if err != nil {
@@ -162,12 +170,30 @@ func TestAddToNewNodes(t *testing.T) {
 		[]rcStep{{wire.RCAdd, 2, 4}, {wire.RCSub, 3, 1}, {wire.RCAdd, 5, 6}, {wire.RCSub, 2, 4}, {wire.RCAdd, 4, 8}})
 }
 
+// TestAddSubTree is TestAddSub with a tree of radix 2: the records, sets
+// and job data of each change go down the tree to the daemons that hold
+// the job (as deltas where they can), and every process must see the same.
+func TestAddSubTree(t *testing.T) {
+	const nodes, slots = 8, 4
+	d := addSub(t, nodes, slots, wire.JobLaunchReq{N: nodes*slots - 16, MapBy: wire.MapByNode},
+		[]rcStep{{wire.RCAdd, 8, nodes*slots - 8}, {wire.RCSub, 12, nodes*slots - 20}, {wire.RCAdd, 4, nodes*slots - 16}, {wire.RCSub, 3, nodes*slots - 19}},
+		func(c *master.Config) { c.TreeRadix = 2 })
+	st, err := d.M.TreeStats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Four changes, each with several pushes to all 8 nodes, 2 parts each.
+	if st.Relays < 4*2*2 || st.Resends != 0 {
+		t.Errorf("tree stats %+v: want pushes down the tree and no resend on a healthy DVM", st)
+	}
+}
+
 // addSub launches a malleable job on a simulated DVM, makes the changes
 // one after the other, and checks after each what every process sees of
 // the job (size, its node, the ranks there: the job data its daemon has)
 // against the master's placement.
-func addSub(t *testing.T, nodes, slots int, req wire.JobLaunchReq, steps []rcStep) {
-	d, c := start(t, nodes, slots)
+func addSub(t *testing.T, nodes, slots int, req wire.JobLaunchReq, steps []rcStep, cfg ...func(*master.Config)) *DVM {
+	d, c := start(t, nodes, slots, cfg...)
 	var mu sync.Mutex
 	states := map[string]map[uint32]string{} // delta → rank → "size node ranks"
 	c.OnOutput(func(l wire.OutputLine) {
@@ -222,6 +248,7 @@ func addSub(t *testing.T, nodes, slots int, req wire.JobLaunchReq, steps []rcSte
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+	return d
 }
 
 func TestMain(m *testing.M) { os.Exit(m.Run()) }

@@ -15,10 +15,12 @@ import (
 // TestSSHCluster runs a DVM over three hosts started by the ssh launcher
 // from h0 and uses it as a cluster user would; the steps share the DVM and
 // run in order (the link cut comes last, it takes h2 down). Then `dvm
-// stop` must leave nothing on any host.
+// stop` must leave nothing on any host. The DVM has a tree of radix 1 (a
+// chain h0 → h1 → h2): pushes to a job on all three hosts go from h1's
+// daemon to h2's over TCP.
 func TestSSHCluster(t *testing.T) {
 	h := startHosts(t)
-	dvm := h.startDVM(2)
+	dvm := h.startDVM(2, "--tree-radix", "1")
 	steps := []struct {
 		name string
 		run  func(t *testing.T, h *hosts, dvm string)
@@ -30,6 +32,7 @@ func TestSSHCluster(t *testing.T) {
 		{"put fence get across hosts", putFenceGet},
 		{"communicator allreduce across hosts", commAllreduce},
 		{"grow and shrink across hosts", growShrink},
+		{"pushes down the tree across hosts", treeUsed},
 		{"mpich across hosts", mpichAcrossHosts},
 		{"link cut mid-job", linkCut},
 	}
@@ -190,6 +193,15 @@ func growShrink(t *testing.T, h *hosts, dvm string) {
 	}
 	if n := len(withWord(job.lines(), "LEFT")); n != 4 {
 		t.Errorf("%d LEFT lines, want 4: %q", n, job.lines())
+	}
+}
+
+// treeUsed: the changes of growShrink went down the tree (the job was on
+// all three hosts), and every daemon was reached through it.
+func treeUsed(t *testing.T, h *hosts, dvm string) {
+	st := h.status(dvm)
+	if st.Tree == nil || st.Tree.Radix != 1 || st.Tree.Relays == 0 || st.Tree.Resends != 0 {
+		t.Errorf("dvm status: tree %+v, want radix 1, relays, and none sent again", st.Tree)
 	}
 }
 

@@ -288,6 +288,11 @@ type status struct {
 			Ranks string `json:"ranks"`
 		} `json:"placement"`
 	} `json:"jobs"`
+	Tree *struct {
+		Radix   int `json:"radix"`
+		Relays  int `json:"relays"`
+		Resends int `json:"resends"`
+	} `json:"tree"`
 }
 
 func (h *hosts) status(dvm string) status {

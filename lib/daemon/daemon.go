@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -126,6 +127,8 @@ type Daemon struct {
 	pmix *pmixService  // PMIx service for Open MPI programs (pmix.go)
 
 	stdin stdinTable // stdin streams fed by job.stdin (stdin.go)
+
+	relay relayState // the daemon's part in the master's tree (relay.go)
 }
 
 type procKey struct {
@@ -300,8 +303,13 @@ func (d *Daemon) run(ctx context.Context) error {
 			Name:  d.node,
 			Role:  wire.RoleDaemon,
 			Token: d.cfg.Token,
-			Roles: []string{wire.RoleClient},
-			Check: d.checkClient,
+			Roles: []string{wire.RoleClient, wire.RoleDaemon},
+			Check: func(h *wire.Hello, peer wire.PeerInfo) error {
+				if h.Role == wire.RoleDaemon {
+					return d.checkPeer(h) // another daemon, relaying (relay.go)
+				}
+				return d.checkClient(h, peer)
+			},
 		},
 		Options: wire.Options{Handler: d.clients.Serve, Logger: d.log},
 		Logger:  d.log,
@@ -324,8 +332,31 @@ func (d *Daemon) run(ctx context.Context) error {
 		}()
 		defer func() { <-memServed }() // after stopServe below
 	}
+	var rid [8]byte
+	_, _ = rand.Read(rid[:])
+	d.relay.id = binary.LittleEndian.Uint64(rid[:]) | 1 // never 0 (= any)
+	relayAddr := "unix:" + d.sock
+	if network == "tcp" {
+		// Daemons on other hosts cannot reach the unix socket.
+		rln, err := relayListener(mc)
+		if err != nil {
+			d.log.Warn("daemon: no relay port: the master sends to this daemon directly", "err", err)
+			relayAddr = ""
+		} else {
+			relayAddr = "tcp:" + rln.Addr().String()
+			relayServed := make(chan struct{})
+			go func() {
+				defer close(relayServed)
+				if err := srv.Serve(srvCtx, rln); err != nil {
+					d.log.Warn("daemon: relay port failed", "err", err)
+				}
+			}()
+			defer func() { <-relayServed }() // after stopServe below
+		}
+	}
 	published := false
 	defer func() {
+		d.closePeers()
 		stopServe()
 		<-served
 		if published {
@@ -339,7 +370,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	var reg wire.NodeRegisterReply
 	err = mc.Call(ctx, wire.KindNodeRegister, &wire.NodeRegister{
 		Name: d.node, Host: d.cfg.Host, Slots: uint32(max(d.cfg.Slots, 0)), PID: os.Getpid(), Addr: d.sock,
-		PMIx: hostsPMIx(),
+		PMIx: hostsPMIx(), Relay: relayAddr, RelayID: d.relay.id,
 	}, &reg)
 	if err != nil {
 		return fmt.Errorf("daemon %s: register with master: %w", d.node, err)

@@ -21,6 +21,9 @@ func (d *Daemon) routes() {
 	wire.HandleTyped(d.fromMaster, wire.KindJobStdin, d.handleStdin)
 	wire.HandleTyped(d.fromMaster, wire.KindPing, d.handleHeartbeat)
 	wire.HandleTyped(d.fromMaster, wire.KindPMIDead, d.handlePMIDead)
+	wire.HandleTyped(d.fromMaster, wire.KindNodeRelay, d.handleRelay)
+	// From other daemons, on the client socket: the master's tree (relay.go).
+	wire.HandleTyped(d.clients, wire.KindNodeRelay, d.handlePeerRelay)
 
 	// From application processes, answered here from the cache.
 	wire.HandleTyped(d.clients, wire.KindSessionInit, d.handleSessionInit)

@@ -82,6 +82,10 @@ type Config struct {
 	// KillGrace is the SIGTERM→SIGKILL grace of kills that give none;
 	// 0 = DefaultKillGrace.
 	KillGrace time.Duration
+	// TreeRadix, when > 0, sends a push that goes alike to more than
+	// TreeRadix daemons down a tree of daemons of that radix (tree.go,
+	// docs/scale.md) instead of to each from the master; 0 = a star.
+	TreeRadix int
 	// RegisterTimeout bounds the wait for the daemons in Start; 0 =
 	// DefaultRegisterTimeout.
 	RegisterTimeout time.Duration

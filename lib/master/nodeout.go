@@ -114,7 +114,7 @@ func (o *nodeOut) finish(msg outMsg, err error) {
 // before, pushes still queued included. A node that is not up fails msg.
 func (s *state) sendNode(n *node, msg outMsg) {
 	if s.rc != nil && n.up {
-		if q := s.rc.queues[n.idx]; q != nil && len(q.items) > 0 {
+		if q := s.rc.queues[n.idx]; q != nil && (len(q.items) > 0 || q.relay != nil) {
 			q.items = append(q.items, &pushItem{kind: msg.kind, direct: &msg})
 			return
 		}

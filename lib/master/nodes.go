@@ -29,6 +29,8 @@ type node struct {
 	local   bool             // the daemon runs inside the master process
 	proc    *launcher.Daemon // the started daemon process (nil: in-process or join)
 	pmix    bool             // its daemon can host a PMIx server (NodeRegister.PMIx)
+	relay   string           // where other daemons relay to it (NodeRegister.Relay; "" = not in the tree)
+	relayID uint64           // NodeRegister.RelayID
 	// jobGen is the generation of each job's data last queued for this
 	// daemon (pushes to a daemon are delivered in order): a change's new
 	// data goes to it as a delta when it has the previous generation.
@@ -89,6 +91,7 @@ func (s *state) register(c *wire.Conn, b *wire.NodeRegister) (*wire.NodeRegister
 	n.conn, n.up, n.suspect = c, true, false
 	n.out = newNodeOut(s.m, c)
 	n.host, n.pid, n.addr, n.pmix = b.Host, b.PID, b.Addr, b.PMIx
+	n.relay, n.relayID = b.Relay, b.RelayID
 	msg := ""
 	if n.joined {
 		msg = "rejoined"

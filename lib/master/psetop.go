@@ -195,6 +195,10 @@ type pushq struct {
 	busy   bool
 	items  []*pushItem
 	flight []*pushItem // the batch in flight while busy
+	// relay is the flight of a push in flight down the tree (tree.go),
+	// relayAt this node's place in it: requests wait behind it (sendNode).
+	relay   *relayFlight
+	relayAt int
 }
 
 type pushItem struct {
@@ -250,16 +254,46 @@ func (s *state) pushAll(j *job, kind string, body any, done func()) {
 
 // pushAllWith is pushAll with the body each node gets chosen by bodyFor
 // (body itself is what merged pushes start from; only pset.push merges).
+//
+// With a tree (Config.TreeRadix), the daemons whose queues are idle and
+// that get the same body get it down the tree (tree.go), when there are
+// more of them than the radix.
 func (s *state) pushAllWith(j *job, kind string, body any, bodyFor func(*node) *sharedBody, done func()) {
 	round := &pushRound{done: done, left: 1} // held until every item is queued
 	var touched []int
+	type group struct {
+		sh    *sharedBody
+		nodes []*node
+		items []*pushItem
+	}
+	var groups []*group // for the tree, in node order
+	tree := s.m.cfg.TreeRadix > 0 && wire.Relayable(kind)
 	for _, n := range s.nodes {
 		if n.up && n.hasJob(j) {
 			it := &pushItem{j: j, kind: kind, body: body, shared: bodyFor(n), round: round, acked: n.suspect}
 			if !n.suspect {
 				round.left++
 			}
+			if tree && it.shared != nil && s.relayReady(n) {
+				i := slices.IndexFunc(groups, func(g *group) bool { return g.sh == it.shared })
+				if i < 0 {
+					i = len(groups)
+					groups = append(groups, &group{sh: it.shared})
+				}
+				groups[i].nodes = append(groups[i].nodes, n)
+				groups[i].items = append(groups[i].items, it)
+				continue
+			}
 			s.queuePush(n, it)
+			touched = append(touched, n.idx)
+		}
+	}
+	for _, g := range groups {
+		if len(g.nodes) > s.m.cfg.TreeRadix && s.relayPush(kind, g.sh, g.nodes, g.items) {
+			continue
+		}
+		for i, n := range g.nodes { // too few for a tree: one each, as without one
+			s.queuePush(n, g.items[i])
 			touched = append(touched, n.idx)
 		}
 	}
@@ -282,6 +316,7 @@ func (s *state) release(n *node) {
 			}
 		}
 	}
+	s.relayStalled(n)
 	holds := n.holds
 	n.holds = nil
 	for _, f := range holds {

@@ -59,9 +59,11 @@ const (
 
 // rcState is the master's resource-change state (a field of *state).
 type rcState struct {
-	jobs    map[string]*jobRC // by job namespace
-	queues  map[int]*pushq    // ordered pushes per node index (psetop.go)
-	psetSeq uint64            // PsetPush.Seq counter
+	jobs                 map[string]*jobRC // by job namespace
+	queues               map[int]*pushq    // ordered pushes per node index (psetop.go)
+	psetSeq              uint64            // PsetPush.Seq counter
+	relaySeq             uint64            // NodeRelay.Seq counter (tree.go)
+	treeSent, treeResent uint64            // TreeStats
 }
 
 // jobRC holds the changes of one job.

@@ -25,9 +25,15 @@ func share(v any) *sharedBody { return &sharedBody{v: v} }
 
 // EncodeMsgpack writes the encoding of v, made at the first call.
 func (b *sharedBody) EncodeMsgpack(enc *msgpack.Encoder) error {
-	b.once.Do(func() { b.raw, b.err = wire.Marshal(b.v) })
-	if b.err != nil {
-		return b.err
+	raw, err := b.bytes()
+	if err != nil {
+		return err
 	}
-	return enc.Encode(b.raw)
+	return enc.Encode(raw)
+}
+
+// bytes is the encoding of v, made at the first call.
+func (b *sharedBody) bytes() (msgpack.RawMessage, error) {
+	b.once.Do(func() { b.raw, b.err = wire.Marshal(b.v) })
+	return b.raw, b.err
 }

@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -43,6 +44,7 @@ func run() int {
 	replace := flag.Bool("replace", false, "REPLACE requests too: an operator replacing a process (another step sequence per seed)")
 	stop := flag.Bool("stop", false, "stop at the first step that breaks an invariant")
 	quiet := flag.Bool("quiet", false, "print only violations and the summary, not every step")
+	radix := flag.Int("tree-radix", 0, "the DVM's --tree-radix: pushes to more daemons than this go down a tree of daemons (0: from the master to each)")
 	policy := flag.String("policy", "", "failure policy of every job: shrink or replace (each loss becomes a failure change, a SUB or a REPLACE of the lost ranks, docs/rc.md), or empty for the steps' own choice (abort or --keep-going)")
 	flag.Parse()
 	fs, err := chaos.ParseFaults(*faults)
@@ -75,7 +77,8 @@ func run() int {
 	defer cancel()
 	cfg := chaos.Config{
 		Dynrun: *dynrun, Malleable: *malleable, Dir: filepath.Join(dir, "d"), Mark: "chaos-" + hex.EncodeToString(mark),
-		Seed: *seed, Steps: *steps, Faults: fs, FaultRate: *rate, Nodes: *nodes, Slots: *slots, StopAtViolation: *stop, Elastic: *elastic, Replace: *replace,
+		Seed: *seed, Steps: *steps, Faults: fs, FaultRate: *rate, Nodes: *nodes, Slots: *slots, StopAtViolation: *stop,
+		DVMArgs: []string{"--tree-radix", strconv.Itoa(*radix)}, Elastic: *elastic, Replace: *replace,
 		Policy: *policy,
 	}
 	if *quiet {

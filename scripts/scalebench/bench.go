@@ -90,6 +90,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	out := fs.String("o", "bench-out/scale", "directory for scale.tsv and the plot")
 	cpuProf := fs.String("cpuprofile", "", "write a CPU profile of this process (the master) to this file, and one of the nodes host to the file with .nodes added")
 	history := fs.Int("history", 0, "then run this many ADD 1 / SUB 1 pairs on the malleable job and print the master's heap as they go (is it flat once the retention bound is reached?)")
+	radix := fs.Int("radix", 0, "the DVM's tree radix (master.Config.TreeRadix): pushes to more daemons than this go down a tree of daemons; 0 = a star")
 	logDir := fs.String("log", "", "write the master's and the daemons' logs (info level) to master.log and nodes.log in this directory")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
@@ -137,7 +138,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var rows []row
 	fmt.Fprintln(stdout, header())
 	for _, n := range ns {
-		r, err := measure(ctx, exe, n, *slots, *fenceSlots, min(*change, n), *history, log, stderr)
+		r, err := measure(ctx, exe, n, *slots, *fenceSlots, min(*change, n), *history, *radix, log, stderr)
 		if err != nil {
 			fmt.Fprintf(stderr, "scalebench: %d nodes: %v\n", n, err)
 			return 1
@@ -161,7 +162,9 @@ type row struct {
 	add1, sub1, addK, subK float64 // request until FINALIZED
 	smallAdd, smallSub     float64 // ADD 1 and SUB 1 of a job of one process: a change that touches one or two nodes
 	psetop                 float64 // union of the filling job's set with itself (procs members), defined on every daemon
-	ping                   float64 // the floor: median round of a ping to every daemon along a push's path (Master.PingRound)
+	ping                   float64 // the floor: median round of a ping to every daemon along a push's path (Master.PingRound), from the master to each
+	radix                  int     // the DVM's tree radix (0: a star)
+	treePing               float64 // the same down the tree of that radix (with 0: measured again as a star)
 	fence                  float64 // a fence over a job of nodes × fence-slots processes
 	fenceProcs             int
 	masterB, hostB         float64 // resident bytes per process of the filling job (master) and per node (host)
@@ -172,19 +175,19 @@ type row struct {
 }
 
 func header() string {
-	return "nodes\tprocs\tstart_ms\tlaunch_ms\tlaunch_us_per_proc\tannounce_ms\trcpush_ms\tadd1_ms\tsub1_ms\tk\taddk_ms\tsubk_ms\tsmall_add1_ms\tsmall_sub1_ms\tpsetop_ms\tfence_procs\tfence_ms\tmaster_B_per_proc\tmaster_heap_B_per_proc\thost_B_per_node\tmaster_cpu_ms_per_change	host_cpu_ms_per_change	master_heap_B_per_change\tping_round_ms"
+	return "nodes\tprocs\tstart_ms\tlaunch_ms\tlaunch_us_per_proc\tannounce_ms\trcpush_ms\tadd1_ms\tsub1_ms\tk\taddk_ms\tsubk_ms\tsmall_add1_ms\tsmall_sub1_ms\tpsetop_ms\tfence_procs\tfence_ms\tmaster_B_per_proc\tmaster_heap_B_per_proc\thost_B_per_node\tmaster_cpu_ms_per_change	host_cpu_ms_per_change	master_heap_B_per_change\tping_round_ms\tradix\ttree_ping_round_ms"
 }
 
 func (r row) line() string {
-	return fmt.Sprintf("%d\t%d\t%.1f\t%.1f\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%d\t%.1f\t%.0f\t%.0f\t%.0f\t%.1f\t%.1f\t%.0f\t%.2f",
+	return fmt.Sprintf("%d\t%d\t%.1f\t%.1f\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%d\t%.1f\t%.0f\t%.0f\t%.0f\t%.1f\t%.1f\t%.0f\t%.2f\t%d\t%.2f",
 		r.nodes, r.procs, r.start, r.launch, r.launch*1000/float64(r.procs), r.announce, r.rcPush, r.add1, r.sub1, r.k, r.addK, r.subK, r.smallAdd, r.smallSub,
-		r.psetop, r.fenceProcs, r.fence, r.masterB, r.masterHeapB, r.hostB, r.cpuPerChange, r.hostCPUPerChange, r.heapPerChange, r.ping)
+		r.psetop, r.fenceProcs, r.fence, r.masterB, r.masterHeapB, r.hostB, r.cpuPerChange, r.hostCPUPerChange, r.heapPerChange, r.ping, r.radix, r.treePing)
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-func measure(ctx context.Context, exe string, nodes, slots, fenceSlots, k, history int, log *slog.Logger, stderr io.Writer) (r row, err error) {
-	r = row{nodes: nodes, procs: nodes * slots, k: k}
+func measure(ctx context.Context, exe string, nodes, slots, fenceSlots, k, history, radix int, log *slog.Logger, stderr io.Writer) (r row, err error) {
+	r = row{nodes: nodes, procs: nodes * slots, k: k, radix: radix}
 	dir, err := os.MkdirTemp("", "scalebench-")
 	if err != nil {
 		return r, err
@@ -193,7 +196,8 @@ func measure(ctx context.Context, exe string, nodes, slots, fenceSlots, k, histo
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
 	defer cancel()
 	t0 := time.Now()
-	d, err := simdvm.Start(ctx, simdvm.Options{Nodes: nodes, Slots: slots, Dir: filepath.Join(dir, "d"), Host: []string{exe}, Logger: log})
+	d, err := simdvm.Start(ctx, simdvm.Options{Nodes: nodes, Slots: slots, Dir: filepath.Join(dir, "d"), Host: []string{exe}, Logger: log,
+		Master: func(c *master.Config) { c.TreeRadix = radix }})
 	if err != nil {
 		return r, err
 	}
@@ -210,7 +214,10 @@ func measure(ctx context.Context, exe string, nodes, slots, fenceSlots, k, histo
 		return r, err
 	}
 	defer c.Close()
-	if r.ping, err = pingFloor(ctx, d.M, nodes); err != nil {
+	if r.ping, err = pingFloor(ctx, d.M, nodes, 0); err != nil {
+		return r, err
+	}
+	if r.treePing, err = pingFloor(ctx, d.M, nodes, radix); err != nil {
 		return r, err
 	}
 
@@ -473,10 +480,11 @@ func cpuTime() time.Duration {
 // pingFloor is the median of 15 ping rounds to every daemon (after 3 to
 // warm up): the least any round to every daemon costs on this machine,
 // which a change's rounds (set, job data, record) are measured against.
-func pingFloor(ctx context.Context, m *master.Master, nodes int) (float64, error) {
+// With radix > 0 the pings go down the tree a push takes.
+func pingFloor(ctx context.Context, m *master.Master, nodes, radix int) (float64, error) {
 	var took []time.Duration
 	for i := range 18 {
-		d, n, err := m.PingRound(ctx)
+		d, n, err := m.PingRound(ctx, radix)
 		if err != nil {
 			return 0, fmt.Errorf("ping round: %w", err)
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -29,7 +30,7 @@ func TestMainWritesResults(t *testing.T) {
 	}
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
-	code := Main(context.Background(), []string{"scalebench", "-nodes", "2,4", "-slots", "2", "-k", "2", "-fence-slots", "1", "-o", dir}, &out, &errb)
+	code := Main(context.Background(), []string{"scalebench", "-nodes", "2,4", "-slots", "2", "-k", "2", "-fence-slots", "1", "-radix", "2", "-o", dir}, &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errb.String())
 	}
@@ -48,9 +49,17 @@ func TestMainWritesResults(t *testing.T) {
 			t.Errorf("row %q does not match the header", l)
 			continue
 		}
-		// The floor is measured, never zero: a ping round takes time.
-		if v, err := strconv.ParseFloat(cols[len(cols)-1], 64); head[len(head)-1] != "ping_round_ms" || err != nil || v <= 0 {
-			t.Errorf("row %q: %s %q, want a ping round's milliseconds", l, head[len(head)-1], cols[len(cols)-1])
+		// The floors are measured, never zero: a ping round takes time.
+		for i, h := range head {
+			if h != "ping_round_ms" && h != "tree_ping_round_ms" {
+				continue
+			}
+			if v, err := strconv.ParseFloat(cols[i], 64); err != nil || v <= 0 {
+				t.Errorf("row %q: %s %q, want a ping round's milliseconds", l, h, cols[i])
+			}
+		}
+		if !slices.Contains(head, "tree_ping_round_ms") {
+			t.Errorf("no tree_ping_round_ms column in %q", lines[0])
 		}
 	}
 	if !strings.Contains(out.String(), "growth exponents") || !strings.Contains(out.String(), "ADD k") {

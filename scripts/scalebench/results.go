@@ -32,6 +32,7 @@ var series = []struct {
 	{"SUB 1, one-process job", func(r row) float64 { return r.smallSub }},
 	{"set op on the filling job", func(r row) float64 { return r.psetop }},
 	{"floor: ping round", func(r row) float64 { return r.ping }},
+	{"floor: ping round down the tree", func(r row) float64 { return r.treePing }},
 	{"fence", func(r row) float64 { return r.fence }},
 	{"master CPU per change", func(r row) float64 { return r.cpuPerChange }},
 	{"all daemons' CPU per change", func(r row) float64 { return r.hostCPUPerChange }},

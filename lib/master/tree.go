@@ -1,0 +1,220 @@
+package master
+
+import (
+	"context"
+	"errors"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/dynrt/dynrt/wire"
+)
+
+// The tree of daemons (Config.TreeRadix, wire.NodeRelay). A push that goes
+// alike to more daemons than the radix is written to the heads of radix
+// parts of them, and each head passes it on down its part: the master's
+// part of a round is radix writes and reads instead of one per daemon.
+// The tree only carries what the push queues would have sent at once: a
+// daemon whose queue is busy, a suspect one, or one without a relay
+// address gets its push as before. The tree is a shortcut, never the only
+// path: a daemon the relay did not reach (a daemon on the way failed, hung
+// or was replaced) gets the same relay from the master over its own
+// connection, and its daemon applies each relay number once.
+
+// relayFlight is one part of a relayed push: nodes[0] got it from the
+// master, the others from the daemons above them.
+type relayFlight struct {
+	seq    uint64
+	base   int // index of nodes[0] among all the nodes of the relay
+	kind   string
+	raw    msgpack.RawMessage
+	radix  int
+	nodes  []*node
+	conns  []*wire.Conn // each node's connection when it was sent: a rejoined daemon is not blamed for its predecessor
+	settle func(s *state, i int, err error)
+	done   []bool // settled: answered through the tree, or directly
+	resent []bool // sent again directly; that answer settles it
+}
+
+// relayReady reports whether n's push may go down the tree now: nothing is
+// queued or in flight before it, and its daemon takes relays.
+func (s *state) relayReady(n *node) bool {
+	if !n.up || n.suspect || n.relay == "" {
+		return false
+	}
+	q := s.rcs().queues[n.idx]
+	return q == nil || (!q.busy && len(q.items) == 0)
+}
+
+// relayPush sends the pushes items (one per node of nodes, all with the
+// body sh) down the tree. It returns false, having done nothing, if the
+// body cannot be encoded: the caller queues them as usual.
+func (s *state) relayPush(kind string, sh *sharedBody, nodes []*node, items []*pushItem) bool {
+	raw, err := sh.bytes()
+	if err != nil {
+		return false
+	}
+	st := s.rcs()
+	for i, n := range nodes {
+		q := st.queues[n.idx]
+		if q == nil {
+			q = &pushq{}
+			st.queues[n.idx] = q
+		}
+		q.busy, q.flight = true, []*pushItem{items[i]}
+	}
+	st.relaySeq++
+	seq, j := st.relaySeq, items[0].j
+	s.relay(seq, s.m.cfg.TreeRadix, kind, raw, nodes, func(s *state, f *relayFlight, i int, err error) {
+		n := f.nodes[i]
+		q := s.rc.queues[n.idx]
+		q.busy, q.flight, q.relay = false, nil, nil
+		if err != nil && n.up && n.conn == f.conns[i] && !j.done {
+			s.declareDown(n, wire.Errorf(wire.ErrInternal, "its daemon failed a relayed %s of job %s: %v", kind, j.ns, err))
+		}
+		items[f.base+i].ack()
+		s.pump(n.idx)
+	}, func(f *relayFlight, i int) {
+		q := st.queues[f.nodes[i].idx]
+		q.relay, q.relayAt = f, i
+	})
+	return true
+}
+
+// relay sends the relay seq of kind with body raw to nodes, cut into
+// parts by radix, and calls settled once per node when it has applied
+// it or failed. mark, if not nil, is called for each node's place in its
+// flight before anything is sent.
+func (s *state) relay(seq uint64, radix int, kind string, raw msgpack.RawMessage, nodes []*node,
+	settled func(s *state, f *relayFlight, i int, err error), mark func(f *relayFlight, i int)) {
+	wait := (s.m.callTimeout * 3 / 4).Milliseconds() // the head answers before the master's call gives up
+	var flights []*relayFlight
+	for _, p := range wire.RelayParts(len(nodes), radix) {
+		part := nodes[p[0]:p[1]]
+		f := &relayFlight{seq: seq, base: p[0], kind: kind, raw: raw, radix: radix, nodes: part,
+			conns: make([]*wire.Conn, len(part)), done: make([]bool, len(part)), resent: make([]bool, len(part))}
+		f.settle = func(s *state, i int, err error) { settled(s, f, i, err) }
+		for i, n := range part {
+			f.conns[i] = n.conn
+			if mark != nil {
+				mark(f, i)
+			}
+		}
+		flights = append(flights, f)
+	}
+	m := s.m
+	st := s.rcs()
+	for _, f := range flights {
+		st.treeSent++
+		below := make([]wire.RelayHop, 0, len(f.nodes)-1)
+		for _, n := range f.nodes[1:] {
+			below = append(below, wire.RelayHop{Node: n.name, Addr: n.relay, ID: n.relayID})
+		}
+		head := f.nodes[0]
+		rep := new(wire.NodeRelayReply)
+		sendNow(head, outMsg{kind: wire.KindNodeRelay, resp: rep,
+			body: &wire.NodeRelay{Seq: seq, To: head.relayID, Kind: kind, Body: raw, Radix: uint32(radix), Below: below, WaitMS: wait},
+			done: func(err error) { m.post(func(s *state) { s.relayAnswered(f, rep, err) }) }})
+	}
+}
+
+// relayAnswered books the answer of a flight's head for its whole part:
+// the nodes it lists as not reached get the relay again directly.
+func (s *state) relayAnswered(f *relayFlight, rep *wire.NodeRelayReply, err error) {
+	var failed map[string]wire.RelayFailure
+	if err == nil && len(rep.Failed) > 0 {
+		failed = make(map[string]wire.RelayFailure, len(rep.Failed))
+		for _, fl := range rep.Failed {
+			failed[fl.Node] = fl
+		}
+	}
+	for i, n := range f.nodes {
+		if f.done[i] || f.resent[i] {
+			continue
+		}
+		if err != nil {
+			s.resendDirect(f, i) // the head did not answer for any of them
+			continue
+		}
+		fl, bad := failed[n.name]
+		switch {
+		case !bad:
+			s.settleRelay(f, i, nil)
+		case fl.Unreached:
+			s.resendDirect(f, i)
+		default:
+			s.settleRelay(f, i, fl.Err)
+		}
+	}
+}
+
+// resendDirect sends node i of f its relay over its own connection.
+func (s *state) resendDirect(f *relayFlight, i int) {
+	f.resent[i] = true
+	s.rcs().treeResent++
+	n := f.nodes[i]
+	if !n.up || n.conn != f.conns[i] {
+		s.settleRelay(f, i, nil) // gone or replaced: a rejoined daemon was brought up to date (resync)
+		return
+	}
+	m := s.m
+	rep := new(wire.NodeRelayReply)
+	sendNow(n, outMsg{kind: wire.KindNodeRelay, resp: rep,
+		body: &wire.NodeRelay{Seq: f.seq, To: n.relayID, Kind: f.kind, Body: f.raw},
+		done: func(err error) {
+			m.post(func(s *state) {
+				if err == nil && len(rep.Failed) > 0 {
+					if fl := rep.Failed[0]; fl.Err != nil {
+						err = fl.Err
+					} else {
+						err = errors.New("not applied")
+					}
+				}
+				s.settleRelay(f, i, err)
+			})
+		}})
+}
+
+func (s *state) settleRelay(f *relayFlight, i int, err error) {
+	if f.done[i] {
+		return
+	}
+	f.done[i] = true
+	if err != nil && wire.CodeOf(err) == wire.CodeClosed && !f.nodes[i].up {
+		err = nil // it went down meanwhile: nothing to blame it for
+	}
+	f.settle(s, i, err)
+}
+
+// relayStalled sends the relay directly to the nodes below node n in its
+// flight, n having become suspect: they would otherwise wait for the
+// relay's answer as long as the daemons above them wait for n.
+func (s *state) relayStalled(n *node) {
+	if s.rc == nil {
+		return
+	}
+	q := s.rc.queues[n.idx]
+	if q == nil || q.relay == nil {
+		return
+	}
+	f, at := q.relay, q.relayAt
+	lo, hi := wire.RelaySubtree(len(f.nodes), f.radix, at)
+	for i := lo; i < hi; i++ {
+		if !f.done[i] && !f.resent[i] {
+			s.resendDirect(f, i)
+		}
+	}
+}
+
+// TreeStats are counts of the tree's use since the start.
+type TreeStats struct {
+	Relays  uint64 // relays the master sent to the head of a part
+	Resends uint64 // relays it sent again directly to a daemon the tree did not reach
+}
+
+// TreeStats returns how the tree has been used (tests, benchmarks).
+func (m *Master) TreeStats(ctx context.Context) (TreeStats, error) {
+	return ask(ctx, m, func(s *state, reply func(TreeStats, error)) {
+		st := s.rcs()
+		reply(TreeStats{Relays: st.treeSent, Resends: st.treeResent}, nil)
+	})
+}

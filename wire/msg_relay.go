@@ -1,0 +1,100 @@
+package wire
+
+import "github.com/vmihailenco/msgpack/v5"
+
+// Relays: a tree of daemons. Instead of writing the same push to every
+// daemon of a job, the master may write it to a few and let each pass it
+// on to the daemons below it (PRRTE's routed tree, Slurm's TreeWidth).
+// The receiver of a NodeRelay applies the inner request as if the master
+// had sent it, forwards the relay to the first node of each of up to
+// Radix contiguous parts of Below (RelayParts), each with the rest of its
+// part below it, and answers once its whole subtree has answered or
+// failed, listing the nodes that did not apply it. The master resends the
+// relay over its own connection to every node listed as not reached; the
+// sequence number lets a daemon apply each relay once.
+
+const (
+	KindNodeRelay = "node.relay" // master→daemon, daemon→daemon: NodeRelay → NodeRelayReply
+)
+
+// Relayable names the request kinds a relay may carry: cache updates that
+// every daemon of a job gets alike. A daemon refuses a relay of any other.
+func Relayable(kind string) bool {
+	switch kind {
+	case KindNodeJobData, KindPsetPush, KindRCPush, KindPing:
+		return true
+	}
+	return false
+}
+
+// NodeRelay carries one master→daemon request to a subtree of daemons.
+type NodeRelay struct {
+	Seq    uint64             `msgpack:"q"`            // the master's relay number; a daemon applies each once (numbers only grow; 0 = always, for pings)
+	To     uint64             `msgpack:"to,omitempty"` // the receiving daemon's RelayID (0 = any): a daemon that replaced it since does not apply a late copy
+	Kind   string             `msgpack:"k"`            // kind of the inner request: node.jobdata, pset.push, rc.push or ping
+	Body   msgpack.RawMessage `msgpack:"b,omitempty"`  // its body, encoded once by the master
+	Radix  uint32             `msgpack:"r,omitempty"`  // how many parts Below is cut into at each level (0 = 1)
+	Below  []RelayHop         `msgpack:"bl,omitempty"` // the receiver's subtree, in tree order (RelayParts)
+	WaitMS int64              `msgpack:"w,omitempty"`  // how long the receiver waits for its subtree before it reports the rest as not reached
+}
+
+// RelayHop is one daemon of a relay's subtree.
+type RelayHop struct {
+	Node string `msgpack:"n"`            // node name
+	Addr string `msgpack:"a"`            // where its daemon takes relays (NodeRegister.Relay)
+	ID   uint64 `msgpack:"id,omitempty"` // its daemon's NodeRegister.RelayID
+}
+
+// NodeRelayReply lists the nodes of the subtree that did not apply the
+// inner request (none: every one did).
+type NodeRelayReply struct {
+	Failed []RelayFailure `msgpack:"f,omitempty"` // nodes that did not apply it, with why
+}
+
+// RelayFailure is a node of a relay's subtree that did not apply it.
+type RelayFailure struct {
+	Node      string `msgpack:"n"`           // node name
+	Unreached bool   `msgpack:"u,omitempty"` // the relay may not have got there (a daemon on the way failed or was too slow): the master sends it again directly
+	Err       *Error `msgpack:"e,omitempty"` // why; with Unreached false, the node's daemon refused the inner request
+}
+
+// RelayParts cuts n nodes of a subtree into at most radix contiguous parts
+// of nearly equal size, as [start, end) index pairs: the first node of a
+// part gets the relay, with the rest of the part below it. A radix below 1
+// counts as 1 (a chain).
+func RelayParts(n, radix int) [][2]int {
+	if n <= 0 {
+		return nil
+	}
+	radix = max(radix, 1)
+	k := min(radix, n)
+	parts := make([][2]int, 0, k)
+	size, extra := n/k, n%k
+	start := 0
+	for i := range k {
+		end := start + size
+		if i < extra {
+			end++
+		}
+		parts = append(parts, [2]int{start, end})
+		start = end
+	}
+	return parts
+}
+
+// RelaySubtree returns the nodes below node i in the tree RelayParts makes
+// of n nodes whose first node is the head (the receiver of the relay), as
+// a [lo, hi) range: a part is contiguous, and so is every subtree.
+func RelaySubtree(n, radix, i int) (int, int) {
+	lo, hi := 0, n
+	for lo != i {
+		below := lo + 1
+		for _, p := range RelayParts(hi-below, radix) {
+			if a, b := below+p[0], below+p[1]; i >= a && i < b {
+				lo, hi = a, b
+				break
+			}
+		}
+	}
+	return lo + 1, hi
+}
