@@ -80,6 +80,31 @@ func (rr RankRanges) Add(r uint32) RankRanges {
 	return slices.Insert(rr, i, RankRange{r, r})
 }
 
+// Union returns the canonical ranges of the ranks in rr or in o, both
+// canonical (or at least ascending and non-overlapping), in
+// O(len(rr)+len(o)): it never expands a range into its ranks.
+func (rr RankRanges) Union(o RankRanges) RankRanges {
+	out := make(RankRanges, 0, len(rr)+len(o))
+	add := func(g RankRange) {
+		if n := len(out); n > 0 && uint64(g.Lo) <= uint64(out[n-1].Hi)+1 {
+			out[n-1].Hi = max(out[n-1].Hi, g.Hi) // overlapping or touching: merge
+			return
+		}
+		out = append(out, g)
+	}
+	i, j := 0, 0
+	for i < len(rr) || j < len(o) {
+		if j == len(o) || (i < len(rr) && rr[i].Lo <= o[j].Lo) {
+			add(rr[i])
+			i++
+		} else {
+			add(o[j])
+			j++
+		}
+	}
+	return out
+}
+
 // Count returns the number of ranks.
 func (rr RankRanges) Count() int {
 	n := 0
@@ -268,4 +293,50 @@ func decodeRank(dec *msgpack.Decoder) (uint32, error) {
 		return 0, fmt.Errorf("rank %d out of range", v)
 	}
 	return uint32(v), nil
+}
+
+// ProcSpec is a process list (a fence's or a group's) in canonical form.
+type ProcSpec struct {
+	Key   string                // canonical text: equal for equal lists however they were written
+	Wild  []string              // jobs named without ranks (every live process), in order of appearance
+	Ranks map[string]RankRanges // explicit ranks by job (jobs in Wild left out)
+}
+
+// CanonProcs puts a process list in canonical form. An entry without a
+// job means callerJob; an entry without ranks, or no entry at all, every
+// live process of that job. It costs the list's ranges, never its ranks:
+// every daemon and every process of a fence over a large job pass the
+// whole list.
+func CanonProcs(callerJob string, procs []ProcRanges) (ProcSpec, error) {
+	if len(procs) == 0 {
+		procs = []ProcRanges{{Job: callerJob}}
+	}
+	ps := ProcSpec{Ranks: map[string]RankRanges{}}
+	for _, pr := range procs {
+		job := pr.Job
+		if job == "" {
+			job = callerJob
+		}
+		if err := pr.Ranks.Check(); err != nil {
+			return ProcSpec{}, err
+		}
+		if len(pr.Ranks) == 0 {
+			if !slices.Contains(ps.Wild, job) {
+				ps.Wild = append(ps.Wild, job)
+			}
+			continue
+		}
+		ps.Ranks[job] = ps.Ranks[job].Union(pr.Ranks)
+	}
+	parts := make([]string, 0, len(ps.Wild)+len(ps.Ranks))
+	for _, job := range ps.Wild {
+		delete(ps.Ranks, job)
+		parts = append(parts, job+"=*")
+	}
+	for job, rs := range ps.Ranks {
+		parts = append(parts, job+"="+rs.String())
+	}
+	slices.Sort(parts)
+	ps.Key = strings.Join(parts, ";")
+	return ps, nil
 }

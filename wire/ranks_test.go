@@ -3,6 +3,7 @@ package wire
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -73,6 +74,15 @@ func TestRankRangesProperties(t *testing.T) {
 		}
 		if !slices.Equal(shuffled, rr) {
 			t.Fatalf("Add in random order: %v, want %v", shuffled, rr)
+		}
+		// Union of the ranges of two halves of the list is the whole.
+		cut := rng.IntN(len(ranks) + 1)
+		lo, hi := RangesOf(ranks[:cut]), RangesOf(ranks[cut:])
+		if u := lo.Union(hi); !slices.Equal(u, rr) && !(len(u) == 0 && len(rr) == 0) {
+			t.Fatalf("%v ∪ %v = %v, want %v", lo, hi, u, rr)
+		}
+		if u := hi.Union(lo); !slices.Equal(u, rr) && !(len(u) == 0 && len(rr) == 0) {
+			t.Fatalf("%v ∪ %v = %v, want %v", hi, lo, u, rr)
 		}
 		b, err := Marshal(rr)
 		if err != nil {
@@ -145,5 +155,56 @@ func TestProcUID(t *testing.T) {
 	}
 	if j, r := SplitProcUID(uid); j != 7 || r != 42 {
 		t.Fatalf("SplitProcUID = %d, %d", j, r)
+	}
+}
+
+func TestCanonProcs(t *testing.T) {
+	for _, tc := range []struct {
+		procs []ProcRanges
+		key   string
+	}{
+		{nil, "j=*"},
+		{[]ProcRanges{{Job: "j"}, {Ranks: Span(1, 1)}}, "j=*"},
+		{[]ProcRanges{{Ranks: Span(0, 1)}, {Job: "j", Ranks: Span(2, 2)}}, "j=0-2"},
+		{[]ProcRanges{{Ranks: Span(0, 5)}, {Ranks: Span(3, 9)}, {Ranks: RankRanges{{1, 1}, {20, 21}}}}, "j=0-9,20-21"},
+		{[]ProcRanges{{Job: "k", Ranks: Span(1, 1)}, {Ranks: RangesOf([]uint32{2, 0})}}, "j=0,2;k=1"},
+		{[]ProcRanges{{Job: "k"}, {Ranks: Span(1, 1)}, {Job: "k", Ranks: Span(0, 3)}}, "j=1;k=*"},
+	} {
+		spec, err := CanonProcs("j", tc.procs)
+		if err != nil || spec.Key != tc.key {
+			t.Errorf("CanonProcs(%v) = %q, %v; want %q", tc.procs, spec.Key, err, tc.key)
+		}
+	}
+	if _, err := CanonProcs("j", []ProcRanges{{Ranks: RankRanges{{3, 1}}}}); err == nil {
+		t.Error("a reversed range was accepted")
+	}
+}
+
+// BenchmarkCanonProcs: the list of a fence over 65,536 ranks, which every
+// process and daemon of such a fence passes: its cost is its ranges'.
+func BenchmarkCanonProcs(b *testing.B) {
+	procs := []ProcRanges{{Ranks: Span(0, 32767)}, {Ranks: Span(32768, 65535)}}
+	for b.Loop() {
+		if _, err := CanonProcs("j", procs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestCanonProcsDoesNotExpand: the canonical form of a list naming 2^20
+// ranks in two ranges is built from the ranges. An implementation that
+// expands them allocates megabytes (4 bytes a rank, and again to sort);
+// this one, a few hundred bytes.
+func TestCanonProcsDoesNotExpand(t *testing.T) {
+	procs := []ProcRanges{{Ranks: Span(0, 1<<19-1)}, {Job: "j", Ranks: Span(1<<19, 1<<20-1)}}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	spec, err := CanonProcs("j", procs)
+	runtime.ReadMemStats(&after)
+	if err != nil || spec.Key != "j=0-1048575" {
+		t.Fatalf("CanonProcs = %q, %v", spec.Key, err)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 64<<10 {
+		t.Errorf("CanonProcs allocated %d bytes for a list of two ranges", n)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -583,33 +582,6 @@ func ceilMS(d time.Duration) int64 {
 // named without ranks = every rank of it, ranks sorted and merged. It
 // reports false for lists the master will refuse.
 func fenceSpec(callerJob string, procs []wire.ProcRanges) (string, bool) {
-	if len(procs) == 0 {
-		procs = []wire.ProcRanges{{Job: callerJob}}
-	}
-	wild := map[string]bool{}
-	ranks := map[string][]uint32{}
-	for _, pr := range procs {
-		job := pr.Job
-		if job == "" {
-			job = callerJob
-		}
-		if pr.Ranks.Check() != nil {
-			return "", false
-		}
-		if len(pr.Ranks) == 0 {
-			wild[job] = true
-			continue
-		}
-		ranks[job] = append(ranks[job], pr.Ranks.Ranks()...)
-	}
-	var parts []string
-	for job := range wild {
-		delete(ranks, job)
-		parts = append(parts, job+"=*")
-	}
-	for job, rs := range ranks {
-		parts = append(parts, job+"="+wire.RangesOf(rs).String())
-	}
-	slices.Sort(parts)
-	return strings.Join(parts, ";"), true
+	spec, err := wire.CanonProcs(callerJob, procs)
+	return spec.Key, err == nil
 }

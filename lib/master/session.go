@@ -197,59 +197,37 @@ func (s *state) procLive(p procRef) bool {
 
 // partSpec is the resolved process list of a fence or group.
 type partSpec struct {
-	key   string              // canonical text: equal for equal lists however they were written
-	ranks map[string][]uint32 // explicit ranks by job
-	wild  []string            // jobs named without ranks: every live process
+	key   string                     // canonical text: equal for equal lists however they were written (wire.CanonProcs)
+	ranks map[string]wire.RankRanges // explicit ranks by job
+	wild  []string                   // jobs named without ranks: every live process
 }
 
 // participants resolves the process list of a fence or group. Entries
 // without a job mean the caller's job; an entry without ranks (or no
 // entries at all) means every live process of that job. It does not
 // expand that list (see members), so entering an existing instance costs
-// no more than the list as written.
+// no more than the list as written: its ranges, never its ranks (each
+// daemon of a fence's job enters with the whole list).
 func (s *state) participants(callerJob string, procs []wire.ProcRanges) (*partSpec, error) {
-	if len(procs) == 0 {
-		procs = []wire.ProcRanges{{Job: callerJob}}
+	spec, err := wire.CanonProcs(callerJob, procs)
+	if err != nil {
+		return nil, err
 	}
-	ps := &partSpec{ranks: map[string][]uint32{}}
-	wild := map[string]bool{}
-	for _, pr := range procs {
-		job := pr.Job
-		if job == "" {
-			job = callerJob
+	for _, job := range spec.Wild {
+		if s.jobs[job] == nil {
+			return nil, wire.Errorf(wire.ErrNotFound, "master: DVM %s has no job %q", s.id, job)
 		}
+	}
+	for job, rs := range spec.Ranks {
 		j := s.jobs[job]
 		if j == nil {
 			return nil, wire.Errorf(wire.ErrNotFound, "master: DVM %s has no job %q", s.id, job)
 		}
-		if err := pr.Ranks.Check(); err != nil {
-			return nil, err
-		}
-		if len(pr.Ranks) == 0 {
-			if !wild[job] {
-				wild[job] = true
-				ps.wild = append(ps.wild, job)
-			}
-			continue
-		}
-		if last := pr.Ranks[len(pr.Ranks)-1].Hi; int(last) >= j.procs.len() {
+		if last := rs[len(rs)-1].Hi; int(last) >= j.procs.len() {
 			return nil, wire.Errorf(wire.ErrNotFound, "master: job %s has no rank %d", job, last)
 		}
-		for r := range pr.Ranks.All() {
-			ps.ranks[job] = append(ps.ranks[job], r)
-		}
 	}
-	var parts []string
-	for _, job := range ps.wild {
-		delete(ps.ranks, job)
-		parts = append(parts, job+"=*")
-	}
-	for job, rs := range ps.ranks {
-		parts = append(parts, job+"="+wire.RangesOf(rs).String())
-	}
-	slices.Sort(parts)
-	ps.key = strings.Join(parts, ";")
-	return ps, nil
+	return &partSpec{key: spec.Key, ranks: spec.Ranks, wild: spec.Wild}, nil
 }
 
 // members expands ps into its processes (all not yet entered).
@@ -263,7 +241,7 @@ func (s *state) members(ps *partSpec) map[procRef]bool {
 		})
 	}
 	for job, rs := range ps.ranks {
-		for _, r := range rs {
+		for r := range rs.All() {
 			members[procRef{job, r}] = false
 		}
 	}

@@ -418,3 +418,17 @@ func TestPubFirstReadWaiters(t *testing.T) {
 		t.Errorf("publish with an unknown persistence: %v", err)
 	}
 }
+
+// BenchmarkParticipants: one daemon's entry into a fence over 65,536
+// ranks named explicitly (an accept over a bound set, say). A fence over
+// a job on 1,024 nodes gets one such entry per daemon, so its cost must
+// not grow with the ranks the list names.
+func BenchmarkParticipants(b *testing.B) {
+	s, _ := sessTestState(map[string]int{"j": 65536})
+	procs := []wire.ProcRanges{{Ranks: wire.Span(0, 32767)}, {Ranks: wire.Span(32768, 65535)}}
+	for b.Loop() {
+		if _, err := s.participants("j", procs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
