@@ -204,6 +204,10 @@ func newDaemon(cfg Config) (*Daemon, error) {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	d.clients.SetCheck(lim.Check)
+	// Set before any goroutine that reads it (relay handlers) starts.
+	var rid [8]byte
+	_, _ = rand.Read(rid[:])
+	d.relay.id = binary.LittleEndian.Uint64(rid[:]) | 1 // never 0 (= any)
 	return d, nil
 }
 
@@ -332,11 +336,17 @@ func (d *Daemon) run(ctx context.Context) error {
 		}()
 		defer func() { <-memServed }() // after stopServe below
 	}
-	var rid [8]byte
-	_, _ = rand.Read(rid[:])
-	d.relay.id = binary.LittleEndian.Uint64(rid[:]) | 1 // never 0 (= any)
-	relayAddr := "unix:" + d.sock
-	if network == "tcp" {
+	relayAddr, relayPath := "unix:"+d.sock, ""
+	if network != "tcp" {
+		// The client socket takes its name only once the master has
+		// accepted us; a relay may come before that. A second name of the
+		// same socket, ours from now until we exit, is always there.
+		if p, err := relayLink(d.dir, d.dvm, tmp.path); err != nil {
+			d.log.Debug("daemon: relays go to the client socket's name", "err", err)
+		} else {
+			relayAddr, relayPath = "unix:"+p, p
+		}
+	} else {
 		// Daemons on other hosts cannot reach the unix socket.
 		rln, err := relayListener(mc)
 		if err != nil {
@@ -358,6 +368,9 @@ func (d *Daemon) run(ctx context.Context) error {
 	defer func() {
 		d.closePeers()
 		stopServe()
+		if relayPath != "" {
+			_ = os.Remove(relayPath)
+		}
 		<-served
 		if published {
 			removeIfSame(d.sock, tmp)

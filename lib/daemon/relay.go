@@ -2,12 +2,16 @@ package daemon
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/subtle"
+	"encoding/hex"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/dynrt/dynrt/lib/dvmdir"
 	"github.com/dynrt/dynrt/wire"
 )
 
@@ -182,6 +186,18 @@ func (d *Daemon) handlePeerRelay(ctx context.Context, req *wire.Request, b *wire
 		return nil, wire.Errorf(wire.ErrPermission, "daemon %s: node.relay comes from the master or another daemon, not from a process", d.node)
 	}
 	return d.handleRelay(ctx, req, b)
+}
+
+// relayLink gives the socket at sock a second name in the DVM's socket
+// directory, for relays.
+func relayLink(dir, dvm, sock string) (string, error) {
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	p, err := dvmdir.SocketPath(dir, dvm, ".r"+hex.EncodeToString(rnd[:]))
+	if err != nil {
+		return "", err
+	}
+	return p, os.Link(sock, p)
 }
 
 // relayListener opens the TCP port other daemons relay to when this one

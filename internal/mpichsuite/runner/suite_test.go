@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -263,9 +264,15 @@ func TestWarmLostNamesProcess(t *testing.T) {
 	}
 	for deadline := time.Now().Add(10 * time.Second); w.Alive() && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 	}
+	// The daemon's guard process exits with it and may be listed too;
+	// under load its command line was read before its exec, so that it
+	// too looked like the daemon (CI, 2026-12-06).
 	lost := w.Lost()
-	if len(lost) != 1 || !strings.Contains(lost[0], fmt.Sprintf("pid %d (", victim)) || !strings.Contains(lost[0], "daemon") {
-		t.Errorf("lost %q, want the daemon pid %d named", lost, victim)
+	named := slices.ContainsFunc(lost, func(l string) bool {
+		return strings.Contains(l, fmt.Sprintf("pid %d (", victim)) && strings.Contains(l, "daemon")
+	})
+	if !named || len(lost) > 2 {
+		t.Errorf("lost %q, want the daemon pid %d named (and at most its guard besides)", lost, victim)
 	}
 }
 
