@@ -21,6 +21,7 @@ NODES=${NODES:-"16 64 256 1024"}
 SLOTS=${SLOTS:-64}
 K=${K:-1024}
 FENCE_SLOTS=${FENCE_SLOTS:-8}
+RADIX=${RADIX:-0} # the DVM's --tree-radix (0: a star)
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$root/scripts/lib/common.sh"
@@ -30,5 +31,5 @@ note "building scalebench in $work"
 (cd "$root" && go build -o "$work/scalebench" ./scripts/scalebench)
 out="$root/bench-out/scale"
 mkdir -p "$out"
-note "nodes: $NODES; $SLOTS slots each; K=$K; fence job of $FENCE_SLOTS per node (commit $(git -C "$root" rev-parse --short HEAD))"
-"$work/scalebench" -nodes "$(echo $NODES | tr ' ' ,)" -slots "$SLOTS" -k "$K" -fence-slots "$FENCE_SLOTS" -o "$out"
+note "nodes: $NODES; $SLOTS slots each; K=$K; fence job of $FENCE_SLOTS per node; tree radix $RADIX (commit $(git -C "$root" rev-parse --short HEAD))"
+"$work/scalebench" -nodes "$(echo $NODES | tr ' ' ,)" -slots "$SLOTS" -k "$K" -fence-slots "$FENCE_SLOTS" -radix "$RADIX" -o "$out"
