@@ -18,27 +18,7 @@ import (
 
 // Union returns a ∪ b. The inputs must be canonical (sorted, disjoint), as
 // wire.RankRanges always are after decoding; the result is canonical too.
-func Union(a, b wire.RankRanges) wire.RankRanges {
-	out := make(wire.RankRanges, 0, len(a)+len(b))
-	push := func(g wire.RankRange) {
-		if n := len(out); n > 0 && uint64(out[n-1].Hi)+1 >= uint64(g.Lo) {
-			out[n-1].Hi = max(out[n-1].Hi, g.Hi)
-			return
-		}
-		out = append(out, g)
-	}
-	i, j := 0, 0
-	for i < len(a) || j < len(b) {
-		if j == len(b) || (i < len(a) && a[i].Lo <= b[j].Lo) {
-			push(a[i])
-			i++
-		} else {
-			push(b[j])
-			j++
-		}
-	}
-	return canon(out)
-}
+func Union(a, b wire.RankRanges) wire.RankRanges { return canon(a.Union(b)) }
 
 // Intersection returns a ∩ b.
 func Intersection(a, b wire.RankRanges) wire.RankRanges {
