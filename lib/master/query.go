@@ -22,9 +22,7 @@ func (m *Master) handleState(ctx context.Context, _ *wire.Request, b *wire.DVMSt
 			ID: s.id, PID: os.Getpid(), Started: s.started.UnixNano(), Uptime: int64(now.Sub(s.started)),
 			Version: buildinfo.Read().Version, Launcher: s.m.launcherKind(), LauncherInfo: s.m.cfg.LauncherInfo,
 		}
-		if r := s.m.cfg.TreeRadix; r > 0 {
-			st.Tree = &wire.TreeState{Radix: uint32(r), Relays: s.rcs().treeSent, Resends: s.rcs().treeResent}
-		}
+		st.Tree = s.treeState()
 		usage := s.alloc.Usage()
 		for i, n := range s.nodes {
 			if !n.gone { // a node that left has no slots: the slot numbering skips it

@@ -205,16 +205,25 @@ func (s *state) relayStalled(n *node) {
 	}
 }
 
-// TreeStats are counts of the tree's use since the start.
-type TreeStats struct {
-	Relays  uint64 // relays the master sent to the head of a part
-	Resends uint64 // relays it sent again directly to a daemon the tree did not reach
+// treeState is the tree's radix and use since the start (dvm status);
+// nil without a tree.
+func (s *state) treeState() *wire.TreeState {
+	r := s.m.cfg.TreeRadix
+	if r <= 0 {
+		return nil
+	}
+	st := s.rcs()
+	return &wire.TreeState{Radix: uint32(r), Relays: st.treeSent, Resends: st.treeResent}
 }
 
-// TreeStats returns how the tree has been used (tests, benchmarks).
-func (m *Master) TreeStats(ctx context.Context) (TreeStats, error) {
-	return ask(ctx, m, func(s *state, reply func(TreeStats, error)) {
-		st := s.rcs()
-		reply(TreeStats{Relays: st.treeSent, Resends: st.treeResent}, nil)
+// TreeStats returns how the tree has been used (tests, benchmarks); the
+// zero value without a tree.
+func (m *Master) TreeStats(ctx context.Context) (wire.TreeState, error) {
+	return ask(ctx, m, func(s *state, reply func(wire.TreeState, error)) {
+		var ts wire.TreeState
+		if t := s.treeState(); t != nil {
+			ts = *t
+		}
+		reply(ts, nil)
 	})
 }

@@ -33,7 +33,7 @@ func (d *testDVM) askers(nodes int, job, name string, size uint32) {
 	}
 }
 
-func (d *testDVM) treeStats() TreeStats {
+func (d *testDVM) treeStats() wire.TreeState {
 	d.t.Helper()
 	st, err := d.m.TreeStats(context.Background())
 	if err != nil {
