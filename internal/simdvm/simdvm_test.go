@@ -142,6 +142,39 @@ func TestExitCode(t *testing.T) {
 	}
 }
 
+// TestFenceCollect: the simulated fence program's wire-up mode (commit a
+// value, fence with collect, as PMI's barrier does) over several nodes:
+// rank 0 reads the last rank's value from its own daemon after the fences
+// and reports the time; any process that fails prints ERROR.
+func TestFenceCollect(t *testing.T) {
+	const nodes, slots = 6, 3
+	_, c := start(t, nodes, slots)
+	lines := make(chan string, nodes*slots)
+	c.OnOutput(func(l wire.OutputLine) { lines <- fmt.Sprintf("rank %d: %s", l.Rank, l.Line) })
+	rep := launch(t, c, wire.JobLaunchReq{Argv: []string{simnode.Fence, "3", "collect"}, N: nodes * slots, PMI: wire.PMINone, Output: wire.OutputFlags{Forward: true}})
+	select {
+	case l := <-lines:
+		if !strings.HasPrefix(l, "rank 0: FENCE ") {
+			t.Fatalf("fence job: %s", l)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("fence job: no result in a minute")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.KillJob(ctx, rep.Job, 0, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WaitJob(ctx, rep.Job); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case l := <-lines:
+		t.Errorf("fence job printed more: %s", l)
+	default:
+	}
+}
+
 // TestAddSub: the simulated malleable program takes part in ADDs and SUBs
 // through lib/session, until FINALIZED, and after each change every
 // process sees, from its own daemon, the job's size and the job's ranks on

@@ -259,7 +259,8 @@ type gather struct {
 	entries []*gentry        // one per request
 	cid     uint64           // groups: the context id once complete
 	done    bool
-	wild    []string // jobs all of whose live processes take part (they leave out the leaving ones: procLeaving)
+	wild    []string    // jobs all of whose live processes take part (they leave out the leaving ones: procLeaving)
+	answer  *sharedBody // fences with collect: the reply, made for the first entry answered (fenceAnswer)
 }
 
 // gentry is one request waiting in a gather. Its fields other than who and

@@ -432,3 +432,99 @@ func BenchmarkParticipants(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFenceCollect: one fence with collect over a job of 8 processes
+// on each of nodes daemons, as a PMI or PMIx job's wire-up makes: every
+// daemon enters once for its 8 processes with 32 bytes of data each, and
+// every daemon's answer is encoded as the transport would. Each entry's
+// answer used to sort and encode the whole collected data again: O(nodes²).
+func BenchmarkFenceCollect(b *testing.B) {
+	for _, nodes := range []int{64, 256, 1024} {
+		b.Run(strconv.Itoa(nodes), func(b *testing.B) {
+			const per = 8
+			s, ss := sessTestState(map[string]int{"j": nodes * per})
+			card := make([]byte, 32)
+			var bytes int
+			for b.Loop() {
+				bytes = 0
+				for n := range nodes {
+					e := &gentry{}
+					for r := n * per; r < (n+1)*per; r++ {
+						e.who = append(e.who, procRef{"j", uint32(r)})
+						e.data = append(e.data, wire.ProcKV{Job: "j", Rank: uint32(r), Data: []wire.KV{{Key: "card", Value: card}}})
+					}
+					e.finish = func(g *gather, err error) {
+						if err != nil {
+							b.Fatal(err)
+						}
+						raw, err := wire.Marshal(g.fenceAnswer(true))
+						if err != nil {
+							b.Fatal(err)
+						}
+						bytes += len(raw)
+					}
+					if err := ss.fenceEnter(s, &wire.FenceReq{Job: "j"}, e); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if len(ss.fences) != 0 {
+					b.Fatal("the fence did not complete")
+				}
+			}
+			b.ReportMetric(float64(bytes)/float64(nodes), "B/answer")
+		})
+	}
+}
+
+// TestFenceAnswerMadeOnce: every entry of a fence with collect gets the
+// same answer, gathered and encoded once for the instance, and it holds
+// every participant's data in rank order. Making it per entry cost
+// O(entries × participants) (BenchmarkFenceCollect).
+func TestFenceAnswerMadeOnce(t *testing.T) {
+	const daemons, per = 16, 4
+	s, ss := sessTestState(map[string]int{"j": daemons * per})
+	var answers []any
+	for n := daemons - 1; n >= 0; n-- {
+		e := &gentry{}
+		for r := n * per; r < (n+1)*per; r++ {
+			e.who = append(e.who, procRef{"j", uint32(r)})
+			e.data = append(e.data, wire.ProcKV{Job: "j", Rank: uint32(r), Data: []wire.KV{{Key: "card", Value: []byte{byte(r)}}}})
+		}
+		e.finish = func(g *gather, err error) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			answers = append(answers, g.fenceAnswer(true))
+		}
+		if err := ss.fenceEnter(s, &wire.FenceReq{Job: "j", Collect: true}, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(answers) != daemons {
+		t.Fatalf("%d answers for %d entries", len(answers), daemons)
+	}
+	for i, a := range answers[1:] {
+		if a != answers[0] {
+			t.Fatalf("answer %d is not the first one: the collected data was made again (%T)", i+1, a)
+		}
+	}
+	raw, err := wire.Marshal(answers[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep wire.FenceReply
+	if err := wire.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Data) != daemons*per {
+		t.Fatalf("answer holds %d processes' data, want %d", len(rep.Data), daemons*per)
+	}
+	for i, d := range rep.Data {
+		if d.Rank != uint32(i) || len(d.Data) != 1 || d.Data[0].Value[0] != byte(i) {
+			t.Fatalf("answer's entry %d: %+v", i, d)
+		}
+	}
+	if a := (&gather{}).fenceAnswer(false); a == answers[0] {
+		t.Error("an entry without collect got the collected data")
+	}
+}

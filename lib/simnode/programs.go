@@ -20,7 +20,10 @@ const (
 	Exit = "exit"
 	// Fence opens a session, enters N fences over the whole job (first
 	// argument, default 2), prints "FENCE <ns>" with the time of the last
-	// one at rank 0, and then idles.
+	// one at rank 0, and then idles. With the second argument "collect"
+	// each process commits a 36-byte value before each fence and the
+	// fences collect the data, as an MPI library's wire-up through PMI
+	// does; rank 0 then checks the last rank's value before printing.
 	Fence = "fence"
 	// Malleable opens a session and takes part in every resource change
 	// of its application set, as internal/malleable does: the set's root
@@ -67,20 +70,40 @@ func fence(ctx context.Context, p *Proc) int {
 			return fail(p, fmt.Errorf("fence: want a count of fences, got %q", p.args[1]))
 		}
 	}
+	collect := len(p.args) > 2 && p.args[2] == "collect"
 	s, err := p.Session(ctx)
 	if err != nil {
 		return fail(p, err)
 	}
+	card := func(rank uint32, i int) []byte { return fmt.Appendf(nil, "%08d card of rank %014d", i, rank) }
 	var last time.Duration
-	for range n {
+	for i := range n {
 		t0 := time.Now()
-		if err := s.Fence(ctx, nil, false); err != nil {
+		if collect {
+			if err := s.Put("card", card(s.Rank(), i)); err != nil {
+				return fail(p, err)
+			}
+			if err := s.Commit(ctx); err != nil {
+				return fail(p, err)
+			}
+		}
+		if err := s.Fence(ctx, nil, collect); err != nil {
 			if ctx.Err() != nil {
 				return 0
 			}
 			return fail(p, err)
 		}
 		last = time.Since(t0)
+	}
+	if collect && s.Rank() == 0 {
+		r := uint32(s.Size() - 1)
+		v, err := s.Get(ctx, r, "card")
+		if err != nil {
+			return fail(p, fmt.Errorf("fence: rank %d's data after the fences: %w", r, err))
+		}
+		if want := card(r, n-1); string(v) != string(want) {
+			return fail(p, fmt.Errorf("fence: rank %d's data after the fences is %q, want %q", r, v, want))
+		}
 	}
 	if s.Rank() == 0 {
 		p.Println("FENCE", last.Nanoseconds())

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -166,6 +165,7 @@ type row struct {
 	radix                  int     // the DVM's tree radix (0: a star)
 	treePing               float64 // the same down the tree of that radix (with 0: measured again as a star)
 	fence                  float64 // a fence over a job of nodes × fence-slots processes
+	modex                  float64 // the same with a committed value per process and collect (an MPI wire-up)
 	fenceProcs             int
 	masterB, hostB         float64 // resident bytes per process of the filling job (master) and per node (host)
 	masterHeapB            float64 // Go heap of the master per process of the filling job
@@ -175,13 +175,13 @@ type row struct {
 }
 
 func header() string {
-	return "nodes\tprocs\tstart_ms\tlaunch_ms\tlaunch_us_per_proc\tannounce_ms\trcpush_ms\tadd1_ms\tsub1_ms\tk\taddk_ms\tsubk_ms\tsmall_add1_ms\tsmall_sub1_ms\tpsetop_ms\tfence_procs\tfence_ms\tmaster_B_per_proc\tmaster_heap_B_per_proc\thost_B_per_node\tmaster_cpu_ms_per_change	host_cpu_ms_per_change	master_heap_B_per_change\tping_round_ms\tradix\ttree_ping_round_ms"
+	return "nodes\tprocs\tstart_ms\tlaunch_ms\tlaunch_us_per_proc\tannounce_ms\trcpush_ms\tadd1_ms\tsub1_ms\tk\taddk_ms\tsubk_ms\tsmall_add1_ms\tsmall_sub1_ms\tpsetop_ms\tfence_procs\tfence_ms\tmaster_B_per_proc\tmaster_heap_B_per_proc\thost_B_per_node\tmaster_cpu_ms_per_change	host_cpu_ms_per_change	master_heap_B_per_change\tping_round_ms\tradix\ttree_ping_round_ms\tmodex_ms"
 }
 
 func (r row) line() string {
-	return fmt.Sprintf("%d\t%d\t%.1f\t%.1f\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%d\t%.1f\t%.0f\t%.0f\t%.0f\t%.1f\t%.1f\t%.0f\t%.2f\t%d\t%.2f",
+	return fmt.Sprintf("%d\t%d\t%.1f\t%.1f\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%d\t%.1f\t%.0f\t%.0f\t%.0f\t%.1f\t%.1f\t%.0f\t%.2f\t%d\t%.2f\t%.1f",
 		r.nodes, r.procs, r.start, r.launch, r.launch*1000/float64(r.procs), r.announce, r.rcPush, r.add1, r.sub1, r.k, r.addK, r.subK, r.smallAdd, r.smallSub,
-		r.psetop, r.fenceProcs, r.fence, r.masterB, r.masterHeapB, r.hostB, r.cpuPerChange, r.hostCPUPerChange, r.heapPerChange, r.ping, r.radix, r.treePing)
+		r.psetop, r.fenceProcs, r.fence, r.masterB, r.masterHeapB, r.hostB, r.cpuPerChange, r.hostCPUPerChange, r.heapPerChange, r.ping, r.radix, r.treePing, r.modex)
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -351,26 +351,44 @@ func measure(ctx context.Context, exe string, nodes, slots, fenceSlots, k, histo
 		default:
 		}
 	})
-	fj, err := c.Launch(ctx, wire.JobLaunchReq{Argv: []string{simnode.Fence, "3"}, N: uint32(r.fenceProcs), MapBy: wire.MapBySlot, PMI: wire.PMINone, Output: wire.OutputFlags{Forward: true}})
-	if err != nil {
-		return r, fmt.Errorf("launch the fence job: %w", err)
+	if r.fence, err = fenceJob(ctx, c, lines, r.fenceProcs, false); err != nil {
+		return r, err
 	}
-	select {
-	case l := <-lines:
-		ns, ok := strings.CutPrefix(l, "FENCE ")
-		v, perr := strconv.ParseInt(ns, 10, 64)
-		if !ok || perr != nil {
-			return r, fmt.Errorf("fence job: %q", l)
-		}
-		r.fence = float64(v) / 1e6
-	case <-ctx.Done():
-		return r, errors.New("fence job: no result")
-	}
-	if err := kill(ctx, c, fj.Job); err != nil {
+	if r.modex, err = fenceJob(ctx, c, lines, r.fenceProcs, true); err != nil {
 		return r, err
 	}
 	fmt.Fprintf(stderr, "scalebench: %d nodes done\n", nodes)
 	return r, nil
+}
+
+// fenceJob runs the simulated fence program over n processes (with
+// collect: commit a value and fence with collect, an MPI wire-up) and
+// returns the time of its third fence, as rank 0 measured it, in ms.
+func fenceJob(ctx context.Context, c *tool.Client, lines <-chan string, n int, collect bool) (float64, error) {
+	argv := []string{simnode.Fence, "3"}
+	if collect {
+		argv = append(argv, "collect")
+	}
+	fj, err := c.Launch(ctx, wire.JobLaunchReq{Argv: argv, N: uint32(n), MapBy: wire.MapBySlot, PMI: wire.PMINone, Output: wire.OutputFlags{Forward: true}})
+	if err != nil {
+		return 0, fmt.Errorf("launch the fence job %v: %w", argv, err)
+	}
+	var v int64
+	select {
+	case l := <-lines:
+		ns, ok := strings.CutPrefix(l, "FENCE ")
+		var perr error
+		v, perr = strconv.ParseInt(ns, 10, 64)
+		if !ok || perr != nil {
+			return 0, fmt.Errorf("fence job %v: %q", argv, l)
+		}
+	case <-ctx.Done():
+		return 0, fmt.Errorf("fence job %v: no result", argv)
+	}
+	if err := kill(ctx, c, fj.Job); err != nil {
+		return 0, err
+	}
+	return float64(v) / 1e6, nil
 }
 
 // heapHistory runs pairs ADD 1 / SUB 1 on job (of size processes) and

@@ -34,6 +34,7 @@ var series = []struct {
 	{"floor: ping round", func(r row) float64 { return r.ping }},
 	{"floor: ping round down the tree", func(r row) float64 { return r.treePing }},
 	{"fence", func(r row) float64 { return r.fence }},
+	{"fence with collect (wire-up)", func(r row) float64 { return r.modex }},
 	{"master CPU per change", func(r row) float64 { return r.cpuPerChange }},
 	{"all daemons' CPU per change", func(r row) float64 { return r.hostCPUPerChange }},
 }
