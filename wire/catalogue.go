@@ -54,6 +54,7 @@ func Catalogue() []KindInfo {
 		{Kind: KindKVGet, Dir: "client→daemon", Req: &KVGetReq{}, Reply: &KVGetReply{}},
 		{Kind: KindKVFetch, Dir: "daemon→master/daemon", Req: &KVFetchReq{}, Reply: &KVFetchReply{}},
 		{Kind: KindFence, Dir: "client→daemon→master", Req: &FenceReq{}, Reply: &FenceReply{}},
+		{Kind: KindFenced, Dir: "master→daemon", Req: &FenceData{}},
 
 		{Kind: KindPublish, Dir: "client→daemon→master", Req: &PublishReq{}},
 		{Kind: KindLookup, Dir: "client→daemon→master", Req: &LookupReq{}, Reply: &LookupReply{}},

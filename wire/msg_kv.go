@@ -11,6 +11,7 @@ const (
 	KindKVGet    = "kv.get"    // client→daemon: KVGetReq → KVGetReply
 	KindKVFetch  = "kv.fetch"  // daemon→master/daemon: KVFetchReq → KVFetchReply
 	KindFence    = "kv.fence"  // client→daemon→master: FenceReq → FenceReply
+	KindFenced   = "kv.fenced" // master→daemon (down the tree of daemons): FenceData → empty
 )
 
 // KVPutReq stores one value for the caller, visible to others after commit.
@@ -90,9 +91,24 @@ type FenceReq struct {
 	Data      []ProcKV     `msgpack:"d,omitempty"`   // daemon→master: the local participants' data
 	Local     RankRanges   `msgpack:"loc,omitempty"` // daemon→master: the participants this entry stands for
 	Job       string       `msgpack:"j,omitempty"`   // daemon→master: job of the ranks in Local (and of Procs entries without a job)
+	Stored    bool         `msgpack:"st,omitempty"`  // daemon→master, with Collect: the daemon keeps the data itself, so it may come down the tree (kv.fenced) and the reply say Stored
 }
 
 // FenceReply completes a fence.
 type FenceReply struct {
-	Data []ProcKV `msgpack:"d,omitempty"` // with Collect: the participants' data
+	Data   []ProcKV `msgpack:"d,omitempty"` // with Collect: the participants' data
+	Stored bool     `msgpack:"s,omitempty"` // master→daemon, with Collect: the data is not here; the daemon has applied it from kv.fenced already
+}
+
+// FenceData is a completed fence instance's collected data, sent down the
+// tree of daemons to the daemons that entered it (Config.TreeRadix) before
+// their entries are answered with Stored: the master then writes it a few
+// times instead of once per daemon. Inst numbers the master's instances,
+// so a daemon applies each once (a late copy after the master's resend is
+// ignored).
+type FenceData struct {
+	Inst  uint64       `msgpack:"i"`           // the master's instance number
+	Job   string       `msgpack:"j,omitempty"` // as the entries' FenceReq.Job
+	Procs []ProcRanges `msgpack:"p,omitempty"` // as the entries' FenceReq.Procs
+	Data  []ProcKV     `msgpack:"d,omitempty"` // the participants' data
 }

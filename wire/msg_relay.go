@@ -21,7 +21,7 @@ const (
 // every daemon of a job gets alike. A daemon refuses a relay of any other.
 func Relayable(kind string) bool {
 	switch kind {
-	case KindNodeJobData, KindPsetPush, KindRCPush, KindPing:
+	case KindNodeJobData, KindPsetPush, KindRCPush, KindPing, KindFenced:
 		return true
 	}
 	return false
@@ -31,7 +31,7 @@ func Relayable(kind string) bool {
 type NodeRelay struct {
 	Seq    uint64             `msgpack:"q"`            // the master's relay number; a daemon applies each once (numbers only grow; 0 = always, for pings)
 	To     uint64             `msgpack:"to,omitempty"` // the receiving daemon's RelayID (0 = any): a daemon that replaced it since does not apply a late copy
-	Kind   string             `msgpack:"k"`            // kind of the inner request: node.jobdata, pset.push, rc.push or ping
+	Kind   string             `msgpack:"k"`            // kind of the inner request: node.jobdata, pset.push, rc.push, kv.fenced or ping
 	Body   msgpack.RawMessage `msgpack:"b,omitempty"`  // its body, encoded once by the master
 	Radix  uint32             `msgpack:"r,omitempty"`  // how many parts Below is cut into at each level (0 = 1)
 	Below  []RelayHop         `msgpack:"bl,omitempty"` // the receiver's subtree, in tree order (RelayParts)

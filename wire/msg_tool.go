@@ -46,6 +46,7 @@ type TreeState struct {
 	Radix   uint32 `msgpack:"r,omitempty"`  // its radix
 	Relays  uint64 `msgpack:"n,omitempty"`  // relays the master sent to the head of a part
 	Resends uint64 `msgpack:"rs,omitempty"` // relays it sent again directly to a daemon the tree did not reach
+	Fences  uint64 `msgpack:"fd,omitempty"` // fence instances whose collected data went down the tree (kv.fenced)
 }
 
 // SlotUse says which process holds one slot. Slots are numbered globally

@@ -38,6 +38,7 @@ type treeJSON struct {
 	Radix   uint32 `json:"radix"`
 	Relays  uint64 `json:"relays"`  // relays sent to the heads of parts
 	Resends uint64 `json:"resends"` // sent again directly to a daemon the tree did not reach
+	Fences  uint64 `json:"fences"`  // fence instances whose collected data went down the tree
 }
 
 type nodeEventJSON struct {
@@ -93,7 +94,7 @@ func toStatusJSON(st wire.DVMState, name string) statusJSON {
 		Nodes: []nodeJSON{}, Jobs: []jobJSON{}, Launcher: st.Launcher,
 	}
 	if t := st.Tree; t != nil {
-		out.Tree = &treeJSON{Radix: t.Radix, Relays: t.Relays, Resends: t.Resends}
+		out.Tree = &treeJSON{Radix: t.Radix, Relays: t.Relays, Resends: t.Resends, Fences: t.Fences}
 	}
 	for _, ev := range st.NodeLog {
 		out.NodeLog = append(out.NodeLog, nodeEventJSON{Time: unixNS(ev.Time), Event: ev.Kind, Node: ev.Node, Msg: ev.Msg})
@@ -161,7 +162,7 @@ func writeStatus(w io.Writer, s statusJSON) error {
 		fmt.Fprintf(w, "launcher %s\n", s.LauncherInfo)
 	}
 	if t := s.Tree; t != nil {
-		fmt.Fprintf(w, "tree of daemons: radix %d, %d relays, %d sent again directly\n", t.Radix, t.Relays, t.Resends)
+		fmt.Fprintf(w, "tree of daemons: radix %d, %d relays (%d fences' data), %d sent again directly\n", t.Radix, t.Relays, t.Fences, t.Resends)
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

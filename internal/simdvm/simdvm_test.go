@@ -143,35 +143,50 @@ func TestExitCode(t *testing.T) {
 }
 
 // TestFenceCollect: the simulated fence program's wire-up mode (commit a
-// value, fence with collect, as PMI's barrier does) over several nodes:
-// rank 0 reads the last rank's value from its own daemon after the fences
-// and reports the time; any process that fails prints ERROR.
+// value, fence with collect, as PMI's barrier does) over several nodes, on
+// a star and with a tree of radix 2 (the collected data then goes down the
+// tree, kv.fenced): rank 0 reads the last rank's value from its own daemon
+// after the fences and reports the time; any process that fails prints
+// ERROR.
 func TestFenceCollect(t *testing.T) {
-	const nodes, slots = 6, 3
-	_, c := start(t, nodes, slots)
-	lines := make(chan string, nodes*slots)
-	c.OnOutput(func(l wire.OutputLine) { lines <- fmt.Sprintf("rank %d: %s", l.Rank, l.Line) })
-	rep := launch(t, c, wire.JobLaunchReq{Argv: []string{simnode.Fence, "3", "collect"}, N: nodes * slots, PMI: wire.PMINone, Output: wire.OutputFlags{Forward: true}})
-	select {
-	case l := <-lines:
-		if !strings.HasPrefix(l, "rank 0: FENCE ") {
-			t.Fatalf("fence job: %s", l)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("fence job: no result in a minute")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := c.KillJob(ctx, rep.Job, 0, time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.WaitJob(ctx, rep.Job); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case l := <-lines:
-		t.Errorf("fence job printed more: %s", l)
-	default:
+	for _, radix := range []int{0, 2} {
+		t.Run(fmt.Sprintf("radix%d", radix), func(t *testing.T) {
+			const nodes, slots = 6, 3
+			d, c := start(t, nodes, slots, func(c *master.Config) { c.TreeRadix = radix })
+			lines := make(chan string, nodes*slots)
+			c.OnOutput(func(l wire.OutputLine) { lines <- fmt.Sprintf("rank %d: %s", l.Rank, l.Line) })
+			rep := launch(t, c, wire.JobLaunchReq{Argv: []string{simnode.Fence, "3", "collect"}, N: nodes * slots, PMI: wire.PMINone, Output: wire.OutputFlags{Forward: true}})
+			select {
+			case l := <-lines:
+				if !strings.HasPrefix(l, "rank 0: FENCE ") {
+					t.Fatalf("fence job: %s", l)
+				}
+			case <-time.After(time.Minute):
+				t.Fatal("fence job: no result in a minute")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := c.KillJob(ctx, rep.Job, 0, time.Second); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.WaitJob(ctx, rep.Job); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case l := <-lines:
+				t.Errorf("fence job printed more: %s", l)
+			default:
+			}
+			st, err := d.M.TreeStats(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Three fences over 6 daemons: each instance's data goes down
+			// the tree when there is one.
+			if radix > 0 && (st.Fences != 3 || st.Resends != 0) || radix == 0 && st.Fences != 0 {
+				t.Errorf("radix %d: tree stats %+v, want 3 fences' data down the tree (none without a tree) and no resend", radix, st)
+			}
+		})
 	}
 }
 

@@ -359,7 +359,7 @@ func (s *sessionState) flushFence(r *fenceRound) {
 	t := &s.fences
 	for {
 		t.mu.Lock()
-		body := &wire.FenceReq{ID: r.key.id, Procs: r.procs, Job: r.key.job}
+		body := &wire.FenceReq{ID: r.key.id, Procs: r.procs, Job: r.key.job, Stored: true}
 		ranks := slices.Sorted(maps.Keys(r.in))
 		ranks = slices.DeleteFunc(ranks, func(rank uint32) bool { return r.in[rank].scout })
 		body.Local = wire.RangesOf(ranks)
@@ -433,7 +433,7 @@ func (s *sessionState) flushFence(r *fenceRound) {
 		t.drop(r)
 		entries := r.members()
 		t.mu.Unlock()
-		if err == nil {
+		if err == nil && !rep.Stored {
 			s.fenced(r.key.job, r.procs, body.Collect, rep.Data)
 		}
 		for _, e := range entries {
@@ -555,7 +555,7 @@ func (s *sessionState) sendAlone(job, id string, procs []wire.ProcRanges, e *fen
 
 // callAlone enters e into the fence at the master by itself.
 func (s *sessionState) callAlone(job, id string, procs []wire.ProcRanges, e *fenceEntry) error {
-	body := &wire.FenceReq{ID: id, Procs: procs, Collect: e.collect, Job: job}
+	body := &wire.FenceReq{ID: id, Procs: procs, Collect: e.collect, Job: job, Stored: true}
 	body.Local = wire.Span(e.rank, e.rank)
 	if e.data != nil {
 		body.Data = []wire.ProcKV{{Job: job, Rank: e.rank, Data: e.data}}
@@ -565,7 +565,7 @@ func (s *sessionState) callAlone(job, id string, procs []wire.ProcRanges, e *fen
 	}
 	var rep wire.FenceReply
 	err := s.d.master.Call(context.Background(), wire.KindFence, body, &rep)
-	if err == nil {
+	if err == nil && !rep.Stored {
 		s.fenced(job, procs, e.collect, rep.Data)
 	}
 	return err

@@ -23,6 +23,7 @@ type fenceMaster struct {
 	want    wire.RankRanges
 	refuse  wire.RankRanges
 	failed  error // set by fail: later entries get it too
+	stored  bool  // answer with Stored and no data, as after kv.fenced down the tree
 	waiting map[*wire.FenceReq]chan fenceAnswer
 }
 
@@ -57,7 +58,11 @@ func (f *fenceMaster) handle(b *wire.FenceReq) (*wire.FenceReply, error) {
 	if in.String() == f.want.String() {
 		data = append(data, wire.ProcKV{Job: "j", Rank: 7, Data: []wire.KV{{Key: "k", Value: []byte("remote")}}})
 		for w, c := range f.waiting {
-			c <- fenceAnswer{&wire.FenceReply{Data: data}, nil}
+			if f.stored {
+				c <- fenceAnswer{&wire.FenceReply{Stored: true}, nil}
+			} else {
+				c <- fenceAnswer{&wire.FenceReply{Data: data}, nil}
+			}
 			delete(f.waiting, w)
 		}
 	}
@@ -479,5 +484,84 @@ func TestFenceSpec(t *testing.T) {
 		if got, ok := fenceSpec("j", tc.procs); !ok || got != tc.want {
 			t.Errorf("%v: %q %v, want %q", tc.procs, got, ok, tc.want)
 		}
+	}
+}
+
+// TestFencedOnce: a fence's data sent down the tree (kv.fenced) lands in
+// the store of remote data, and a late copy of an instance (the master's
+// direct resend came first, a later fence replaced the data since) is not
+// applied again.
+func TestFencedOnce(t *testing.T) {
+	d, err := newDaemon(Config{Node: "n0", Master: "/nowhere"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSessionState(d)
+	data := func(v string) []wire.ProcKV {
+		return []wire.ProcKV{{Job: "j", Rank: 7, Data: []wire.KV{{Key: "k", Value: []byte(v)}}}}
+	}
+	remote := func() string {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return string(s.remote[procKey{"j", 7}]["k"])
+	}
+	for _, step := range []struct {
+		inst uint64
+		v    string
+		want string
+	}{
+		{1, "first", "first"},
+		{2, "second", "second"},
+		{1, "first", "second"}, // the late copy of instance 1
+		{3, "third", "third"},
+	} {
+		if _, err := s.handleFenced(context.Background(), nil, &wire.FenceData{Inst: step.inst, Job: "j", Data: data(step.v)}); err != nil {
+			t.Fatal(err)
+		}
+		if got := remote(); got != step.want {
+			t.Fatalf("after kv.fenced %d (%q): rank 7's k = %q, want %q", step.inst, step.v, got, step.want)
+		}
+	}
+	// The memory of applied instances is bounded.
+	for i := range uint64(3 * fencedKeep) {
+		if _, err := s.handleFenced(context.Background(), nil, &wire.FenceData{Inst: 10 + i, Job: "j", Data: data("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(s.fencedInsts); n != fencedKeep {
+		t.Errorf("%d instances remembered, want at most %d", n, fencedKeep)
+	}
+	if _, err := s.handleFenced(context.Background(), nil, &wire.FenceData{Job: "j"}); !errors.Is(err, wire.ErrInvalid) {
+		t.Errorf("kv.fenced without an instance number: %v, want invalid", err)
+	}
+}
+
+// TestFenceStoredAnswer: an answer that says the data is stored (it came
+// down the tree) does not replace what kv.fenced put in the store, and the
+// daemon's entries ask for that form.
+func TestFenceStoredAnswer(t *testing.T) {
+	d, f := fenceDaemon(t, 1, wire.Span(0, 0))
+	s := newSessionState(d)
+	d.sess = s
+	if _, err := s.handleFenced(context.Background(), nil, &wire.FenceData{Inst: 1, Job: "j",
+		Data: []wire.ProcKV{{Job: "j", Rank: 7, Data: []wire.KV{{Key: "k", Value: []byte("tree")}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	f.stored = true
+	done := make(chan error, 1)
+	go func() {
+		done <- s.fence(context.Background(), Caller{Job: "j", Rank: 0}, &wire.FenceReq{Collect: true})
+	}()
+	if b := f.sent(t, "0"); !b.Stored || !b.Collect {
+		t.Errorf("the daemon's entry %+v does not offer to keep the data itself", b)
+	}
+	if err := waitErr(t, done); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	got := string(s.remote[procKey{"j", 7}]["k"])
+	s.mu.Unlock()
+	if got != "tree" {
+		t.Errorf("rank 7's k = %q after a stored answer, want the data from kv.fenced", got)
 	}
 }

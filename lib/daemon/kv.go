@@ -196,6 +196,11 @@ func (s *sessionState) handleFetch(ctx context.Context, _ *wire.Request, b *wire
 func (s *sessionState) fenced(job string, procs []wire.ProcRanges, collect bool, data []wire.ProcKV) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.fencedLocked(job, procs, collect, data)
+}
+
+// fencedLocked is fenced with s.mu held.
+func (s *sessionState) fencedLocked(job string, procs []wire.ProcRanges, collect bool, data []wire.ProcKV) {
 	s.remoteGen++
 	if len(procs) == 0 {
 		for k := range s.remote {
@@ -261,4 +266,31 @@ func ctxErr(ctx context.Context, format string, args ...any) error {
 		return wire.Errorf(wire.ErrTimeout, format+": timed out", args...)
 	}
 	return wire.Errorf(wire.ErrCanceled, format+": %w", append(args, err)...)
+}
+
+// fencedKeep is how many fence instances a daemon remembers having applied
+// from kv.fenced: a late copy down the tree comes within a relay's wait of
+// the master's resend, so a short memory suffices.
+const fencedKeep = 256
+
+// handleFenced applies the collected data of a fence instance sent down
+// the tree (wire.FenceData), once per instance: the master answers this
+// daemon's entries with Stored once it has. A late copy (the master sent
+// it again directly) is not applied again, so it cannot put back data that
+// a later fence replaced.
+func (s *sessionState) handleFenced(_ context.Context, _ *wire.Request, b *wire.FenceData) (any, error) {
+	if b.Job == "" || b.Inst == 0 {
+		return nil, wire.Errorf(wire.ErrInvalid, "daemon %s: kv.fenced without its job or instance number", s.d.node)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if slices.Contains(s.fencedInsts, b.Inst) {
+		return nil, nil
+	}
+	if len(s.fencedInsts) == fencedKeep {
+		s.fencedInsts = s.fencedInsts[1:]
+	}
+	s.fencedInsts = append(s.fencedInsts, b.Inst)
+	s.fencedLocked(b.Job, b.Procs, true, b.Data)
+	return nil, nil
 }

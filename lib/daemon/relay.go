@@ -53,7 +53,7 @@ func (d *Daemon) handleRelay(ctx context.Context, _ *wire.Request, b *wire.NodeR
 			Err: &wire.Error{Code: wire.CodeClosed, Msg: "daemon " + d.node + ": relay for an earlier daemon of this node"}}}}, nil
 	}
 	if !wire.Relayable(b.Kind) {
-		return nil, wire.Errorf(wire.ErrInvalid, "daemon %s: node.relay: %q cannot be relayed (only node.jobdata, pset.push, rc.push and ping)", d.node, b.Kind)
+		return nil, wire.Errorf(wire.ErrInvalid, "daemon %s: node.relay: %q cannot be relayed (only node.jobdata, pset.push, rc.push, kv.fenced and ping)", d.node, b.Kind)
 	}
 	wait := time.Duration(b.WaitMS) * time.Millisecond
 	if wait <= 0 {

@@ -26,7 +26,8 @@ type sessionState struct {
 	queues  map[*wire.Conn]*clientQueue // event writers, one per subscribed client connection
 	lastSub uint64
 
-	fences fenceTable // rounds of local fence entries (fence.go)
+	fences      fenceTable // rounds of local fence entries (fence.go)
+	fencedInsts []uint64   // fence instances applied from kv.fenced, oldest first (at most fencedKeep)
 }
 
 func newSessionState(d *Daemon) *sessionState {
@@ -53,6 +54,7 @@ func (d *Daemon) sessionRoutes() {
 	wire.HandleTyped(d.clients, wire.KindKVGet, s.handleGet)
 	wire.HandleTyped(d.clients, wire.KindFence, s.handleFence)
 	wire.HandleTyped(d.fromMaster, wire.KindKVFetch, s.handleFetch)
+	wire.HandleTyped(d.fromMaster, wire.KindFenced, s.handleFenced)
 
 	// Event subscriptions: kept here, backed by the master's bus.
 	wire.HandleTyped(d.clients, wire.KindEventSub, s.handleEventSub)

@@ -19,7 +19,7 @@ import (
 // alive when the instance began, so a fence never waits forever for a
 // dead process. An entry whose requester gives up (timeout) is taken back.
 
-func (ss *sessState) handleFence(ctx context.Context, _ *wire.Request, b *wire.FenceReq) (any, error) {
+func (ss *sessState) handleFence(ctx context.Context, req *wire.Request, b *wire.FenceReq) (any, error) {
 	if b.Job == "" || len(b.Local) == 0 {
 		return nil, wire.Errorf(wire.ErrInvalid, "master: kv.fence without the entering processes")
 	}
@@ -28,7 +28,7 @@ func (ss *sessState) handleFence(ctx context.Context, _ *wire.Request, b *wire.F
 	}
 	ctx, cancel := ctxTimeout(ctx, b.TimeoutMS)
 	defer cancel()
-	e := &gentry{data: b.Data}
+	e := &gentry{data: b.Data, conn: req.Conn, stores: b.Collect && b.Stored}
 	for r := range b.Local.All() {
 		e.who = append(e.who, procRef{b.Job, r})
 	}
@@ -37,6 +37,10 @@ func (ss *sessState) handleFence(ctx context.Context, _ *wire.Request, b *wire.F
 	e.finish = func(g *gather, err error) {
 		if err != nil {
 			res <- result[any]{nil, err}
+			return
+		}
+		if e.stored {
+			res <- result[any]{&wire.FenceReply{Stored: true}, nil}
 			return
 		}
 		res <- result[any]{g.fenceAnswer(collect), nil}
@@ -119,14 +123,79 @@ func (ss *sessState) fenceEnter(s *state, b *wire.FenceReq, e *gentry) error {
 		if g, err = s.newGather(key, what, parts, spec.wild); err != nil {
 			return err
 		}
+		g.job, g.procs = b.Job, b.Procs
 		ss.fences[key] = append(ss.fences[key], g)
 	}
 	g.enter(e)
 	if g.left == 0 {
 		ss.dropFence(g)
-		g.complete()
+		ss.completeFence(s, g)
 	}
 	return nil
+}
+
+// completeFence answers the entries of a completed instance. With a tree
+// of daemons (Config.TreeRadix), the collected data goes down the tree to
+// the daemons that take it so (FenceReq.Stored) once there are more of
+// them than the radix, and each such daemon's entries are answered, with
+// Stored, once it has applied it: the master writes the data to radix
+// daemons instead of to each, and a fence with collect over N daemons
+// stops costing it N copies of data that grows with N. A daemon the data
+// did not reach (a failure on the way, even after the master's direct
+// resend) gets it in the answer, as on a star.
+func (ss *sessState) completeFence(s *state, g *gather) {
+	radix := s.m.cfg.TreeRadix
+	if radix <= 0 || !slices.ContainsFunc(g.entries, func(e *gentry) bool { return e.stores }) {
+		g.complete()
+		return
+	}
+	byConn := make(map[*wire.Conn]*node, len(s.nodes))
+	for _, n := range s.nodes {
+		if n.up && !n.suspect && n.relay != "" {
+			byConn[n.conn] = n
+		}
+	}
+	var tree []*node
+	per := map[*node][]*gentry{}
+	var direct []*gentry
+	for _, e := range g.entries {
+		n := byConn[e.conn]
+		if !e.stores || n == nil {
+			direct = append(direct, e)
+			continue
+		}
+		if per[n] == nil {
+			tree = append(tree, n)
+		}
+		per[n] = append(per[n], e)
+	}
+	if len(tree) <= radix {
+		g.complete()
+		return
+	}
+	g.done = true
+	for _, e := range direct {
+		e.finish(g, nil)
+	}
+	ss.lastFenced++
+	raw, err := wire.Marshal(&wire.FenceData{Inst: ss.lastFenced, Job: g.job, Procs: g.procs, Data: g.collectedOnce()})
+	if err != nil { // cannot be encoded: the answers carry it (and say why it fails)
+		for _, n := range tree {
+			for _, e := range per[n] {
+				e.finish(g, nil)
+			}
+		}
+		return
+	}
+	slices.SortFunc(tree, func(a, b *node) int { return a.idx - b.idx }) // the tree's parts are runs of nodes
+	// Relay number 0: applied whenever it comes (the daemon applies each
+	// instance once by its own number), so it never hides a push's relay.
+	s.relay(0, radix, wire.KindFenced, raw, tree, func(s *state, f *relayFlight, i int, err error) {
+		for _, e := range per[f.nodes[i]] {
+			e.stored = err == nil
+			e.finish(g, nil)
+		}
+	}, nil)
 }
 
 // dropFence removes an instance from the open ones.
@@ -160,7 +229,16 @@ func (g *gather) fenceAnswer(collect bool) any {
 		return &wire.FenceReply{}
 	}
 	if g.answer == nil {
-		g.answer = share(&wire.FenceReply{Data: g.collected()})
+		g.answer = share(&wire.FenceReply{Data: g.collectedOnce()})
 	}
 	return g.answer
+}
+
+// collectedOnce is collected, made at the first call: the data of a
+// completed instance does not change.
+func (g *gather) collectedOnce() []wire.ProcKV {
+	if g.all == nil {
+		g.all = g.collected()
+	}
+	return g.all
 }

@@ -22,12 +22,13 @@ import (
 type sessState struct {
 	m *Master
 
-	fences  map[string][]*gather // open fence instances by key, oldest first
-	pending map[string]*gather   // group constructs in progress, by key
-	groups  map[string]*group    // constructed groups, by key
-	lastCID uint64               // context id counter (ids start at 1, never reused)
-	pub     pubStore
-	dsubs   map[*wire.Conn]*daemonSubs // event subscriptions of daemons
+	fences     map[string][]*gather // open fence instances by key, oldest first
+	pending    map[string]*gather   // group constructs in progress, by key
+	groups     map[string]*group    // constructed groups, by key
+	lastCID    uint64               // context id counter (ids start at 1, never reused)
+	lastFenced uint64               // fence instances whose data went down the tree (wire.FenceData.Inst)
+	pub        pubStore
+	dsubs      map[*wire.Conn]*daemonSubs // event subscriptions of daemons
 }
 
 // sessionRoutes registers the session services: called once from routes.
@@ -162,7 +163,7 @@ func (ss *sessState) procsLeaving(s *state, job string, ranks []uint32) {
 		for _, g := range slices.Clone(list) {
 			if out(g) {
 				ss.dropFence(g)
-				g.complete()
+				ss.completeFence(s, g)
 			}
 		}
 	}
@@ -259,15 +260,21 @@ type gather struct {
 	entries []*gentry        // one per request
 	cid     uint64           // groups: the context id once complete
 	done    bool
-	wild    []string    // jobs all of whose live processes take part (they leave out the leaving ones: procLeaving)
-	answer  *sharedBody // fences with collect: the reply, made for the first entry answered (fenceAnswer)
+	wild    []string // jobs all of whose live processes take part (they leave out the leaving ones: procLeaving)
+	job     string   // fences: the first entry\'s job and participant list (FenceData)
+	procs   []wire.ProcRanges
+	all     []wire.ProcKV // fences with collect: the collected data, made once (collectedOnce)
+	answer  *sharedBody   // fences with collect: the reply, made for the first entry answered (fenceAnswer)
 }
 
-// gentry is one request waiting in a gather. Its fields other than who and
-// data are set and read on the loop only.
+// gentry is one request waiting in a gather. Its fields other than who,
+// data, conn and stores are set and read on the loop only.
 type gentry struct {
 	who    []procRef
 	data   []wire.ProcKV // fences with collect: the entering processes' data
+	conn   *wire.Conn    // fences: the entering daemon's connection
+	stores bool          // fences with collect: the daemon takes the data down the tree (FenceReq.Stored)
+	stored bool          // ... and has applied it: the answer says so instead of carrying it
 	g      *gather
 	finish func(g *gather, err error)
 }

@@ -16,7 +16,7 @@ import (
 // recorded.
 
 func sessTestState(jobs map[string]int) (*state, *sessState) {
-	s := &state{jobs: map[string]*job{}}
+	s := &state{jobs: map[string]*job{}, m: &Master{}} // no tree (Config.TreeRadix 0)
 	for ns, n := range jobs {
 		j := &job{ns: ns}
 		for range n {
