@@ -11,7 +11,7 @@ const (
 	KindKVGet    = "kv.get"    // client→daemon: KVGetReq → KVGetReply
 	KindKVFetch  = "kv.fetch"  // daemon→master/daemon: KVFetchReq → KVFetchReply
 	KindFence    = "kv.fence"  // client→daemon→master: FenceReq → FenceReply
-	KindFenced   = "kv.fenced" // master→daemon (down the tree of daemons): FenceData → empty
+	KindFenced   = "kv.fenced" // master→daemon (also down the tree of daemons): FenceData → empty
 )
 
 // KVPutReq stores one value for the caller, visible to others after commit.
@@ -100,12 +100,14 @@ type FenceReply struct {
 	Stored bool     `msgpack:"s,omitempty"` // master→daemon, with Collect: the data is not here; the daemon has applied it from kv.fenced already
 }
 
-// FenceData is a completed fence instance's collected data, sent down the
-// tree of daemons to the daemons that entered it (Config.TreeRadix) before
-// their entries are answered with Stored: the master then writes it a few
-// times instead of once per daemon. Inst numbers the master's instances,
-// so a daemon applies each once (a late copy after the master's resend is
-// ignored).
+// FenceData is a completed fence instance's collected data, sent once to
+// a daemon that entered it and keeps the data itself (FenceReq.Stored)
+// before its entries are answered with Stored: down the tree of daemons
+// when there is one (the master then writes it a few times instead of once
+// per daemon), else directly to each daemon with several entries (which
+// would otherwise get it once per entry). Inst numbers the master's
+// instances, so a daemon applies each once (a late copy after the
+// master's resend is ignored).
 type FenceData struct {
 	Inst  uint64       `msgpack:"i"`           // the master's instance number
 	Job   string       `msgpack:"j,omitempty"` // as the entries' FenceReq.Job

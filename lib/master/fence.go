@@ -134,42 +134,35 @@ func (ss *sessState) fenceEnter(s *state, b *wire.FenceReq, e *gentry) error {
 	return nil
 }
 
-// completeFence answers the entries of a completed instance. With a tree
-// of daemons (Config.TreeRadix), the collected data goes down the tree to
-// the daemons that take it so (FenceReq.Stored) once there are more of
-// them than the radix, and each such daemon's entries are answered, with
-// Stored, once it has applied it: the master writes the data to radix
-// daemons instead of to each, and a fence with collect over N daemons
-// stops costing it N copies of data that grows with N. A daemon the data
-// did not reach (a failure on the way, even after the master's direct
-// resend) gets it in the answer, as on a star.
+// completeFence answers the entries of a completed instance. An answer
+// with collect carries every participant's data, so a fence over N daemons
+// writes N copies of data that grows with N, and a daemon with several
+// entries (its scout and the rest, lib/daemon/fence.go) gets and decodes
+// it once per entry. A daemon that keeps the data itself
+// (FenceReq.Stored) is spared that: the master sends it the data once as
+// kv.fenced and answers its entries with Stored once it has applied it.
+//   - With a tree of daemons (Config.TreeRadix) and more such daemons than
+//     the radix, the data goes down the tree to all of them: the master
+//     writes it radix times.
+//   - On a star, only the daemons with more than one entry get it so: for
+//     a daemon with one entry the extra round trip would save nothing.
+//
+// A daemon the data did not reach, even after the master's direct resend,
+// gets it in its answers, as do all other entries.
 func (ss *sessState) completeFence(s *state, g *gather) {
-	radix := s.m.cfg.TreeRadix
-	if radix <= 0 || !slices.ContainsFunc(g.entries, func(e *gentry) bool { return e.stores }) {
+	if !slices.ContainsFunc(g.entries, func(e *gentry) bool { return e.stores }) {
 		g.complete()
 		return
 	}
+	radix := s.m.cfg.TreeRadix
 	byConn := make(map[*wire.Conn]*node, len(s.nodes))
 	for _, n := range s.nodes {
-		if n.up && !n.suspect && n.relay != "" {
+		if n.up && !n.suspect && (radix <= 0 || n.relay != "") {
 			byConn[n.conn] = n
 		}
 	}
-	var tree []*node
-	per := map[*node][]*gentry{}
-	var direct []*gentry
-	for _, e := range g.entries {
-		n := byConn[e.conn]
-		if !e.stores || n == nil {
-			direct = append(direct, e)
-			continue
-		}
-		if per[n] == nil {
-			tree = append(tree, n)
-		}
-		per[n] = append(per[n], e)
-	}
-	if len(tree) <= radix {
+	tree, nodes, per, direct := fenceRoutes(g.entries, radix, byConn)
+	if len(nodes) == 0 {
 		g.complete()
 		return
 	}
@@ -180,17 +173,21 @@ func (ss *sessState) completeFence(s *state, g *gather) {
 	ss.lastFenced++
 	raw, err := wire.Marshal(&wire.FenceData{Inst: ss.lastFenced, Job: g.job, Procs: g.procs, Data: g.collectedOnce()})
 	if err != nil { // cannot be encoded: the answers carry it (and say why it fails)
-		for _, n := range tree {
+		for _, n := range nodes {
 			for _, e := range per[n] {
 				e.finish(g, nil)
 			}
 		}
 		return
 	}
-	slices.SortFunc(tree, func(a, b *node) int { return a.idx - b.idx }) // the tree's parts are runs of nodes
+	if tree {
+		ss.treeFences++
+	} else {
+		radix = len(nodes) // parts of one node each: straight to every daemon
+	}
 	// Relay number 0: applied whenever it comes (the daemon applies each
 	// instance once by its own number), so it never hides a push's relay.
-	s.relay(0, radix, wire.KindFenced, raw, tree, func(s *state, f *relayFlight, i int, err error) {
+	s.relay(0, radix, wire.KindFenced, raw, nodes, func(s *state, f *relayFlight, i int, err error) {
 		for _, e := range per[f.nodes[i]] {
 			e.stored = err == nil
 			e.finish(g, nil)
@@ -241,4 +238,38 @@ func (g *gather) collectedOnce() []wire.ProcKV {
 		g.all = g.collected()
 	}
 	return g.all
+}
+
+// fenceRoutes decides how the entries of a completed instance with collect
+// get the data (completeFence): nodes, in node order, get it as kv.fenced
+// (down the tree if tree), answering their entries per[node]; the entries
+// in direct get it in their answer. byConn holds the daemons that may get
+// kv.fenced, by connection.
+func fenceRoutes(entries []*gentry, radix int, byConn map[*wire.Conn]*node) (tree bool, nodes []*node, per map[*node][]*gentry, direct []*gentry) {
+	per = map[*node][]*gentry{}
+	for _, e := range entries {
+		n := byConn[e.conn]
+		if !e.stores || n == nil {
+			direct = append(direct, e)
+			continue
+		}
+		if per[n] == nil {
+			nodes = append(nodes, n)
+		}
+		per[n] = append(per[n], e)
+	}
+	tree = radix > 0 && len(nodes) > radix
+	if !tree {
+		// A star: the data in the answers of daemons with one entry.
+		nodes = slices.DeleteFunc(nodes, func(n *node) bool {
+			if len(per[n]) > 1 {
+				return false
+			}
+			direct = append(direct, per[n]...)
+			delete(per, n)
+			return true
+		})
+	}
+	slices.SortFunc(nodes, func(a, b *node) int { return a.idx - b.idx }) // a tree's parts are runs of nodes
+	return tree, nodes, per, direct
 }

@@ -26,7 +26,8 @@ type sessState struct {
 	pending    map[string]*gather   // group constructs in progress, by key
 	groups     map[string]*group    // constructed groups, by key
 	lastCID    uint64               // context id counter (ids start at 1, never reused)
-	lastFenced uint64               // fence instances whose data went down the tree (wire.FenceData.Inst)
+	lastFenced uint64               // fence instances whose data went as kv.fenced (wire.FenceData.Inst)
+	treeFences uint64               // ... of them down the tree (dvm status)
 	pub        pubStore
 	dsubs      map[*wire.Conn]*daemonSubs // event subscriptions of daemons
 }

@@ -528,3 +528,59 @@ func TestFenceAnswerMadeOnce(t *testing.T) {
 		t.Error("an entry without collect got the collected data")
 	}
 }
+
+// TestFenceRoutes: how the entries of a completed fence with collect get
+// the data: down the tree to every daemon that keeps it once there are
+// more of them than the radix; else kv.fenced only to the daemons with
+// several entries; in the answer for everyone else (no kv.fenced, not
+// keeping the data, or not in byConn: down, suspect, no relay address).
+func TestFenceRoutes(t *testing.T) {
+	conns := make([]*wire.Conn, 4)
+	nodes := make([]*node, 4)
+	byConn := map[*wire.Conn]*node{}
+	for i := range nodes {
+		conns[i] = new(wire.Conn)
+		nodes[i] = &node{idx: i, name: fmt.Sprintf("n%d", i)}
+		if i < 3 { // n3 cannot take kv.fenced
+			byConn[conns[i]] = nodes[i]
+		}
+	}
+	e := func(node int, stores bool) *gentry { return &gentry{conn: conns[node], stores: stores} }
+	names := func(ns []*node) string {
+		var out []string
+		for _, n := range ns {
+			out = append(out, n.name)
+		}
+		return strings.Join(out, ",")
+	}
+	for _, tc := range []struct {
+		name    string
+		entries []*gentry
+		radix   int
+		tree    bool
+		nodes   string
+		direct  int
+	}{
+		{"star, one entry each", []*gentry{e(0, true), e(1, true), e(2, true)}, 0, false, "", 3},
+		{"star, a scout and the rest on n1", []*gentry{e(1, true), e(0, true), e(1, true)}, 0, false, "n1", 1},
+		{"star, several entries, not keeping", []*gentry{e(1, false), e(1, false)}, 0, false, "", 2},
+		{"tree, more daemons than the radix", []*gentry{e(2, true), e(0, true), e(1, true), e(2, true)}, 2, true, "n0,n1,n2", 0},
+		{"tree, as many as the radix: a star", []*gentry{e(2, true), e(0, true), e(2, true)}, 2, false, "n2", 1},
+		{"tree, one daemon cannot take it", []*gentry{e(3, true), e(3, true), e(0, true), e(1, true), e(2, true)}, 2, true, "n0,n1,n2", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tree, got, per, direct := fenceRoutes(tc.entries, tc.radix, byConn)
+			if tree != tc.tree || names(got) != tc.nodes || len(direct) != tc.direct {
+				t.Fatalf("tree %v, kv.fenced to %q, %d answers with the data; want %v, %q, %d", tree, names(got), len(direct), tc.tree, tc.nodes, tc.direct)
+			}
+			// Every entry is answered exactly once, one way or the other.
+			n := len(direct)
+			for _, nd := range got {
+				n += len(per[nd])
+			}
+			if n != len(tc.entries) || len(per) != len(got) {
+				t.Errorf("%d answers for %d entries (%d nodes with entries, %d getting kv.fenced)", n, len(tc.entries), len(per), len(got))
+			}
+		})
+	}
+}

@@ -213,7 +213,7 @@ func (s *state) treeState() *wire.TreeState {
 		return nil
 	}
 	st := s.rcs()
-	return &wire.TreeState{Radix: uint32(r), Relays: st.treeSent, Resends: st.treeResent, Fences: s.m.sess.lastFenced}
+	return &wire.TreeState{Radix: uint32(r), Relays: st.treeSent, Resends: st.treeResent, Fences: s.m.sess.treeFences}
 }
 
 // TreeStats returns how the tree has been used (tests, benchmarks); the

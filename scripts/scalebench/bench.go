@@ -166,6 +166,8 @@ type row struct {
 	treePing               float64 // the same down the tree of that radix (with 0: measured again as a star)
 	fence                  float64 // a fence over a job of nodes × fence-slots processes
 	modex                  float64 // the same with a committed value per process and collect (an MPI wire-up)
+	fenceCPU, fenceHostCPU float64 // master and nodes host CPU ms of the fence job, launch to end
+	modexCPU, modexHostCPU float64 // the same for the job with collect
 	fenceProcs             int
 	masterB, hostB         float64 // resident bytes per process of the filling job (master) and per node (host)
 	masterHeapB            float64 // Go heap of the master per process of the filling job
@@ -175,13 +177,13 @@ type row struct {
 }
 
 func header() string {
-	return "nodes\tprocs\tstart_ms\tlaunch_ms\tlaunch_us_per_proc\tannounce_ms\trcpush_ms\tadd1_ms\tsub1_ms\tk\taddk_ms\tsubk_ms\tsmall_add1_ms\tsmall_sub1_ms\tpsetop_ms\tfence_procs\tfence_ms\tmaster_B_per_proc\tmaster_heap_B_per_proc\thost_B_per_node\tmaster_cpu_ms_per_change	host_cpu_ms_per_change	master_heap_B_per_change\tping_round_ms\tradix\ttree_ping_round_ms\tmodex_ms"
+	return "nodes\tprocs\tstart_ms\tlaunch_ms\tlaunch_us_per_proc\tannounce_ms\trcpush_ms\tadd1_ms\tsub1_ms\tk\taddk_ms\tsubk_ms\tsmall_add1_ms\tsmall_sub1_ms\tpsetop_ms\tfence_procs\tfence_ms\tmaster_B_per_proc\tmaster_heap_B_per_proc\thost_B_per_node\tmaster_cpu_ms_per_change	host_cpu_ms_per_change	master_heap_B_per_change\tping_round_ms\tradix\ttree_ping_round_ms\tmodex_ms\tfence_job_master_cpu_ms\tfence_job_host_cpu_ms\tmodex_job_master_cpu_ms\tmodex_job_host_cpu_ms"
 }
 
 func (r row) line() string {
-	return fmt.Sprintf("%d\t%d\t%.1f\t%.1f\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%d\t%.1f\t%.0f\t%.0f\t%.0f\t%.1f\t%.1f\t%.0f\t%.2f\t%d\t%.2f\t%.1f",
+	return fmt.Sprintf("%d\t%d\t%.1f\t%.1f\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%d\t%.1f\t%.0f\t%.0f\t%.0f\t%.1f\t%.1f\t%.0f\t%.2f\t%d\t%.2f\t%.1f\t%.0f\t%.0f\t%.0f\t%.0f",
 		r.nodes, r.procs, r.start, r.launch, r.launch*1000/float64(r.procs), r.announce, r.rcPush, r.add1, r.sub1, r.k, r.addK, r.subK, r.smallAdd, r.smallSub,
-		r.psetop, r.fenceProcs, r.fence, r.masterB, r.masterHeapB, r.hostB, r.cpuPerChange, r.hostCPUPerChange, r.heapPerChange, r.ping, r.radix, r.treePing, r.modex)
+		r.psetop, r.fenceProcs, r.fence, r.masterB, r.masterHeapB, r.hostB, r.cpuPerChange, r.hostCPUPerChange, r.heapPerChange, r.ping, r.radix, r.treePing, r.modex, r.fenceCPU, r.fenceHostCPU, r.modexCPU, r.modexHostCPU)
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -351,12 +353,18 @@ func measure(ctx context.Context, exe string, nodes, slots, fenceSlots, k, histo
 		default:
 		}
 	})
+	// Each fence job's CPU, from its launch to its end, of the master and
+	// of the nodes host: the two jobs differ only in the collect.
+	cpu0, hcpu0 = cpuTime(), procCPU(d.HostPid())
 	if r.fence, err = fenceJob(ctx, c, lines, r.fenceProcs, false); err != nil {
 		return r, err
 	}
+	cpu1, hcpu1 := cpuTime(), procCPU(d.HostPid())
+	r.fenceCPU, r.fenceHostCPU = ms(cpu1-cpu0), ms(hcpu1-hcpu0)
 	if r.modex, err = fenceJob(ctx, c, lines, r.fenceProcs, true); err != nil {
 		return r, err
 	}
+	r.modexCPU, r.modexHostCPU = ms(cpuTime()-cpu1), ms(procCPU(d.HostPid())-hcpu1)
 	fmt.Fprintf(stderr, "scalebench: %d nodes done\n", nodes)
 	return r, nil
 }
