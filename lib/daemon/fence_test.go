@@ -500,9 +500,10 @@ func TestFencedOnce(t *testing.T) {
 	data := func(v string) []wire.ProcKV {
 		return []wire.ProcKV{{Job: "j", Rank: 7, Data: []wire.KV{{Key: "k", Value: []byte(v)}}}}
 	}
-	remote := func() string {
+	remote := func() string { // as a get reads it
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		s.unreadLocked()
 		return string(s.remote[procKey{"j", 7}]["k"])
 	}
 	for _, step := range []struct {
@@ -515,7 +516,7 @@ func TestFencedOnce(t *testing.T) {
 		{1, "first", "second"}, // the late copy of instance 1
 		{3, "third", "third"},
 	} {
-		if _, err := s.handleFenced(context.Background(), nil, &wire.FenceData{Inst: step.inst, Job: "j", Data: data(step.v)}); err != nil {
+		if _, err := s.handleFenced(context.Background(), fencedReq(t, &wire.FenceData{Inst: step.inst, Job: "j", Data: data(step.v)})); err != nil {
 			t.Fatal(err)
 		}
 		if got := remote(); got != step.want {
@@ -524,14 +525,14 @@ func TestFencedOnce(t *testing.T) {
 	}
 	// The memory of applied instances is bounded.
 	for i := range uint64(3 * fencedKeep) {
-		if _, err := s.handleFenced(context.Background(), nil, &wire.FenceData{Inst: 10 + i, Job: "j", Data: data("x")}); err != nil {
+		if _, err := s.handleFenced(context.Background(), fencedReq(t, &wire.FenceData{Inst: 10 + i, Job: "j", Data: data("x")})); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if n := len(s.fencedInsts); n != fencedKeep {
 		t.Errorf("%d instances remembered, want at most %d", n, fencedKeep)
 	}
-	if _, err := s.handleFenced(context.Background(), nil, &wire.FenceData{Job: "j"}); !errors.Is(err, wire.ErrInvalid) {
+	if _, err := s.handleFenced(context.Background(), fencedReq(t, &wire.FenceData{Job: "j"})); !errors.Is(err, wire.ErrInvalid) {
 		t.Errorf("kv.fenced without an instance number: %v, want invalid", err)
 	}
 }
@@ -543,8 +544,8 @@ func TestFenceStoredAnswer(t *testing.T) {
 	d, f := fenceDaemon(t, 1, wire.Span(0, 0))
 	s := newSessionState(d)
 	d.sess = s
-	if _, err := s.handleFenced(context.Background(), nil, &wire.FenceData{Inst: 1, Job: "j",
-		Data: []wire.ProcKV{{Job: "j", Rank: 7, Data: []wire.KV{{Key: "k", Value: []byte("tree")}}}}}); err != nil {
+	if _, err := s.handleFenced(context.Background(), fencedReq(t, &wire.FenceData{Inst: 1, Job: "j",
+		Data: []wire.ProcKV{{Job: "j", Rank: 7, Data: []wire.KV{{Key: "k", Value: []byte("tree")}}}}})); err != nil {
 		t.Fatal(err)
 	}
 	f.stored = true
@@ -559,9 +560,65 @@ func TestFenceStoredAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.mu.Lock()
+	s.unreadLocked()
 	got := string(s.remote[procKey{"j", 7}]["k"])
 	s.mu.Unlock()
 	if got != "tree" {
 		t.Errorf("rank 7's k = %q after a stored answer, want the data from kv.fenced", got)
+	}
+}
+
+// fencedReq is a kv.fenced request as the master sends it.
+func fencedReq(t *testing.T, b *wire.FenceData) *wire.Request {
+	t.Helper()
+	raw, err := wire.Marshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &wire.Request{Kind: wire.KindFenced, Body: raw}
+}
+
+// TestFencedDecodedWhenRead: kv.fenced's data stays encoded until a get
+// needs it, and stands then where it would have had it been applied on
+// arrival: after what came before it, before what came after. A fence over
+// all of the job drops it unread.
+func TestFencedDecodedWhenRead(t *testing.T) {
+	d, err := newDaemon(Config{Node: "n0", Master: "/nowhere"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSessionState(d)
+	kv := func(rank uint32, v string) wire.ProcKV {
+		return wire.ProcKV{Job: "j", Rank: rank, Data: []wire.KV{{Key: "k", Value: []byte(v)}}}
+	}
+	get := func(rank uint32) string {
+		rep, err := s.getRemote(context.Background(), procKey{"j", rank}, &wire.KVGetReq{Key: "k"})
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		return string(rep.(*wire.KVGetReply).Value)
+	}
+	if _, err := s.handleFenced(context.Background(), fencedReq(t, &wire.FenceData{Inst: 1, Job: "j", Data: []wire.ProcKV{kv(7, "a"), kv(8, "a")}})); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.unread) != 1 || len(s.remote) != 0 {
+		t.Fatalf("after kv.fenced: %d unread, %d decoded; want the data kept encoded", len(s.unread), len(s.remote))
+	}
+	// A fence over rank 8 only, with its new data: rank 7 keeps the first.
+	s.fenced("j", []wire.ProcRanges{{Ranks: wire.Span(8, 8)}}, true, []wire.ProcKV{kv(8, "b")})
+	if got := get(7) + get(8); got != "ab" {
+		t.Errorf("ranks 7 and 8 read %q, want \"ab\"", got)
+	}
+	// Unread data of job j alone, then a fence over all of j: dropped
+	// without being decoded (this one could not be).
+	s.mu.Lock()
+	s.unread = append(s.unread, unreadData{job: "j", onlyJob: true, raw: []byte{0xc1}})
+	s.mu.Unlock()
+	s.fenced("j", nil, true, []wire.ProcKV{kv(7, "c")})
+	if len(s.unread) != 0 {
+		t.Errorf("%d unread after a fence over the whole job", len(s.unread))
+	}
+	if got := get(7); got != "c" {
+		t.Errorf("rank 7 reads %q after the fence over the job, want \"c\"", got)
 	}
 }

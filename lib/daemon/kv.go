@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vmihailenco/msgpack/v5"
+
 	"github.com/dynrt/dynrt/wire"
 )
 
@@ -123,6 +125,7 @@ func (s *sessionState) waitLocal(ctx context.Context, owner procKey, key string,
 func (s *sessionState) getRemote(ctx context.Context, owner procKey, b *wire.KVGetReq) (any, error) {
 	if !b.Refresh {
 		s.mu.Lock()
+		s.unreadLocked()
 		v, ok := s.remote[owner][b.Key]
 		s.mu.Unlock()
 		if ok {
@@ -150,6 +153,7 @@ func (s *sessionState) getRemote(ctx context.Context, owner procKey, b *wire.KVG
 	// A fence that completed while the fetch was under way may have made
 	// what it returns stale: use it for this get but do not keep it.
 	if s.remoteGen == gen && data != nil {
+		s.unreadLocked()
 		s.remote[owner] = data
 	}
 	s.mu.Unlock()
@@ -201,6 +205,12 @@ func (s *sessionState) fenced(job string, procs []wire.ProcRanges, collect bool,
 
 // fencedLocked is fenced with s.mu held.
 func (s *sessionState) fencedLocked(job string, procs []wire.ProcRanges, collect bool, data []wire.ProcKV) {
+	if len(procs) == 0 {
+		// A fence over all of job drops all that is known of its
+		// processes: data of job alone not read yet need not be decoded.
+		s.unread = slices.DeleteFunc(s.unread, func(u unreadData) bool { return u.onlyJob && u.job == job })
+	}
+	s.unreadLocked()
 	s.remoteGen++
 	if len(procs) == 0 {
 		for k := range s.remote {
@@ -218,9 +228,14 @@ func (s *sessionState) fencedLocked(job string, procs []wire.ProcRanges, collect
 			delete(s.remote, procKey{j, r})
 		}
 	}
-	if !collect {
-		return
+	if collect {
+		s.storeCollected(data)
 	}
+}
+
+// storeCollected puts a fence's collected data into the store of remote
+// data, for the owners that do not live here. s.mu must be held.
+func (s *sessionState) storeCollected(data []wire.ProcKV) {
 	for _, p := range data {
 		k := procKey{p.Job, p.Rank}
 		if _, local := s.committed[k]; !local {
@@ -273,12 +288,29 @@ func ctxErr(ctx context.Context, format string, args ...any) error {
 // the master's resend, so a short memory suffices.
 const fencedKeep = 256
 
-// handleFenced applies the collected data of a fence instance sent down
-// the tree (wire.FenceData), once per instance: the master answers this
+// fenceDataRaw is wire.FenceData with the data left encoded: a daemon
+// decodes it when one of its processes first reads data it did not have
+// (unreadLocked), not when it arrives. In a wire-up every daemon gets every
+// process's data, and decoding it all is most of a fence's cost (its N
+// entries on each of N daemons); processes often read only their peers'.
+type fenceDataRaw struct {
+	Inst  uint64             `msgpack:"i"`
+	Job   string             `msgpack:"j,omitempty"`
+	Procs []wire.ProcRanges  `msgpack:"p,omitempty"`
+	Data  msgpack.RawMessage `msgpack:"d,omitempty"` // an encoded []wire.ProcKV
+}
+
+// handleFenced applies the collected data of a fence instance sent as
+// kv.fenced (wire.FenceData), once per instance: the master answers this
 // daemon's entries with Stored once it has. A late copy (the master sent
 // it again directly) is not applied again, so it cannot put back data that
-// a later fence replaced.
-func (s *sessionState) handleFenced(_ context.Context, _ *wire.Request, b *wire.FenceData) (any, error) {
+// a later fence replaced. What the fence makes stale is dropped now; the
+// new data is kept encoded until it is first needed.
+func (s *sessionState) handleFenced(_ context.Context, req *wire.Request) (any, error) {
+	var b fenceDataRaw
+	if err := req.Decode(&b); err != nil {
+		return nil, err
+	}
 	if b.Job == "" || b.Inst == 0 {
 		return nil, wire.Errorf(wire.ErrInvalid, "daemon %s: kv.fenced without its job or instance number", s.d.node)
 	}
@@ -291,6 +323,34 @@ func (s *sessionState) handleFenced(_ context.Context, _ *wire.Request, b *wire.
 		s.fencedInsts = s.fencedInsts[1:]
 	}
 	s.fencedInsts = append(s.fencedInsts, b.Inst)
-	s.fencedLocked(b.Job, b.Procs, true, b.Data)
+	s.fencedLocked(b.Job, b.Procs, false, nil) // what it makes stale goes now
+	if len(b.Data) > 0 {
+		only := !slices.ContainsFunc(b.Procs, func(pr wire.ProcRanges) bool { return pr.Job != "" && pr.Job != b.Job })
+		s.unread = append(s.unread, unreadData{job: b.Job, onlyJob: only, raw: b.Data})
+	}
 	return nil, nil
+}
+
+// unreadData is a fence's collected data kept encoded (handleFenced).
+type unreadData struct {
+	job     string
+	onlyJob bool // it holds data of job's processes only
+	raw     msgpack.RawMessage
+}
+
+// unreadLocked puts the collected data kept encoded (handleFenced) into
+// the store of remote data, in the order it came. Everything that reads
+// or changes that store calls it first, so that the data stands where it
+// would have had it been applied on arrival. s.mu must be held.
+func (s *sessionState) unreadLocked() {
+	for i, u := range s.unread {
+		var data []wire.ProcKV
+		if err := wire.Unmarshal(u.raw, &data); err != nil {
+			s.d.log.Warn("daemon: a fence's collected data cannot be decoded; its processes' values will be fetched", "err", err)
+			continue
+		}
+		s.unread[i] = unreadData{}
+		s.storeCollected(data)
+	}
+	s.unread = s.unread[:0]
 }

@@ -26,8 +26,9 @@ type sessionState struct {
 	queues  map[*wire.Conn]*clientQueue // event writers, one per subscribed client connection
 	lastSub uint64
 
-	fences      fenceTable // rounds of local fence entries (fence.go)
-	fencedInsts []uint64   // fence instances applied from kv.fenced, oldest first (at most fencedKeep)
+	fences      fenceTable   // rounds of local fence entries (fence.go)
+	fencedInsts []uint64     // fence instances applied from kv.fenced, oldest first (at most fencedKeep)
+	unread      []unreadData // collected data from kv.fenced not decoded yet, oldest first (unreadLocked)
 }
 
 func newSessionState(d *Daemon) *sessionState {
@@ -54,7 +55,7 @@ func (d *Daemon) sessionRoutes() {
 	wire.HandleTyped(d.clients, wire.KindKVGet, s.handleGet)
 	wire.HandleTyped(d.clients, wire.KindFence, s.handleFence)
 	wire.HandleTyped(d.fromMaster, wire.KindKVFetch, s.handleFetch)
-	wire.HandleTyped(d.fromMaster, wire.KindFenced, s.handleFenced)
+	d.fromMaster.Handle(wire.KindFenced, s.handleFenced) // decodes the data only when it is read (fenceDataRaw)
 
 	// Event subscriptions: kept here, backed by the master's bus.
 	wire.HandleTyped(d.clients, wire.KindEventSub, s.handleEventSub)
@@ -80,6 +81,7 @@ func (d *Daemon) dropSessionJob(job string) {
 func (s *sessionState) dropJob(job string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.unreadLocked()
 	for _, m := range []map[procKey]map[string][]byte{s.staged, s.committed, s.remote} {
 		for k := range m {
 			if k.job == job {
