@@ -622,3 +622,28 @@ func TestFencedDecodedWhenRead(t *testing.T) {
 		t.Errorf("rank 7 reads %q after the fence over the job, want \"c\"", got)
 	}
 }
+
+// TestFencedWholeJobByName: a fence whose list names a job without ranks
+// (every live process of it) makes what is cached of that job's processes
+// stale, as a fence with no list does for the caller's job; other jobs'
+// entries stay.
+func TestFencedWholeJobByName(t *testing.T) {
+	d, err := newDaemon(Config{Node: "n0", Master: "/nowhere"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSessionState(d)
+	for _, k := range []procKey{{"j", 7}, {"j", 8}, {"other", 1}} {
+		s.remote[k] = map[string][]byte{"k": []byte("old")}
+	}
+	s.fenced("caller", []wire.ProcRanges{{Job: "j"}}, false, nil)
+	if _, ok := s.remote[procKey{"j", 7}]; ok {
+		t.Error("j/7's cached data survived a fence over all of job j")
+	}
+	if _, ok := s.remote[procKey{"j", 8}]; ok {
+		t.Error("j/8's cached data survived a fence over all of job j")
+	}
+	if _, ok := s.remote[procKey{"other", 1}]; !ok {
+		t.Error("a fence over job j dropped another job's data")
+	}
+}

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"maps"
@@ -205,25 +206,29 @@ func (s *sessionState) fenced(job string, procs []wire.ProcRanges, collect bool,
 
 // fencedLocked is fenced with s.mu held.
 func (s *sessionState) fencedLocked(job string, procs []wire.ProcRanges, collect bool, data []wire.ProcKV) {
+	// The jobs the fence names whole (no entries: the caller's job; an
+	// entry without ranks: every live process of its job): all that is
+	// known of their processes goes, and data of one of them alone not
+	// read yet need not be decoded.
+	whole := map[string]bool{}
 	if len(procs) == 0 {
-		// A fence over all of job drops all that is known of its
-		// processes: data of job alone not read yet need not be decoded.
-		s.unread = slices.DeleteFunc(s.unread, func(u unreadData) bool { return u.onlyJob && u.job == job })
+		whole[job] = true
 	}
+	for _, pr := range procs {
+		if len(pr.Ranks) == 0 {
+			whole[cmp.Or(pr.Job, job)] = true
+		}
+	}
+	s.unread = slices.DeleteFunc(s.unread, func(u unreadData) bool { return u.onlyJob && whole[u.job] })
 	s.unreadLocked()
 	s.remoteGen++
-	if len(procs) == 0 {
-		for k := range s.remote {
-			if k.job == job {
-				delete(s.remote, k)
-			}
+	for k := range s.remote {
+		if whole[k.job] {
+			delete(s.remote, k)
 		}
 	}
 	for _, pr := range procs {
-		j := pr.Job
-		if j == "" {
-			j = job
-		}
+		j := cmp.Or(pr.Job, job)
 		for r := range pr.Ranks.All() {
 			delete(s.remote, procKey{j, r})
 		}
