@@ -10,6 +10,7 @@ import (
 	"github.com/dynrt/dynrt/lib/pset"
 	"github.com/dynrt/dynrt/lib/rc"
 	"github.com/dynrt/dynrt/wire"
+	"time"
 )
 
 // Phase 3 done by the daemon (docs/wire.md, "Phase 3"): a process sends
@@ -64,6 +65,7 @@ func (d *Daemon) handleRCAccept(ctx context.Context, req *wire.Request, b *wire.
 func (d *Daemon) rcAccept(ctx context.Context, c Caller, b *wire.RCAcceptReq) (_ *wire.RCAcceptReply, err error) {
 	ctx, cancel := withTimeout(ctx, b.TimeoutMS)
 	defer cancel()
+	defer func() { d.abortSeen(ctx, err, c.Job, b.Delta) }()
 	p, err := d.planAccept(c, b)
 	if errors.Is(err, wire.ErrAborted) {
 		d.tookPart(c.Job, c.Rank, b.Delta, "", err) // the abort is reported
@@ -254,6 +256,7 @@ func (d *Daemon) handleRCConfirm(ctx context.Context, req *wire.Request, b *wire
 func (d *Daemon) rcConfirm(ctx context.Context, c Caller, b *wire.RCConfirmReq) (_ *wire.RCAcceptReply, err error) {
 	ctx, cancel := withTimeout(ctx, b.TimeoutMS)
 	defer cancel()
+	defer func() { d.abortSeen(ctx, err, c.Job, b.Delta) }()
 	d.mu.Lock()
 	_, r, err := d.rcRecord(c, b.Delta)
 	var rec wire.RC
@@ -379,6 +382,49 @@ func (d *Daemon) rcWait(ctx context.Context, job, delta string, answer <-chan lo
 		case <-wake:
 		case <-ctx.Done():
 			return nil, ctxErr(ctx, "daemon %s: %s: waiting for %s", d.node, delta, what)
+		}
+	}
+}
+
+// abortSeenWait bounds abortSeen: the abort's pushes follow its answer
+// closely unless the daemon's connection is in trouble.
+const abortSeenWait = 10 * time.Second
+
+// abortSeen returns, when err says that the change delta of job was
+// aborted, once this daemon's copy of that change says so too. The master
+// answers the waiting requests of an aborted change directly, and pushes
+// the reverted job data and sets, then the record, through the daemon's
+// ordered queue; a process told of the abort by the answer must find the
+// job as the abort left it when it next asks its daemon (its size, its
+// sets), not as the change had made it.
+func (d *Daemon) abortSeen(ctx context.Context, err error, job, delta string) {
+	if !errors.Is(err, wire.ErrAborted) {
+		return
+	}
+	n, perr := pset.Parse(delta)
+	if perr != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortSeenWait)
+	defer cancel()
+	for {
+		d.mu.Lock()
+		var wake chan struct{}
+		seen := true // nothing to wait for: no record here, or it says so
+		if jc := d.jobs[job]; jc != nil && jc.rcs != nil {
+			if rec := jc.rcs.byDelta[n.String()]; rec != nil && rec.Status != wire.RCAborted {
+				wake, seen = jc.rcs.wake, false
+			}
+		}
+		d.mu.Unlock()
+		if seen {
+			return
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			d.log.Warn("daemon: a resource change's abort was answered, but its record has not arrived", "job", job, "delta", delta)
+			return
 		}
 	}
 }
