@@ -123,6 +123,10 @@ type LaunchReq struct {
 	Data   *JobData    `msgpack:"jd,omitempty"`   // the job as the master sees it after this launch
 	Psets  *PsetPush   `msgpack:"ps,omitempty"`   // the job's sets (WORLD and mpi://app/<app> at launch)
 	PMI    *PMIJob     `msgpack:"pmi,omitempty"`  // the job's PMI service; nil = none
+	// Mine: start the ranks Data places on the receiving daemon's node
+	// (Ranks is empty). The same request then goes to every node of a
+	// launch, encoded once, and can go down the tree of daemons.
+	Mine bool `msgpack:"mine,omitempty"`
 }
 
 // LaunchReply lists what was forked; failures to start are reported as

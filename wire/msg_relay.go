@@ -18,10 +18,12 @@ const (
 )
 
 // Relayable names the request kinds a relay may carry: cache updates that
-// every daemon of a job gets alike. A daemon refuses a relay of any other.
+// every daemon of a job gets alike, and a job's launch (LaunchReq.Mine:
+// each daemon starts the ranks the job data places on its node). A daemon
+// refuses a relay of any other.
 func Relayable(kind string) bool {
 	switch kind {
-	case KindNodeJobData, KindPsetPush, KindRCPush, KindPing, KindFenced:
+	case KindNodeJobData, KindPsetPush, KindRCPush, KindPing, KindFenced, KindNodeLaunch:
 		return true
 	}
 	return false
@@ -31,7 +33,7 @@ func Relayable(kind string) bool {
 type NodeRelay struct {
 	Seq    uint64             `msgpack:"q"`            // the master's relay number; a daemon applies each once (numbers only grow; 0 = always, for pings)
 	To     uint64             `msgpack:"to,omitempty"` // the receiving daemon's RelayID (0 = any): a daemon that replaced it since does not apply a late copy
-	Kind   string             `msgpack:"k"`            // kind of the inner request: node.jobdata, pset.push, rc.push, kv.fenced or ping
+	Kind   string             `msgpack:"k"`            // kind of the inner request: node.jobdata, pset.push, rc.push, kv.fenced, ping or node.launch
 	Body   msgpack.RawMessage `msgpack:"b,omitempty"`  // its body, encoded once by the master
 	Radix  uint32             `msgpack:"r,omitempty"`  // how many parts Below is cut into at each level (0 = 1)
 	Below  []RelayHop         `msgpack:"bl,omitempty"` // the receiver's subtree, in tree order (RelayParts)
@@ -48,7 +50,8 @@ type RelayHop struct {
 // NodeRelayReply lists the nodes of the subtree that did not apply the
 // inner request (none: every one did).
 type NodeRelayReply struct {
-	Failed []RelayFailure `msgpack:"f,omitempty"` // nodes that did not apply it, with why
+	Failed  []RelayFailure `msgpack:"f,omitempty"` // nodes that did not apply it, with why
+	Started []ProcStarted  `msgpack:"s,omitempty"` // node.launch: the processes the subtree started (LaunchReply.Started of each node)
 }
 
 // RelayFailure is a node of a relay's subtree that did not apply it.

@@ -147,7 +147,7 @@ func samples() map[string]any {
 		"JobData":           &jobData,
 		"LaunchReq": &LaunchReq{Job: "dvm1.7", App: "lu", ID: 7, Ranks: RankRanges{{8, 11}}, Argv: []string{"./lu"},
 			Env: []string{"X=1"}, Wdir: "/w", Output: outFlags, Delta: "mpi://rte/lu/rc/1", Stdin: true,
-			Data: &JobData{Gen: 6, ID: 7, Job: "dvm1.7", App: "lu", Size: 12, NextRank: 12, Placement: pl}, Psets: &push, PMI: &pmiJob},
+			Data: &JobData{Gen: 6, ID: 7, Job: "dvm1.7", App: "lu", Size: 12, NextRank: 12, Placement: pl}, Psets: &push, PMI: &pmiJob, Mine: true},
 		"LaunchReply": &LaunchReply{Started: []ProcStarted{started}},
 		"ProcStarted": &started,
 		"ProcExited": &ProcExited{Job: "dvm1.1", Rank: 4, PID: 999, Node: "n1", Code: 137, Signal: 9, Forced: true,
@@ -161,7 +161,7 @@ func samples() map[string]any {
 		"TreeState":      &TreeState{Radix: 16, Relays: 40, Resends: 2, Fences: 3},
 		"RelayHop":       &RelayHop{Node: "n2", Addr: "unix:/run/n2.sock", ID: 79},
 		"RelayFailure":   &RelayFailure{Node: "n3", Unreached: true, Err: &Error{Code: CodeClosed, Msg: "connection closed"}},
-		"NodeRelayReply": &NodeRelayReply{Failed: []RelayFailure{{Node: "n3", Unreached: true}, {Node: "n2", Err: &Error{Code: CodeInvalid, Msg: "no such job"}}}},
+		"NodeRelayReply": &NodeRelayReply{Failed: []RelayFailure{{Node: "n3", Unreached: true}, {Node: "n2", Err: &Error{Code: CodeInvalid, Msg: "no such job"}}}, Started: []ProcStarted{started}},
 		"Ping":           &Ping{Seq: 1, Time: 2},
 
 		"PMIJob":        &pmiJob,

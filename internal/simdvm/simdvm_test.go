@@ -115,6 +115,64 @@ func TestLaunchAndKill(t *testing.T) {
 	}
 }
 
+// TestLaunchTree: with a tree of daemons, a launch goes down the tree as
+// one request (each daemon starts the ranks the job data places on it),
+// and the master learns every process's pid from the answers that come
+// back up; a program the nodes lack fails every rank as without a tree.
+func TestLaunchTree(t *testing.T) {
+	const nodes, slots = 8, 4
+	d, c := start(t, nodes, slots, func(c *master.Config) { c.TreeRadix = 2 })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	before, err := d.M.TreeStats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := launch(t, c, wire.JobLaunchReq{Argv: []string{simnode.Idle}, N: nodes * slots, PMI: wire.PMINone})
+	st, err := d.M.TreeStats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Relays != before.Relays+2 || st.Resends != 0 {
+		t.Errorf("tree stats went from %+v to %+v over the launch: want 2 more relays (one per part), no resend", before, st)
+	}
+	if got := d.Running(); got != nodes*slots {
+		t.Fatalf("%d simulated processes run after the launch, want %d", got, nodes*slots)
+	}
+	info, err := c.Job(ctx, wire.JobStateReq{Job: rep.Job, Procs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	where := map[uint32]string{}
+	for _, pl := range info.Placement {
+		for r := range pl.Ranks.All() {
+			where[r] = pl.Node
+		}
+	}
+	if len(info.Procs) != nodes*slots {
+		t.Fatalf("job info lists %d processes, want %d", len(info.Procs), nodes*slots)
+	}
+	for _, p := range info.Procs {
+		if p.State != wire.ProcStateRunning || p.PID <= 0 || p.Started == 0 || p.Node != where[p.Rank] {
+			t.Errorf("rank %d: %+v, want running on %s with its pid and start time", p.Rank, p, where[p.Rank])
+		}
+	}
+	if err := c.KillJob(ctx, rep.Job, 0, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WaitJob(ctx, rep.Job); err != nil {
+		t.Fatal(err)
+	}
+	missing := launch(t, c, wire.JobLaunchReq{Argv: []string{"/usr/bin/true"}, N: nodes * slots, PMI: wire.PMINone})
+	end, err := c.WaitJob(ctx, missing.Job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end.Code != 127 || d.Running() != 0 {
+		t.Errorf("a missing program down the tree: code %d (%s), %d running; want 127, none", end.Code, end.Msg, d.Running())
+	}
+}
+
 // TestExitCode: a simulated process's exit code is the job's, as a
 // forked one's would be, and a program a simulated node does not have
 // fails like a missing executable (127) with a message naming it.

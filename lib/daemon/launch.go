@@ -34,6 +34,11 @@ func (d *Daemon) handleLaunch(ctx context.Context, _ *wire.Request, b *wire.Laun
 	if err := b.Ranks.Check(); err != nil {
 		return nil, err
 	}
+	if b.Mine {
+		if err := d.mine(b); err != nil {
+			return nil, err
+		}
+	}
 	d.mu.Lock()
 	if d.stopping {
 		d.mu.Unlock()
@@ -65,6 +70,24 @@ func (d *Daemon) handleLaunch(ctx context.Context, _ *wire.Request, b *wire.Laun
 		base := d.baseEnv(b, size, d.Index())
 		return &wire.LaunchReply{Started: d.startRanks(b, base, ranks, entries)}, nil
 	}), nil
+}
+
+// mine sets the ranks of a launch that says "the ranks the job data
+// places here" (LaunchReq.Mine) from its data.
+func (d *Daemon) mine(b *wire.LaunchReq) error {
+	switch {
+	case b.Data == nil || b.Data.Delta:
+		return wire.Errorf(wire.ErrInvalid, "daemon %s: launch of job %s: \"mine\" needs the whole job data", d.node, b.Job)
+	case len(b.Ranks) > 0:
+		return wire.Errorf(wire.ErrInvalid, "daemon %s: launch of job %s names ranks and \"mine\": want one of them", d.node, b.Job)
+	}
+	for _, p := range b.Data.Placement {
+		if p.Node == d.node {
+			b.Ranks = p.Ranks
+			return b.Ranks.Check()
+		}
+	}
+	return nil // none here: the job's data and sets are cached all the same
 }
 
 // reserve enters a placeholder for each rank of b in d.live (counted in

@@ -5,8 +5,10 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"maps"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -33,6 +35,10 @@ type relayState struct {
 	// not have arrived; numbers only grow at any one daemon).
 	apply sync.Mutex
 	seen  uint64
+	// started remembers what the last launches relayed here started, by
+	// relay number: a resend of one that was applied (its answer was lost
+	// on the way up) must still tell the master what runs.
+	started map[uint64][]wire.ProcStarted
 
 	mu     sync.Mutex
 	peers  map[string]*peerConn // by relay address
@@ -53,7 +59,7 @@ func (d *Daemon) handleRelay(ctx context.Context, _ *wire.Request, b *wire.NodeR
 			Err: &wire.Error{Code: wire.CodeClosed, Msg: "daemon " + d.node + ": relay for an earlier daemon of this node"}}}}, nil
 	}
 	if !wire.Relayable(b.Kind) {
-		return nil, wire.Errorf(wire.ErrInvalid, "daemon %s: node.relay: %q cannot be relayed (only node.jobdata, pset.push, rc.push, kv.fenced and ping)", d.node, b.Kind)
+		return nil, wire.Errorf(wire.ErrInvalid, "daemon %s: node.relay: %q cannot be relayed (only node.jobdata, pset.push, rc.push, kv.fenced, ping and node.launch)", d.node, b.Kind)
 	}
 	wait := time.Duration(b.WaitMS) * time.Millisecond
 	if wait <= 0 {
@@ -62,7 +68,7 @@ func (d *Daemon) handleRelay(ctx context.Context, _ *wire.Request, b *wire.NodeR
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	parts := wire.RelayParts(len(b.Below), int(b.Radix))
-	results := make(chan []wire.RelayFailure, len(parts))
+	results := make(chan wire.NodeRelayReply, len(parts))
 	for _, p := range parts {
 		head, below := b.Below[p[0]], b.Below[p[0]+1:p[1]]
 		sub := &wire.NodeRelay{Seq: b.Seq, To: head.ID, Kind: b.Kind, Body: b.Body, Radix: b.Radix, Below: below,
@@ -70,37 +76,61 @@ func (d *Daemon) handleRelay(ctx context.Context, _ *wire.Request, b *wire.NodeR
 		go func() { results <- d.forward(ctx, head, sub) }()
 	}
 	var rep wire.NodeRelayReply
-	if err := d.applyRelay(ctx, b); err != nil {
+	started, err := d.applyRelay(ctx, b)
+	if err != nil {
 		rep.Failed = append(rep.Failed, wire.RelayFailure{Node: d.node, Err: wire.ToWire(err)})
 	}
+	rep.Started = started
 	for range parts {
-		rep.Failed = append(rep.Failed, <-results...)
+		sub := <-results
+		rep.Failed = append(rep.Failed, sub.Failed...)
+		rep.Started = append(rep.Started, sub.Started...)
 	}
 	return &rep, nil
 }
 
-// applyRelay applies the inner request of b once.
-func (d *Daemon) applyRelay(ctx context.Context, b *wire.NodeRelay) error {
+// keepLaunches bounds relayState.started.
+const keepLaunches = 16
+
+// applyRelay applies the inner request of b once and returns, for a
+// launch, the processes it started. A launch holds apply until its forks
+// are done, so that a resend waits for them and answers the same.
+func (d *Daemon) applyRelay(ctx context.Context, b *wire.NodeRelay) ([]wire.ProcStarted, error) {
 	d.relay.apply.Lock()
 	defer d.relay.apply.Unlock()
 	if b.Seq != 0 && b.Seq <= d.relay.seen {
-		return nil // applied already: this is the master's resend, or the late copy
+		// Applied already: this is the master's resend, or the late copy.
+		return d.relay.started[b.Seq], nil
 	}
 	d.relay.seen = max(d.relay.seen, b.Seq)
-	_, err := d.fromMaster.Serve(ctx, &wire.Request{Kind: b.Kind, Body: b.Body, Conn: d.master})
-	return err
+	rep, err := d.fromMaster.Serve(ctx, &wire.Request{Kind: b.Kind, Body: b.Body, Conn: d.master})
+	if later, ok := rep.(wire.Later); ok && err == nil {
+		rep, err = later()
+	}
+	lr, ok := rep.(*wire.LaunchReply)
+	if !ok || err != nil || b.Seq == 0 {
+		return nil, err
+	}
+	if d.relay.started == nil {
+		d.relay.started = make(map[uint64][]wire.ProcStarted)
+	}
+	if len(d.relay.started) >= keepLaunches {
+		delete(d.relay.started, slices.Min(slices.Collect(maps.Keys(d.relay.started))))
+	}
+	d.relay.started[b.Seq] = lr.Started
+	return lr.Started, nil
 }
 
-// forward passes sub to head and returns the failures of head's subtree:
-// all of it, as not reached, when head cannot be asked.
-func (d *Daemon) forward(ctx context.Context, head wire.RelayHop, sub *wire.NodeRelay) []wire.RelayFailure {
+// forward passes sub to head and returns the answer of head's subtree:
+// all of it failed, as not reached, when head cannot be asked.
+func (d *Daemon) forward(ctx context.Context, head wire.RelayHop, sub *wire.NodeRelay) wire.NodeRelayReply {
 	var rep wire.NodeRelayReply
 	c, err := d.peer(ctx, head.Addr)
 	if err == nil {
 		err = c.Call(ctx, wire.KindNodeRelay, sub, &rep)
 	}
 	if err == nil {
-		return rep.Failed
+		return rep
 	}
 	d.log.Debug("daemon: relay to a daemon below failed; the master will send to its subtree directly", "node", head.Node, "addr", head.Addr, "err", err)
 	werr := wire.ToWire(err)
@@ -109,7 +139,7 @@ func (d *Daemon) forward(ctx context.Context, head wire.RelayHop, sub *wire.Node
 	for _, h := range sub.Below {
 		failed = append(failed, wire.RelayFailure{Node: h.Node, Unreached: true, Err: werr})
 	}
-	return failed
+	return wire.NodeRelayReply{Failed: failed}
 }
 
 // peer returns a connection to the daemon at addr, dialing it the first

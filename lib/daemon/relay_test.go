@@ -2,9 +2,12 @@ package daemon
 
 import (
 	"context"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/dynrt/dynrt/lib/dvmdir"
 	"github.com/dynrt/dynrt/wire"
 )
 
@@ -85,4 +88,81 @@ func TestRelayUnreachable(t *testing.T) {
 		t.Errorf("failures %v, want a, b and c not reached", failed)
 	}
 	d.closePeers()
+}
+
+// TestRelayLaunch: a launch that says "the ranks the data places here"
+// (Mine) starts this node's ranks of the data; relayed, its answer lists
+// what started, and the master's resend of the same relay number starts
+// nothing more and answers the same. Mine with ranks, or without the
+// whole job data, is refused.
+func TestRelayLaunch(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "d")
+	if err := dvmdir.Ensure(dir); err != nil {
+		t.Fatal(err)
+	}
+	f, sock := startFakeMaster(t, dir)
+	runErr := make(chan error, 1)
+	go func() {
+		runErr <- Run(context.Background(), Config{Master: sock, Node: "n1", Slots: 4, DVM: "dvm1", Dir: dir, KillGrace: 200 * time.Millisecond})
+	}()
+	var mc *wire.Conn
+	select {
+	case mc = <-f.conn:
+	case err := <-runErr:
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	data := &wire.JobData{Gen: 1, ID: 1, Job: "dvm1.1", App: "a", Size: 4, NextRank: 4,
+		Placement: []wire.Placement{{Node: "n0", Ranks: wire.Span(0, 1)}, {Node: "n1", Ranks: wire.Span(2, 3)}}}
+	body := &wire.LaunchReq{Job: "dvm1.1", App: "a", ID: 1, Argv: []string{"sleep", "30"}, Data: data, Mine: true}
+	raw, err := wire.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	relay := &wire.NodeRelay{Seq: 7, Kind: wire.KindNodeLaunch, Body: raw}
+	var first, again wire.NodeRelayReply
+	if err := mc.Call(ctx, wire.KindNodeRelay, relay, &first); err != nil {
+		t.Fatal(err)
+	}
+	ranks := func(rep wire.NodeRelayReply) (rr []uint32) {
+		for _, s := range rep.Started {
+			if s.PID <= 0 || s.Node != "n1" || s.Job != "dvm1.1" {
+				t.Errorf("started %+v", s)
+			}
+			rr = append(rr, s.Rank)
+		}
+		return rr
+	}
+	if got := ranks(first); len(first.Failed) != 0 || !slices.Equal(got, []uint32{2, 3}) {
+		t.Fatalf("relayed launch: started %v, failed %+v; want ranks 2 and 3 (n1's), none failed", got, first.Failed)
+	}
+	if err := mc.Call(ctx, wire.KindNodeRelay, relay, &again); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ranks(again), ranks(first)) || again.Started[0].PID != first.Started[0].PID {
+		t.Errorf("resent launch: started %+v, want the first answer %+v", again.Started, first.Started)
+	}
+	var kr wire.KillReply
+	if err := mc.Call(ctx, wire.KindNodeKill, &wire.KillReq{Job: "dvm1.1"}, &kr); err != nil || kr.N != 2 {
+		t.Errorf("kill after a launch and its resend: %+v %v, want 2 processes (started once)", kr, err)
+	}
+
+	for _, bad := range []*wire.LaunchReq{
+		{Job: "dvm1.2", Argv: []string{"true"}, Mine: true},
+		{Job: "dvm1.2", Argv: []string{"true"}, Mine: true, Ranks: wire.Span(2, 2), Data: data},
+		{Job: "dvm1.2", Argv: []string{"true"}, Mine: true, Data: &wire.JobData{Job: "dvm1.2", Delta: true, Base: 1}},
+	} {
+		var rep wire.LaunchReply
+		if err := mc.Call(ctx, wire.KindNodeLaunch, bad, &rep); wire.CodeOf(err) != wire.CodeInvalid {
+			t.Errorf("launch %+v: %v, want invalid", bad, err)
+		}
+	}
+	if err := mc.Call(ctx, wire.KindNodeStop, &wire.NodeStopReq{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-runErr; err != nil {
+		t.Errorf("Run: %v", err)
+	}
 }

@@ -342,33 +342,107 @@ func (s *state) launch(c *wire.Conn, b *wire.JobLaunchReq, reply func(*wire.JobL
 		in.Members = nil
 		s.publish(wire.Event{Kind: wire.EvPsetDef, Job: ns, Pset: &in})
 	}
-	var calls []*nodeCall
+	// Every node gets the same request, encoded once: each daemon starts
+	// the ranks the data places on it (Mine). Per node, the data (an
+	// entry per node) would cost the master O(nodes²) to encode.
+	start := share(&wire.LaunchReq{
+		Job: ns, App: app, ID: id, Argv: b.Argv, Env: b.Env, Wdir: b.Wdir, Output: b.Output,
+		Stdin: b.Stdin, // only rank 0 reads it (daemon stdin.go)
+		Data:  data, Psets: push, PMI: s.pmiLaunch(j), Mine: true,
+	})
+	var others *sharedBody
+	if j.everywhere() {
+		jd := *data // a copy: data also rides along node.launch, without sets of its own
+		jd.Psets = push
+		others = share(&jd)
+	}
+	radix := s.m.cfg.TreeRadix
+	var calls, direct, relayed []*nodeCall
+	var tree []*node
 	for _, n := range s.nodes {
 		if !n.up {
 			continue
 		}
 		call := &nodeCall{node: n.idx}
 		if rr, ok := j.nodes[n.idx]; ok {
-			call.kind, call.ranks = wire.KindNodeLaunch, rr
-			call.body = &wire.LaunchReq{
-				Job: ns, App: app, ID: id, Ranks: rr, Argv: b.Argv, Env: b.Env, Wdir: b.Wdir, Output: b.Output,
-				Stdin: b.Stdin, // only rank 0 reads it (daemon stdin.go)
-				Data:  data, Psets: push, PMI: s.pmiLaunch(j),
+			call.kind, call.ranks, call.body = wire.KindNodeLaunch, rr, start
+			if radix > 0 && s.relayReady(n) {
+				tree, relayed = append(tree, n), append(relayed, call)
+			} else {
+				direct = append(direct, call)
 			}
 		} else {
-			if !j.everywhere() {
+			if others == nil {
 				continue // only the daemons of j's nodes hold it (node.hasJob)
 			}
-			call.kind = wire.KindNodeJobData
-			jd := *data // a copy: data also rides along node.launch, without sets of its own
-			jd.Psets = push
-			call.body = &jd
+			call.kind, call.body = wire.KindNodeJobData, others
+			direct = append(direct, call)
 		}
 		n.sentJobData(ns, data.Gen)
 		j.pushed = data
 		calls = append(calls, call)
 	}
-	s.callRound(calls, func(s *state) { s.launchDone(j, calls, reply) })
+	left := 1 + len(relayed) // the direct round, and each relayed node
+	finished := func(s *state) {
+		if left--; left == 0 {
+			s.launchDone(j, calls, reply)
+		}
+	}
+	if len(tree) <= radix || !s.relayLaunch(j, start, tree, relayed, finished) {
+		direct, left = calls, 1 // too few for a tree: one call each
+	}
+	s.callRound(direct, finished)
+}
+
+// relayLaunch sends the launch start to nodes down the tree of daemons
+// (tree.go) and books each node's outcome into its call of calls, then
+// runs each once that node is settled. It returns false, having done
+// nothing, if start cannot be encoded.
+func (s *state) relayLaunch(j *job, start *sharedBody, nodes []*node, calls []*nodeCall, each func(s *state)) bool {
+	raw, err := start.bytes()
+	if err != nil {
+		return false
+	}
+	st := s.rcs()
+	byNode := make(map[int]*nodeCall, len(calls))
+	for i, n := range nodes {
+		q := st.queues[n.idx]
+		if q == nil {
+			q = &pushq{}
+			st.queues[n.idx] = q
+		}
+		q.busy = true // what the loop sends n next waits behind the launch (sendNode)
+		byNode[n.idx] = calls[i]
+	}
+	settled := make(map[int]bool, len(nodes))
+	st.relaySeq++
+	s.relay(st.relaySeq, s.m.cfg.TreeRadix, wire.KindNodeLaunch, raw, nodes, func(s *state, f *relayFlight, i int, err error) {
+		n := f.nodes[i]
+		q := s.rc.queues[n.idx]
+		q.busy, q.flight, q.relay = false, nil, nil
+		c := byNode[n.idx]
+		settled[n.idx] = true
+		if err == nil && !n.up && len(c.rep.Started) == 0 {
+			err = wire.Errorf(wire.ErrClosed, "master: node %s went down during the launch of job %s", n.name, j.ns)
+		}
+		c.err = err
+		s.pump(n.idx)
+		each(s)
+	}, func(f *relayFlight, i int) {
+		q := st.queues[f.nodes[i].idx]
+		q.relay = f
+	}, func(s *state, rep *wire.NodeRelayReply) {
+		for _, ps := range rep.Started {
+			p := j.procs.at(ps.Rank)
+			if p == nil || ps.Job != j.ns || settled[p.node] {
+				continue // not this job's, or that node's answer is in (a late copy)
+			}
+			if c := byNode[p.node]; c != nil {
+				c.rep.Started = append(c.rep.Started, ps)
+			}
+		}
+	})
+	return true
 }
 
 // startCode maps a failed launch call to an exit code like a shell's.

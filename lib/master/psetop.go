@@ -195,10 +195,9 @@ type pushq struct {
 	busy   bool
 	items  []*pushItem
 	flight []*pushItem // the batch in flight while busy
-	// relay is the flight of a push in flight down the tree (tree.go),
-	// relayAt this node's place in it: requests wait behind it (sendNode).
-	relay   *relayFlight
-	relayAt int
+	// relay is the flight of a push or launch in flight down the tree
+	// (tree.go): requests wait behind it (sendNode).
+	relay *relayFlight
 }
 
 type pushItem struct {

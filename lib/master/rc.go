@@ -64,6 +64,10 @@ type rcState struct {
 	psetSeq              uint64            // PsetPush.Seq counter
 	relaySeq             uint64            // NodeRelay.Seq counter (tree.go)
 	treeSent, treeResent uint64            // TreeStats
+	// flights are the relays down the tree not yet settled at every node
+	// (tree.go): a node that becomes suspect has its subtree in each of
+	// them sent to directly (relayStalled).
+	flights map[*relayFlight]struct{}
 }
 
 // jobRC holds the changes of one job.

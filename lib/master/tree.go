@@ -3,6 +3,7 @@ package master
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -31,8 +32,10 @@ type relayFlight struct {
 	nodes  []*node
 	conns  []*wire.Conn // each node's connection when it was sent: a rejoined daemon is not blamed for its predecessor
 	settle func(s *state, i int, err error)
-	done   []bool // settled: answered through the tree, or directly
-	resent []bool // sent again directly; that answer settles it
+	got    func(s *state, rep *wire.NodeRelayReply) // each answer, before the nodes it settles (a launch's Started); may be nil
+	done   []bool                                   // settled: answered through the tree, or directly
+	resent []bool                                   // sent again directly; that answer settles it
+	left   int                                      // nodes not settled yet; at 0 the flight leaves rcState.flights
 }
 
 // relayReady reports whether n's push may go down the tree now: nothing is
@@ -75,23 +78,27 @@ func (s *state) relayPush(kind string, sh *sharedBody, nodes []*node, items []*p
 		s.pump(n.idx)
 	}, func(f *relayFlight, i int) {
 		q := st.queues[f.nodes[i].idx]
-		q.relay, q.relayAt = f, i
-	})
+		q.relay = f
+	}, nil)
 	return true
 }
 
 // relay sends the relay seq of kind with body raw to nodes, cut into
 // parts by radix, and calls settled once per node when it has applied
 // it or failed. mark, if not nil, is called for each node's place in its
-// flight before anything is sent.
+// flight before anything is sent; got, if not nil, with every answer (a
+// head's for its part, a node's own when sent to it directly) before the
+// nodes it answers for are settled.
 func (s *state) relay(seq uint64, radix int, kind string, raw msgpack.RawMessage, nodes []*node,
-	settled func(s *state, f *relayFlight, i int, err error), mark func(f *relayFlight, i int)) {
+	settled func(s *state, f *relayFlight, i int, err error), mark func(f *relayFlight, i int),
+	got func(s *state, rep *wire.NodeRelayReply)) {
 	wait := (s.m.callTimeout * 3 / 4).Milliseconds() // the head answers before the master's call gives up
 	var flights []*relayFlight
 	for _, p := range wire.RelayParts(len(nodes), radix) {
 		part := nodes[p[0]:p[1]]
 		f := &relayFlight{seq: seq, base: p[0], kind: kind, raw: raw, radix: radix, nodes: part,
-			conns: make([]*wire.Conn, len(part)), done: make([]bool, len(part)), resent: make([]bool, len(part))}
+			conns: make([]*wire.Conn, len(part)), done: make([]bool, len(part)), resent: make([]bool, len(part)), got: got,
+			left: len(part)}
 		f.settle = func(s *state, i int, err error) { settled(s, f, i, err) }
 		for i, n := range part {
 			f.conns[i] = n.conn
@@ -103,7 +110,11 @@ func (s *state) relay(seq uint64, radix int, kind string, raw msgpack.RawMessage
 	}
 	m := s.m
 	st := s.rcs()
+	if st.flights == nil {
+		st.flights = make(map[*relayFlight]struct{})
+	}
 	for _, f := range flights {
+		st.flights[f] = struct{}{}
 		st.treeSent++
 		below := make([]wire.RelayHop, 0, len(f.nodes)-1)
 		for _, n := range f.nodes[1:] {
@@ -113,7 +124,14 @@ func (s *state) relay(seq uint64, radix int, kind string, raw msgpack.RawMessage
 		rep := new(wire.NodeRelayReply)
 		sendNow(head, outMsg{kind: wire.KindNodeRelay, resp: rep,
 			body: &wire.NodeRelay{Seq: seq, To: head.relayID, Kind: kind, Body: raw, Radix: uint32(radix), Below: below, WaitMS: wait},
-			done: func(err error) { m.post(func(s *state) { s.relayAnswered(f, rep, err) }) }})
+			done: func(err error) {
+				m.post(func(s *state) {
+					if err == nil && f.got != nil {
+						f.got(s, rep)
+					}
+					s.relayAnswered(f, rep, err)
+				})
+			}})
 	}
 }
 
@@ -162,6 +180,9 @@ func (s *state) resendDirect(f *relayFlight, i int) {
 		body: &wire.NodeRelay{Seq: f.seq, To: n.relayID, Kind: f.kind, Body: f.raw},
 		done: func(err error) {
 			m.post(func(s *state) {
+				if err == nil && f.got != nil {
+					f.got(s, rep)
+				}
 				if err == nil && len(rep.Failed) > 0 {
 					if fl := rep.Failed[0]; fl.Err != nil {
 						err = fl.Err
@@ -179,28 +200,34 @@ func (s *state) settleRelay(f *relayFlight, i int, err error) {
 		return
 	}
 	f.done[i] = true
+	if f.left--; f.left == 0 {
+		delete(s.rcs().flights, f)
+	}
 	if err != nil && wire.CodeOf(err) == wire.CodeClosed && !f.nodes[i].up {
 		err = nil // it went down meanwhile: nothing to blame it for
 	}
 	f.settle(s, i, err)
 }
 
-// relayStalled sends the relay directly to the nodes below node n in its
-// flight, n having become suspect: they would otherwise wait for the
-// relay's answer as long as the daemons above them wait for n.
+// relayStalled sends each relay in flight directly to the nodes below
+// node n, n having become suspect: they would otherwise wait for the
+// relay's answer as long as the daemons above them wait for n. This holds
+// for every flight n is in: a push's (one per node at a time, its queue's
+// relay), and a fence's data or a ping round, which do not queue.
 func (s *state) relayStalled(n *node) {
 	if s.rc == nil {
 		return
 	}
-	q := s.rc.queues[n.idx]
-	if q == nil || q.relay == nil {
-		return
-	}
-	f, at := q.relay, q.relayAt
-	lo, hi := wire.RelaySubtree(len(f.nodes), f.radix, at)
-	for i := lo; i < hi; i++ {
-		if !f.done[i] && !f.resent[i] {
-			s.resendDirect(f, i)
+	for f := range s.rc.flights {
+		at := slices.Index(f.nodes, n)
+		if at < 0 || f.done[at] {
+			continue
+		}
+		lo, hi := wire.RelaySubtree(len(f.nodes), f.radix, at)
+		for i := lo; i < hi; i++ {
+			if !f.done[i] && !f.resent[i] {
+				s.resendDirect(f, i)
+			}
 		}
 	}
 }

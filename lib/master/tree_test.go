@@ -154,3 +154,101 @@ func TestTreeRelayNeedsToken(t *testing.T) {
 		c.Close()
 	}
 }
+
+// TestTreeLaunchResend: a launch goes down a tree of radix 2 over 6 nodes
+// (the master writes to node0 and node3; node3 passes it on to node4 and
+// node5). node4's relay name is gone, so node3 reports it not reached;
+// the master then sends node4 the launch over its own connection, and
+// every rank runs once, on its node, with the pid its daemon reported.
+func TestTreeLaunchResend(t *testing.T) {
+	const nodes = 6
+	d := startDVM(t, nodes, 1, func(c *Config) { c.TreeRadix = 2 })
+	var addr string
+	if err := do(context.Background(), d.m, func(s *state) error {
+		addr = s.nodes[4].relay
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(addr) < 6 || addr[:5] != "unix:" {
+		t.Fatalf("node4's relay address %q, want unix:<a name of its client socket>", addr)
+	}
+	if err := os.Remove(addr[5:]); err != nil {
+		t.Fatal(err)
+	}
+	before := d.treeStats()
+	job, err := d.launch(wire.JobLaunchReq{Argv: sh(`exec sleep 60`), N: nodes, MapBy: wire.MapByNode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := d.treeStats(); st.Relays != before.Relays+2 || st.Resends != before.Resends+1 {
+		t.Errorf("tree stats went from %+v to %+v over the launch: want 2 relays and node4's resend", before, st)
+	}
+	where := map[uint32]string{}
+	for _, pl := range job.Placement {
+		for r := range pl.Ranks.All() {
+			where[r] = pl.Node
+		}
+	}
+	procs := d.procs(job.Job)
+	if len(procs) != nodes {
+		t.Fatalf("%d processes, want %d", len(procs), nodes)
+	}
+	for _, p := range procs {
+		if p.State != wire.ProcStateRunning || p.PID <= 0 || p.Node != where[p.Rank] || syscall.Kill(p.PID, 0) != nil {
+			t.Errorf("rank %d: %+v, want running on %s under the pid its daemon reported", p.Rank, p, where[p.Rank])
+		}
+	}
+	d.kill(job.Job)
+}
+
+// TestTreeStallUnqueued: a relay that does not go through the push queues
+// (a fence's collected data, a ping round) is sent directly to the
+// subtree of a daemon that becomes suspect, as a push is: here a ping
+// relayed over 6 nodes with radix 2 while node3, the head of [3 4 5], is
+// stopped. Without that, node4 and node5 would wait for node3's call to
+// time out (the master's 30 s call timeout).
+func TestTreeStallUnqueued(t *testing.T) {
+	const nodes = 6
+	d := startDVM(t, nodes, 1, func(c *Config) {
+		c.TreeRadix = 2
+		c.HeartbeatMisses = 1000 // a hung daemon stays suspect, never down
+	})
+	pid := d.stopDaemon(t, 3)
+	defer func() {
+		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+			t.Error(err)
+		}
+	}()
+	raw, err := wire.Marshal(&wire.Ping{Seq: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	settled := make(chan int, nodes)
+	before := d.treeStats()
+	if err := do(context.Background(), d.m, func(s *state) error {
+		s.relay(0, 2, wire.KindPing, raw, s.nodes, func(s *state, f *relayFlight, i int, err error) {
+			settled <- f.nodes[i].idx
+		}, nil, nil)
+		s.release(s.nodes[3]) // what the heartbeat does when node3 misses a ping
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got := map[int]bool{}
+	timeout := time.After(10 * time.Second)
+	for !got[4] || !got[5] {
+		select {
+		case idx := <-settled:
+			got[idx] = true
+		case <-timeout:
+			t.Fatalf("settled within 10 s: %v; want node4 and node5, sent to directly once node3 is suspect", got)
+		}
+	}
+	if got[3] {
+		t.Error("node3 settled while stopped")
+	}
+	if st := d.treeStats(); st.Resends != before.Resends+2 {
+		t.Errorf("tree stats went from %+v to %+v: want node4 and node5 sent to directly", before, st)
+	}
+}

@@ -156,6 +156,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 type row struct {
 	nodes, procs, k        int
 	start, launch          float64
+	launchCPU              float64 // master process CPU ms of the launch filling the DVM
 	announce               float64 // ADD 1: from the request until the ANNOUNCED event (placed, delta set, job data and record on every daemon)
 	rcPush                 float64 // ADD 1: its rc.push round alone, from the job data on every daemon until the ANNOUNCED event (the record on every daemon)
 	add1, sub1, addK, subK float64 // request until FINALIZED
@@ -177,13 +178,13 @@ type row struct {
 }
 
 func header() string {
-	return "nodes\tprocs\tstart_ms\tlaunch_ms\tlaunch_us_per_proc\tannounce_ms\trcpush_ms\tadd1_ms\tsub1_ms\tk\taddk_ms\tsubk_ms\tsmall_add1_ms\tsmall_sub1_ms\tpsetop_ms\tfence_procs\tfence_ms\tmaster_B_per_proc\tmaster_heap_B_per_proc\thost_B_per_node\tmaster_cpu_ms_per_change	host_cpu_ms_per_change	master_heap_B_per_change\tping_round_ms\tradix\ttree_ping_round_ms\tmodex_ms\tfence_job_master_cpu_ms\tfence_job_host_cpu_ms\tmodex_job_master_cpu_ms\tmodex_job_host_cpu_ms"
+	return "nodes\tprocs\tstart_ms\tlaunch_ms\tlaunch_us_per_proc\tannounce_ms\trcpush_ms\tadd1_ms\tsub1_ms\tk\taddk_ms\tsubk_ms\tsmall_add1_ms\tsmall_sub1_ms\tpsetop_ms\tfence_procs\tfence_ms\tmaster_B_per_proc\tmaster_heap_B_per_proc\thost_B_per_node\tmaster_cpu_ms_per_change	host_cpu_ms_per_change	master_heap_B_per_change\tping_round_ms\tradix\ttree_ping_round_ms\tmodex_ms\tfence_job_master_cpu_ms\tfence_job_host_cpu_ms\tmodex_job_master_cpu_ms\tmodex_job_host_cpu_ms\tlaunch_master_cpu_ms"
 }
 
 func (r row) line() string {
-	return fmt.Sprintf("%d\t%d\t%.1f\t%.1f\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%d\t%.1f\t%.0f\t%.0f\t%.0f\t%.1f\t%.1f\t%.0f\t%.2f\t%d\t%.2f\t%.1f\t%.0f\t%.0f\t%.0f\t%.0f",
+	return fmt.Sprintf("%d\t%d\t%.1f\t%.1f\t%.2f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%d\t%.1f\t%.0f\t%.0f\t%.0f\t%.1f\t%.1f\t%.0f\t%.2f\t%d\t%.2f\t%.1f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f",
 		r.nodes, r.procs, r.start, r.launch, r.launch*1000/float64(r.procs), r.announce, r.rcPush, r.add1, r.sub1, r.k, r.addK, r.subK, r.smallAdd, r.smallSub,
-		r.psetop, r.fenceProcs, r.fence, r.masterB, r.masterHeapB, r.hostB, r.cpuPerChange, r.hostCPUPerChange, r.heapPerChange, r.ping, r.radix, r.treePing, r.modex, r.fenceCPU, r.fenceHostCPU, r.modexCPU, r.modexHostCPU)
+		r.psetop, r.fenceProcs, r.fence, r.masterB, r.masterHeapB, r.hostB, r.cpuPerChange, r.hostCPUPerChange, r.heapPerChange, r.ping, r.radix, r.treePing, r.modex, r.fenceCPU, r.fenceHostCPU, r.modexCPU, r.modexHostCPU, r.launchCPU)
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -225,12 +226,13 @@ func measure(ctx context.Context, exe string, nodes, slots, fenceSlots, k, histo
 
 	// A job filling the DVM: launch, memory, set operation.
 	mRSS0, hRSS0, heap0 := rss(os.Getpid()), rss(d.HostPid()), heapInUse()
-	t0 = time.Now()
+	t0, lcpu0 := time.Now(), cpuTime()
 	idle, err := c.Launch(ctx, wire.JobLaunchReq{Argv: []string{simnode.Idle}, N: uint32(r.procs), PMI: wire.PMINone})
 	if err != nil {
 		return r, fmt.Errorf("launch: %w", err)
 	}
-	r.launch = ms(time.Since(t0))
+	r.launch, r.launchCPU = ms(time.Since(t0)), ms(cpuTime()-lcpu0)
+	fmt.Fprintf(stderr, "scalebench: %d nodes: launch of %d processes: %.0f ms, master CPU %.0f ms\n", nodes, r.procs, r.launch, r.launchCPU)
 	r.masterB = float64(rss(os.Getpid())-mRSS0) / float64(r.procs)
 	r.masterHeapB = float64(heapInUse()-heap0) / float64(r.procs)
 	r.hostB = float64(rss(d.HostPid())-hRSS0) / float64(nodes-1)
