@@ -36,6 +36,8 @@ var series = []struct {
 	{"fence", func(r row) float64 { return r.fence }},
 	{"fence with collect (wire-up)", func(r row) float64 { return r.modex }},
 	{"master CPU per change", func(r row) float64 { return r.cpuPerChange }},
+	{"master CPU of the launch", func(r row) float64 { return r.launchCPU }},
+	{"master CPU per fence", func(r row) float64 { return r.fenceEachCPU }},
 	{"all daemons' CPU per change", func(r row) float64 { return r.hostCPUPerChange }},
 }
 
