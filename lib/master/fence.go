@@ -155,10 +155,16 @@ func (ss *sessState) completeFence(s *state, g *gather) {
 		return
 	}
 	radix := s.m.cfg.TreeRadix
-	byConn := make(map[*wire.Conn]*node, len(s.nodes))
-	for _, n := range s.nodes {
-		if n.up && !n.suspect && (radix <= 0 || n.relay != "") {
-			byConn[n.conn] = n
+	// The entering daemons only: a fence over a job on a few nodes of a
+	// large DVM costs what its nodes do.
+	byConn := make(map[*wire.Conn]*node)
+	for _, e := range g.entries {
+		if e.conn == nil || byConn[e.conn] != nil {
+			continue
+		}
+		n := s.nodeByName[e.conn.Peer().Name]
+		if n != nil && n.conn == e.conn && n.up && !n.suspect && (radix <= 0 || n.relay != "") {
+			byConn[e.conn] = n
 		}
 	}
 	tree, nodes, per, direct := fenceRoutes(g.entries, radix, byConn)
