@@ -35,8 +35,10 @@
 //
 // job.launch allocates slots (lib/alloc, stack policy), numbers the job,
 // builds its process sets (lib/pset) and sends one concurrent round of
-// calls: node.launch with the job data and sets (wire.LaunchReq) to every
-// node that runs ranks, node.jobdata to the others. Exits and output come
+// calls: node.launch with the job data and sets (wire.LaunchReq, the same
+// bytes for every node: each daemon starts the ranks the data places on
+// it) to every node that runs ranks, down the tree of daemons when there
+// is one (tree.go), and node.jobdata to the others. Exits and output come
 // back as events; the job ends when its last process has ended: the exit
 // code is the first failing process's, slots are freed, daemons drop the
 // job's data, job.state is published and job.wait is answered (after the
