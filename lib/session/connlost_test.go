@@ -33,26 +33,34 @@ func (l *pipeListener) Close() error {
 }
 func (l *pipeListener) Addr() net.Addr { return &net.UnixAddr{Name: "pipe", Net: "unix"} }
 
-// TestConnLostEndsEvents: when the daemon's connection ends without a
-// Finalize, the session's event goroutine ends too (a simulated process,
-// lib/simnode, would otherwise leave one behind per session).
-func TestConnLostEndsEvents(t *testing.T) {
-	ln := &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+// fakeDaemon serves session.init and session.fin on in-memory pipes handed
+// to its listener; stop ends it and waits.
+func fakeDaemon() (ln *pipeListener, stop func()) {
+	ln = &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
 	mux := wire.NewMux()
 	wire.HandleTyped(mux, wire.KindSessionInit, func(_ context.Context, _ *wire.Request, b *wire.SessionInitReq) (any, error) {
 		return &wire.SessionInfo{Job: b.Job, Rank: b.Rank}, nil
 	})
+	mux.Handle(wire.KindSessionFinalize, func(context.Context, *wire.Request) (any, error) { return nil, nil })
 	srv := &wire.Server{
 		Policy:  wire.AcceptPolicy{Name: "fake", Role: wire.RoleDaemon, Roles: []string{wire.RoleClient}, Open: true},
 		Options: wire.Options{Handler: mux.Serve},
 	}
-	sctx, stop := context.WithCancel(context.Background())
+	sctx, cancel := context.WithCancel(context.Background())
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
 		_ = srv.Serve(sctx, ln)
 	}()
-	defer func() { stop(); <-served }()
+	return ln, func() { cancel(); <-served }
+}
+
+// TestConnLostEndsEvents: when the daemon's connection ends without a
+// Finalize, the session's event goroutine ends too (a simulated process,
+// lib/simnode, would otherwise leave one behind per session).
+func TestConnLostEndsEvents(t *testing.T) {
+	ln, stop := fakeDaemon()
+	defer stop()
 
 	env := map[string]string{"DYNRT_DAEMON": "pipe", "DYNRT_JOB": "j", "DYNRT_RANK": "3"}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -78,5 +86,51 @@ func TestConnLostEndsEvents(t *testing.T) {
 	case <-s.events.done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the session's event goroutine still runs 5 s after its connection closed")
+	}
+}
+
+// TestInitRetriesClosedHandshake: a daemon too busy to read a process's
+// hello within its timeout closes the connection; Init tries again (and
+// succeeds once the daemon answers), at most connectAttempts times in all.
+func TestInitRetriesClosedHandshake(t *testing.T) {
+	ln, stop := fakeDaemon()
+	defer stop()
+
+	env := map[string]string{"DYNRT_DAEMON": "pipe", "DYNRT_JOB": "j", "DYNRT_RANK": "3"}
+	// dialer closes the daemon's end of the first closes connections at
+	// once, as a daemon whose hello timeout ran out does, then serves.
+	dialer := func(closes int, dials *int) Option {
+		return WithDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			*dials++
+			srvEnd, cliEnd := net.Pipe()
+			if *dials <= closes {
+				srvEnd.Close()
+				return cliEnd, nil
+			}
+			select {
+			case ln.conns <- srvEnd:
+				return cliEnd, nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	dials := 0
+	s, err := Init(ctx, WithEnv(func(k string) string { return env[k] }), WithPID(1<<22+1), dialer(connectAttempts-1, &dials))
+	if err != nil {
+		t.Fatalf("Init after %d closed handshakes: %v", connectAttempts-1, err)
+	}
+	if s.Rank() != 3 || dials != connectAttempts {
+		t.Errorf("rank %d after %d dials, want 3 after %d", s.Rank(), dials, connectAttempts)
+	}
+	if err := s.Finalize(ctx); err != nil {
+		t.Error(err)
+	}
+	dials = 0
+	_, err = Init(ctx, WithEnv(func(k string) string { return env[k] }), WithPID(1<<22+2), dialer(connectAttempts, &dials))
+	if wire.CodeOf(err) != wire.CodeClosed || dials != connectAttempts {
+		t.Errorf("a daemon that always closes: %v after %d dials, want a closed error after %d", err, dials, connectAttempts)
 	}
 }

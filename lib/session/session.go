@@ -72,6 +72,10 @@ func WithEnv(env func(string) string) Option { return func(c *config) { c.env = 
 // discarded).
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
+// connectAttempts bounds Init's tries to reach the daemon when it closes
+// the handshake or lets it time out (a daemon starved of CPU).
+const connectAttempts = 3
+
 // WithDialer makes Init reach the daemon through dial (given
 // $DYNRT_DAEMON) instead of its unix socket: the simulated processes of
 // lib/simnode dial in memory.
@@ -127,14 +131,31 @@ func Init(ctx context.Context, opts ...Option) (*Session, error) {
 	// it has delivered what arrived: a process that outlives its daemon
 	// (or a simulated one, lib/simnode) keeps nothing running.
 	wopts := wire.Options{OnEvent: s.onEvent, Logger: cfg.logger, OnClose: func(*wire.Conn, error) { s.events.drain() }}
-	var conn *wire.Conn
-	if cfg.dial != nil {
-		var nc net.Conn
-		if nc, err = cfg.dial(ctx, sock); err == nil {
-			conn, err = wire.Client(ctx, nc, hello, wopts)
+	dial := func() (*wire.Conn, error) {
+		if cfg.dial != nil {
+			nc, err := cfg.dial(ctx, sock)
+			if err != nil {
+				return nil, err
+			}
+			return wire.Client(ctx, nc, hello, wopts)
 		}
-	} else {
-		conn, err = wire.Dial(ctx, "unix", sock, hello, wopts)
+		return wire.Dial(ctx, "unix", sock, hello, wopts)
+	}
+	// A daemon too busy to read the hello within its timeout closes the
+	// connection: the process would fail its start for the daemon's load.
+	// It tries again, a few times; a refusal (an answer) is final.
+	var conn *wire.Conn
+	for attempt := 1; ; attempt++ {
+		conn, err = dial()
+		code := wire.CodeOf(err)
+		if err == nil || attempt == connectAttempts || ctx.Err() != nil || (code != wire.CodeClosed && code != wire.CodeTimeout) {
+			break
+		}
+		cfg.logger.Debug("session: the daemon closed the handshake; trying again", "daemon", sock, "attempt", attempt, "err", err)
+		select {
+		case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
+		case <-ctx.Done():
+		}
 	}
 	if err != nil {
 		s.events.close()
