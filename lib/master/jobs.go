@@ -406,12 +406,7 @@ func (s *state) relayLaunch(j *job, start *sharedBody, nodes []*node, calls []*n
 	st := s.rcs()
 	byNode := make(map[int]*nodeCall, len(calls))
 	for i, n := range nodes {
-		q := st.queues[n.idx]
-		if q == nil {
-			q = &pushq{}
-			st.queues[n.idx] = q
-		}
-		q.busy = true // what the loop sends n next waits behind the launch (sendNode)
+		s.queueOf(n).busy = true // what the loop sends n next waits behind the launch (sendNode)
 		byNode[n.idx] = calls[i]
 	}
 	settled := make(map[int]bool, len(nodes))
@@ -428,10 +423,7 @@ func (s *state) relayLaunch(j *job, start *sharedBody, nodes []*node, calls []*n
 		c.err = err
 		s.pump(n.idx)
 		each(s)
-	}, func(f *relayFlight, i int) {
-		q := st.queues[f.nodes[i].idx]
-		q.relay = f
-	}, func(s *state, rep *wire.NodeRelayReply) {
+	}, s.markRelay, func(s *state, rep *wire.NodeRelayReply) {
 		for _, ps := range rep.Started {
 			p := j.procs.at(ps.Rank)
 			if p == nil || ps.Job != j.ns || settled[p.node] {

@@ -324,13 +324,19 @@ func (s *state) release(n *node) {
 }
 
 func (s *state) queuePush(n *node, it *pushItem) {
+	q := s.queueOf(n)
+	q.items = append(q.items, it)
+}
+
+// queueOf returns n's push queue, made on first use.
+func (s *state) queueOf(n *node) *pushq {
 	st := s.rcs()
 	q := st.queues[n.idx]
 	if q == nil {
 		q = &pushq{}
 		st.queues[n.idx] = q
 	}
-	q.items = append(q.items, it)
+	return q
 }
 
 // resync tells the daemon of a node that has rejoined, or joined a

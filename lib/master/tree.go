@@ -58,11 +58,7 @@ func (s *state) relayPush(kind string, sh *sharedBody, nodes []*node, items []*p
 	}
 	st := s.rcs()
 	for i, n := range nodes {
-		q := st.queues[n.idx]
-		if q == nil {
-			q = &pushq{}
-			st.queues[n.idx] = q
-		}
+		q := s.queueOf(n)
 		q.busy, q.flight = true, []*pushItem{items[i]}
 	}
 	st.relaySeq++
@@ -76,11 +72,14 @@ func (s *state) relayPush(kind string, sh *sharedBody, nodes []*node, items []*p
 		}
 		items[f.base+i].ack()
 		s.pump(n.idx)
-	}, func(f *relayFlight, i int) {
-		q := st.queues[f.nodes[i].idx]
-		q.relay = f
-	}, nil)
+	}, s.markRelay, nil)
 	return true
+}
+
+// markRelay makes the node at i of f hold back what the loop sends it
+// next until f has settled there (sendNode): a relayed push or launch.
+func (s *state) markRelay(f *relayFlight, i int) {
+	s.queueOf(f.nodes[i]).relay = f
 }
 
 // relay sends the relay seq of kind with body raw to nodes, cut into
