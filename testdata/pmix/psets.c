@@ -46,6 +46,14 @@ static void event(size_t id, pmix_status_t status, const pmix_proc_t *source,
     (void)source;
     (void)results;
     (void)nresults;
+    if (status == PMIX_ERR_LOST_CONNECTION) {
+        /* libpmix tells the others when a peer of the job closes its
+         * connection at its end: its timing, not the launcher's, decides
+         * whether it comes before this process's own end. */
+        if (cbfunc != NULL)
+            cbfunc(PMIX_EVENT_ACTION_COMPLETE, NULL, 0, NULL, NULL, cbdata);
+        return;
+    }
     used = snprintf(line, sizeof line, "rank %u event %s (%d):", me.rank, PMIx_Error_string(status), status);
     for (i = 0; i < ninfo && used + 1 < sizeof line; i++) {
         value(v, sizeof v, &info[i].value);
