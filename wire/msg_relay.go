@@ -1,7 +1,5 @@
 package wire
 
-import "github.com/vmihailenco/msgpack/v5"
-
 // Relays: a tree of daemons. Instead of writing the same push to every
 // daemon of a job, the master may write it to a few and let each pass it
 // on to the daemons below it (PRRTE's routed tree, Slurm's TreeWidth).
@@ -31,13 +29,13 @@ func Relayable(kind string) bool {
 
 // NodeRelay carries one master→daemon request to a subtree of daemons.
 type NodeRelay struct {
-	Seq    uint64             `msgpack:"q"`            // the master's relay number; a daemon applies each once (numbers only grow; 0 = always, for pings)
-	To     uint64             `msgpack:"to,omitempty"` // the receiving daemon's RelayID (0 = any): a daemon that replaced it since does not apply a late copy
-	Kind   string             `msgpack:"k"`            // kind of the inner request: node.jobdata, pset.push, rc.push, kv.fenced, ping or node.launch
-	Body   msgpack.RawMessage `msgpack:"b,omitempty"`  // its body, encoded once by the master
-	Radix  uint32             `msgpack:"r,omitempty"`  // how many parts Below is cut into at each level (0 = 1)
-	Below  []RelayHop         `msgpack:"bl,omitempty"` // the receiver's subtree, in tree order (RelayParts)
-	WaitMS int64              `msgpack:"w,omitempty"`  // how long the receiver waits for its subtree before it reports the rest as not reached
+	Seq    uint64     `msgpack:"q"`            // the master's relay number; a daemon applies each once (numbers only grow; 0 = always, for pings)
+	To     uint64     `msgpack:"to,omitempty"` // the receiving daemon's RelayID (0 = any): a daemon that replaced it since does not apply a late copy
+	Kind   string     `msgpack:"k"`            // kind of the inner request: node.jobdata, pset.push, rc.push, kv.fenced, ping or node.launch
+	Body   Raw        `msgpack:"b,omitempty"`  // its body, encoded once by the master
+	Radix  uint32     `msgpack:"r,omitempty"`  // how many parts Below is cut into at each level (0 = 1)
+	Below  []RelayHop `msgpack:"bl,omitempty"` // the receiver's subtree, in tree order (RelayParts)
+	WaitMS int64      `msgpack:"w,omitempty"`  // how long the receiver waits for its subtree before it reports the rest as not reached
 }
 
 // RelayHop is one daemon of a relay's subtree.

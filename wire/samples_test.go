@@ -1,7 +1,5 @@
 package wire
 
-import "github.com/vmihailenco/msgpack/v5"
-
 // samples returns one fully populated value of every catalogue type, keyed
 // by type name. TestSamplesComplete checks that every exported struct type
 // of the catalogue files is here and that every field is set.
@@ -156,7 +154,7 @@ func samples() map[string]any {
 		"KillReq":     &KillReq{Job: "dvm1.7", Ranks: RankRanges{{10, 11}}, Signal: 15, GraceMS: 2000, Only: true},
 		"KillReply":   &KillReply{N: 2},
 		"NodeStopReq": &NodeStopReq{GraceMS: 100},
-		"NodeRelay": &NodeRelay{Seq: 9, To: 78, Kind: KindRCPush, Body: msgpack.RawMessage{0x81, 0xa1, 0x6a, 0xa2, 0x6a, 0x31}, Radix: 2, WaitMS: 5000,
+		"NodeRelay": &NodeRelay{Seq: 9, To: 78, Kind: KindRCPush, Body: Raw{0x81, 0xa1, 0x6a, 0xa2, 0x6a, 0x31}, Radix: 2, WaitMS: 5000,
 			Below: []RelayHop{{Node: "n2", Addr: "unix:/run/n2.sock", ID: 79}, {Node: "n3", Addr: "tcp:10.0.0.3:4100", ID: 80}}},
 		"TreeState":      &TreeState{Radix: 16, Relays: 40, Resends: 2, Fences: 3},
 		"RelayHop":       &RelayHop{Node: "n2", Addr: "unix:/run/n2.sock", ID: 79},

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vmihailenco/msgpack/v5"
+
 	"github.com/dynrt/dynrt/wire"
 )
 
@@ -31,15 +33,15 @@ type clientSub struct {
 	job    string   // "" = all jobs
 }
 
-func (cs *clientSub) match(ev *wire.Event) bool {
-	if cs.job != "" && ev.Job != cs.job {
+func (cs *clientSub) match(kind, job string) bool {
+	if cs.job != "" && job != cs.job {
 		return false
 	}
 	if len(cs.kinds) == 0 {
 		return true
 	}
 	for _, k := range cs.kinds {
-		if strings.HasPrefix(ev.Kind, k) {
+		if strings.HasPrefix(kind, k) {
 			return true
 		}
 	}
@@ -139,13 +141,16 @@ func (s *sessionState) unsubMaster(ids []uint64) {
 
 // forward hands a bus event to every client connection with a matching
 // subscription, once per connection (the client library sorts it out
-// among its subscriptions).
-func (s *sessionState) forward(ev *wire.Event) {
+// among its subscriptions). The event goes on as the master encoded it
+// (raw): the daemon reads only its kind and job (wire.EventHead). A change's record
+// lists its processes, so decoding and encoding it again for each client
+// cost every daemon O(processes) per event (docs/scale.md).
+func (s *sessionState) forward(kind, job string, raw msgpack.RawMessage) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var sent []*clientQueue
 	for _, cs := range s.subs {
-		if !cs.match(ev) {
+		if !cs.match(kind, job) {
 			continue
 		}
 		q := s.queues[cs.conn]
@@ -153,7 +158,7 @@ func (s *sessionState) forward(ev *wire.Event) {
 			continue
 		}
 		sent = append(sent, q)
-		q.push(*ev)
+		q.push(raw) // shared by the queues: never changed
 	}
 }
 
@@ -164,7 +169,7 @@ type clientQueue struct {
 	log *slog.Logger
 
 	mu      sync.Mutex
-	items   []wire.Event
+	items   []msgpack.RawMessage // encoded wire.Event
 	closed  bool
 	dropped int
 	wake    chan struct{}
@@ -176,7 +181,7 @@ func newClientQueue(c *wire.Conn, log *slog.Logger) *clientQueue {
 	return q
 }
 
-func (q *clientQueue) push(ev wire.Event) {
+func (q *clientQueue) push(ev msgpack.RawMessage) {
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
@@ -209,18 +214,18 @@ func (q *clientQueue) close() {
 }
 
 func (q *clientQueue) run() {
-	var batch []wire.Event
+	var batch []msgpack.RawMessage
 	for {
 		q.mu.Lock()
 		batch, q.items = q.items, batch[:0]
 		closed := q.closed
 		q.mu.Unlock()
 		for i := range batch {
-			if err := q.c.Notify(wire.KindEvent, &batch[i]); err != nil {
+			if err := q.c.Notify(wire.KindEvent, batch[i]); err != nil {
 				q.close()
 				return
 			}
-			batch[i] = wire.Event{}
+			batch[i] = nil
 		}
 		if closed {
 			return

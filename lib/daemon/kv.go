@@ -299,10 +299,10 @@ const fencedKeep = 256
 // process's data, and decoding it all is most of a fence's cost (its N
 // entries on each of N daemons); processes often read only their peers'.
 type fenceDataRaw struct {
-	Inst  uint64             `msgpack:"i"`
-	Job   string             `msgpack:"j,omitempty"`
-	Procs []wire.ProcRanges  `msgpack:"p,omitempty"`
-	Data  msgpack.RawMessage `msgpack:"d,omitempty"` // an encoded []wire.ProcKV
+	Inst  uint64            `msgpack:"i"`
+	Job   string            `msgpack:"j,omitempty"`
+	Procs []wire.ProcRanges `msgpack:"p,omitempty"`
+	Data  wire.Raw          `msgpack:"d,omitempty"` // an encoded []wire.ProcKV
 }
 
 // handleFenced applies the collected data of a fence instance sent as
@@ -331,7 +331,7 @@ func (s *sessionState) handleFenced(_ context.Context, req *wire.Request) (any, 
 	s.fencedLocked(b.Job, b.Procs, false, nil) // what it makes stale goes now
 	if len(b.Data) > 0 {
 		only := !slices.ContainsFunc(b.Procs, func(pr wire.ProcRanges) bool { return pr.Job != "" && pr.Job != b.Job })
-		s.unread = append(s.unread, unreadData{job: b.Job, onlyJob: only, raw: b.Data})
+		s.unread = append(s.unread, unreadData{job: b.Job, onlyJob: only, raw: msgpack.RawMessage(b.Data)})
 	}
 	return nil, nil
 }

@@ -103,6 +103,8 @@ func TestKVLocal(t *testing.T) {
 	}
 }
 
+// TestClientSubMatch: a daemon routes a bus event to its clients by the
+// kind and job it reads from the event's encoding.
 func TestClientSubMatch(t *testing.T) {
 	for _, tc := range []struct {
 		sub  clientSub
@@ -114,8 +116,19 @@ func TestClientSubMatch(t *testing.T) {
 		{clientSub{kinds: []string{"proc."}}, wire.Event{Kind: wire.EvJobState}, false},
 		{clientSub{job: "j"}, wire.Event{Kind: wire.EvJobState, Job: "k"}, false},
 		{clientSub{job: "j", kinds: []string{"job.", "app"}}, wire.Event{Kind: wire.EvApp, Job: "j"}, true},
+		{clientSub{job: "j", kinds: []string{"rc."}}, wire.Event{Seq: 9, Kind: wire.EvRCState, Job: "j", RC: &wire.RC{Job: "j", Delta: "d", Placement: []wire.Placement{{Node: "n1", Ranks: wire.Span(3, 9)}}}}, true},
+		{clientSub{job: "j", kinds: []string{"rc."}}, wire.Event{Seq: 9, Kind: wire.EvRCState, Job: "k", RC: &wire.RC{Job: "k", Delta: "d"}}, false},
 	} {
-		if got := tc.sub.match(&tc.ev); got != tc.want {
+		// Routed by the head read from the event as the master encoded it.
+		raw, err := wire.Marshal(&tc.ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kind, job, err := wire.EventHead(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tc.sub.match(kind, job); got != tc.want {
 			t.Errorf("%+v matches %+v: %v, want %v", tc.sub, tc.ev, got, tc.want)
 		}
 	}

@@ -103,7 +103,7 @@ func (d *Daemon) applyRelay(ctx context.Context, b *wire.NodeRelay) ([]wire.Proc
 		return d.relay.started[b.Seq], nil
 	}
 	d.relay.seen = max(d.relay.seen, b.Seq)
-	rep, err := d.fromMaster.Serve(ctx, &wire.Request{Kind: b.Kind, Body: b.Body, Conn: d.master})
+	rep, err := d.fromMaster.Serve(ctx, &wire.Request{Kind: b.Kind, Body: []byte(b.Body), Conn: d.master})
 	if later, ok := rep.(wire.Later); ok && err == nil {
 		rep, err = later()
 	}

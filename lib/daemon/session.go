@@ -99,12 +99,12 @@ func (d *Daemon) onMasterEvent(ev *wire.Request) {
 		d.log.Debug("daemon: ignored event from master", "kind", ev.Kind)
 		return
 	}
-	var e wire.Event
-	if err := ev.Decode(&e); err != nil {
+	kind, job, err := wire.EventHead(ev.Body)
+	if err != nil {
 		d.log.Warn("daemon: bad event from master", "err", err)
 		return
 	}
-	d.sess.forward(&e)
+	d.sess.forward(kind, job, ev.Body)
 }
 
 // runsHere reports whether rank of job was placed on this node.

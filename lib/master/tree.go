@@ -122,7 +122,7 @@ func (s *state) relay(seq uint64, radix int, kind string, raw msgpack.RawMessage
 		head := f.nodes[0]
 		rep := new(wire.NodeRelayReply)
 		sendNow(head, outMsg{kind: wire.KindNodeRelay, resp: rep,
-			body: &wire.NodeRelay{Seq: seq, To: head.relayID, Kind: kind, Body: raw, Radix: uint32(radix), Below: below, WaitMS: wait},
+			body: &wire.NodeRelay{Seq: seq, To: head.relayID, Kind: kind, Body: wire.Raw(raw), Radix: uint32(radix), Below: below, WaitMS: wait},
 			done: func(err error) {
 				m.post(func(s *state) {
 					if err == nil && f.got != nil {
@@ -176,7 +176,7 @@ func (s *state) resendDirect(f *relayFlight, i int) {
 	m := s.m
 	rep := new(wire.NodeRelayReply)
 	sendNow(n, outMsg{kind: wire.KindNodeRelay, resp: rep,
-		body: &wire.NodeRelay{Seq: f.seq, To: n.relayID, Kind: f.kind, Body: f.raw},
+		body: &wire.NodeRelay{Seq: f.seq, To: n.relayID, Kind: f.kind, Body: wire.Raw(f.raw)},
 		done: func(err error) {
 			m.post(func(s *state) {
 				if err == nil && f.got != nil {
