@@ -90,6 +90,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cpuProf := fs.String("cpuprofile", "", "write a CPU profile of this process (the master) to this file, and one of the nodes host to the file with .nodes added")
 	history := fs.Int("history", 0, "then run this many ADD 1 / SUB 1 pairs on the malleable job and print the master's heap as they go (is it flat once the retention bound is reached?)")
 	radix := fs.Int("radix", 0, "the DVM's tree radix (master.Config.TreeRadix): pushes to more daemons than this go down a tree of daemons; 0 = a star")
+	announceSamples := fs.Int("announce", 5, "ADD 1s whose median gives the announcement's time and ADD 1 / SUB 1 until FINALIZED (each is one sample of a round to every daemon)")
 	logDir := fs.String("log", "", "write the master's and the daemons' logs (info level) to master.log and nodes.log in this directory")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
@@ -137,7 +138,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var rows []row
 	fmt.Fprintln(stdout, header())
 	for _, n := range ns {
-		r, err := measure(ctx, exe, n, *slots, *fenceSlots, min(*change, n), *history, *radix, log, stderr)
+		r, err := measure(ctx, exe, n, *slots, *fenceSlots, min(*change, n), *history, *radix, max(*announceSamples, 1), log, stderr)
 		if err != nil {
 			fmt.Fprintf(stderr, "scalebench: %d nodes: %v\n", n, err)
 			return 1
@@ -190,7 +191,7 @@ func (r row) line() string {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-func measure(ctx context.Context, exe string, nodes, slots, fenceSlots, k, history, radix int, log *slog.Logger, stderr io.Writer) (r row, err error) {
+func measure(ctx context.Context, exe string, nodes, slots, fenceSlots, k, history, radix, announceSamples int, log *slog.Logger, stderr io.Writer) (r row, err error) {
 	r = row{nodes: nodes, procs: nodes * slots, k: k, radix: radix}
 	dir, err := os.MkdirTemp("", "scalebench-")
 	if err != nil {
@@ -278,6 +279,19 @@ func measure(ctx context.Context, exe string, nodes, slots, fenceSlots, k, histo
 		return r, fmt.Errorf("subscribe: %w", err)
 	}
 	cpu0, hcpu0 := cpuTime(), procCPU(d.HostPid())
+	var ann, push, placed []float64 // ADD 1: request to ANNOUNCED, the announcement's round, request to placed
+	sample := func(rc wire.RC) error {
+		annMu.Lock()
+		at, ok := announcedAt[rc.Delta]
+		annMu.Unlock()
+		if !ok {
+			return fmt.Errorf("no ANNOUNCED event for %s", rc.Delta)
+		}
+		ann = append(ann, float64(at.UnixNano()-rc.Times.Requested)/1e6)
+		push = append(push, float64(at.UnixNano()-rc.Times.JobData)/1e6)
+		placed = append(placed, float64(rc.Times.Placed-rc.Times.Requested)/1e6)
+		return nil
+	}
 	for _, st := range []struct {
 		typ string
 		n   int
@@ -293,21 +307,13 @@ func measure(ctx context.Context, exe string, nodes, slots, fenceSlots, k, histo
 		}
 		*st.out = float64(rc.Times.Finalized-rc.Times.Requested) / 1e6
 		if st.typ == wire.RCAdd && st.n == 1 {
-			annMu.Lock()
-			at, ok := announcedAt[rc.Delta]
-			annMu.Unlock()
-			if !ok {
-				return r, fmt.Errorf("no ANNOUNCED event for %s", rc.Delta)
+			if err := sample(rc); err != nil {
+				return r, err
 			}
-			r.announce = float64(at.UnixNano()-rc.Times.Requested) / 1e6
-			r.rcPush = float64(at.UnixNano()-rc.Times.JobData) / 1e6
 		}
 		_ = t0
 	}
 	r.cpuPerChange = ms(cpuTime()-cpu0) / 4
-	annMu.Lock()
-	announcedAt = nil
-	annMu.Unlock()
 	r.hostCPUPerChange = ms(procCPU(d.HostPid())-hcpu0) / 4
 	// The removed processes exit after FINALIZED: let the master take
 	// their exits before its heap is weighed.
@@ -315,6 +321,36 @@ func measure(ctx context.Context, exe string, nodes, slots, fenceSlots, k, histo
 		return r, err
 	}
 	r.heapPerChange = float64(heapInUse()-heapC0) / 4
+	// One announcement is one sample of a round to every daemon, which
+	// varies by tens of ms here: the median of announceSamples ADD 1s
+	// (-announce), and so of ADD 1 and SUB 1 until FINALIZED.
+	add1, sub1 := []float64{r.add1}, []float64{r.sub1}
+	for len(ann) < announceSamples {
+		for _, typ := range []string{wire.RCAdd, wire.RCSub} {
+			rc, err := c.RequestRC(ctx, wire.RCRequest{Job: mal.Job, Type: typ, N: 1, Wait: true})
+			if err != nil {
+				return r, fmt.Errorf("announcements: %s 1: %w", typ, err)
+			}
+			if rc.Status != wire.RCFinalized {
+				return r, fmt.Errorf("announcements: %s 1: %s (%s)", typ, rc.Status, rc.Reason)
+			}
+			d := float64(rc.Times.Finalized-rc.Times.Requested) / 1e6
+			if typ != wire.RCAdd {
+				sub1 = append(sub1, d)
+				continue
+			}
+			add1 = append(add1, d)
+			if err := sample(rc); err != nil {
+				return r, err
+			}
+		}
+	}
+	r.announce, r.rcPush = median(ann), median(push)
+	fmt.Fprintf(stderr, "scalebench: %d nodes: ADD 1 announced after %.1f ms (placed after %.1f ms; the announcement's round %.1f ms)\n", nodes, ann, placed, push)
+	r.add1, r.sub1 = median(add1), median(sub1)
+	annMu.Lock()
+	announcedAt = nil
+	annMu.Unlock()
 	if history > 0 {
 		if err := heapHistory(ctx, d.M, c, mal.Job, nodes, history, stderr); err != nil {
 			return r, err
@@ -407,6 +443,16 @@ func fenceJob(ctx context.Context, c *tool.Client, lines <-chan string, n, count
 		return 0, err
 	}
 	return float64(v) / 1e6, nil
+}
+
+// median of xs (not empty).
+func median(xs []float64) float64 {
+	xs = slices.Clone(xs)
+	slices.Sort(xs)
+	if n := len(xs); n%2 == 0 {
+		return (xs[n/2-1] + xs[n/2]) / 2
+	}
+	return xs[len(xs)/2]
 }
 
 // heapHistory runs pairs ADD 1 / SUB 1 on job (of size processes) and
