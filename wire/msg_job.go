@@ -106,10 +106,10 @@ const (
 
 // JobLaunchReply identifies the new job.
 type JobLaunchReply struct {
-	ID        uint32      `msgpack:"id,omitempty"`  // job number (high half of process UIDs)
-	Job       string      `msgpack:"j,omitempty"`   // job namespace, used by every other message
-	App       string      `msgpack:"app,omitempty"` // application name
-	Placement []Placement `msgpack:"pl,omitempty"`  // where the ranks run
+	ID        uint32     `msgpack:"id,omitempty"`  // job number (high half of process UIDs)
+	Job       string     `msgpack:"j,omitempty"`   // job namespace, used by every other message
+	App       string     `msgpack:"app,omitempty"` // application name
+	Placement Placements `msgpack:"pl,omitempty"`  // where the ranks run
 }
 
 // ProcInfo describes one process of a job.
@@ -152,23 +152,23 @@ const (
 // JobInfo describes a job. Reason and Msg are set in the reply of job.wait
 // only.
 type JobInfo struct {
-	ID        uint32      `msgpack:"id,omitempty"`    // job number
-	Job       string      `msgpack:"j,omitempty"`     // job namespace
-	App       string      `msgpack:"app,omitempty"`   // application name
-	State     string      `msgpack:"st,omitempty"`    // one of the JobState* values
-	Argv      []string    `msgpack:"argv,omitempty"`  // program and arguments
-	Size      uint32      `msgpack:"sz,omitempty"`    // processes currently alive
-	NextRank  uint32      `msgpack:"next,omitempty"`  // next rank to hand out (ranks are never reused)
-	Code      int         `msgpack:"code,omitempty"`  // job exit status once ended
-	Started   int64       `msgpack:"t0,omitempty"`    // unix ns
-	Ended     int64       `msgpack:"t1,omitempty"`    // unix ns
-	Delta     string      `msgpack:"rc,omitempty"`    // resource change in flight, if any
-	Placement []Placement `msgpack:"pl,omitempty"`    // where live ranks run
-	Procs     []ProcInfo  `msgpack:"procs,omitempty"` // per process detail (when asked for)
-	Reason    string      `msgpack:"why,omitempty"`   // job.wait: why the job ended, one of the JobEnd* values
-	Msg       string      `msgpack:"msg,omitempty"`   // job.wait: one-line report, e.g. "rank 3 on node2 exited with code 7"
-	Failure   string      `msgpack:"fail,omitempty"`  // job.wait: how the failure that gave Code came about, one of the Fail* values
-	OnFailure string      `msgpack:"onf,omitempty"`   // the job's failure policy, one of the OnFailure* values
+	ID        uint32     `msgpack:"id,omitempty"`    // job number
+	Job       string     `msgpack:"j,omitempty"`     // job namespace
+	App       string     `msgpack:"app,omitempty"`   // application name
+	State     string     `msgpack:"st,omitempty"`    // one of the JobState* values
+	Argv      []string   `msgpack:"argv,omitempty"`  // program and arguments
+	Size      uint32     `msgpack:"sz,omitempty"`    // processes currently alive
+	NextRank  uint32     `msgpack:"next,omitempty"`  // next rank to hand out (ranks are never reused)
+	Code      int        `msgpack:"code,omitempty"`  // job exit status once ended
+	Started   int64      `msgpack:"t0,omitempty"`    // unix ns
+	Ended     int64      `msgpack:"t1,omitempty"`    // unix ns
+	Delta     string     `msgpack:"rc,omitempty"`    // resource change in flight, if any
+	Placement Placements `msgpack:"pl,omitempty"`    // where live ranks run
+	Procs     []ProcInfo `msgpack:"procs,omitempty"` // per process detail (when asked for)
+	Reason    string     `msgpack:"why,omitempty"`   // job.wait: why the job ended, one of the JobEnd* values
+	Msg       string     `msgpack:"msg,omitempty"`   // job.wait: one-line report, e.g. "rank 3 on node2 exited with code 7"
+	Failure   string     `msgpack:"fail,omitempty"`  // job.wait: how the failure that gave Code came about, one of the Fail* values
+	OnFailure string     `msgpack:"onf,omitempty"`   // the job's failure policy, one of the OnFailure* values
 }
 
 // JobStateReq asks for one job.

@@ -81,7 +81,7 @@ type JobData struct {
 	App       string      `msgpack:"app,omitempty"`  // application name
 	Size      uint32      `msgpack:"sz,omitempty"`   // live processes
 	NextRank  uint32      `msgpack:"next,omitempty"` // next rank to hand out
-	Placement []Placement `msgpack:"pl,omitempty"`   // node of every live rank
+	Placement Placements  `msgpack:"pl,omitempty"`   // node of every live rank
 	Gone      bool        `msgpack:"gone,omitempty"` // the job has ended: drop its data
 	Psets     *PsetPush   `msgpack:"ps,omitempty"`   // node.jobdata only: sets of the job to define with it (nil = none)
 	PMIx      []PMIxSpace `msgpack:"px,omitempty"`   // PMIx job: the namespaces of the ranks its ADDs started (ranks not listed are in the namespace Job)

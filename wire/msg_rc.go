@@ -73,27 +73,27 @@ type RCTimes struct {
 
 // RC is the record of one resource change, identified by its delta set.
 type RC struct {
-	Delta       string      `msgpack:"d,omitempty"`     // delta set name, mpi://rte/<app>/rc/<n>
-	Job         string      `msgpack:"j,omitempty"`     // job namespace
-	Type        string      `msgpack:"t,omitempty"`     // RCAdd, RCSub or RCReplace
-	Status      string      `msgpack:"st,omitempty"`    // one of the RC* statuses
-	Bound       []string    `msgpack:"b,omitempty"`     // bound set(s)
-	Requester   string      `msgpack:"by,omitempty"`    // ByTool, ByApp, BySched or ByRuntime
-	RequesterID string      `msgpack:"byid,omitempty"`  // e.g. "dynrc pid 4242" or "rank 3"
-	N           uint32      `msgpack:"n,omitempty"`     // number of processes added or removed
-	Ranks       RankRanges  `msgpack:"r,omitempty"`     // the delta's ranks (ADD, REPLACE: the new processes; SUB: the leaving ones)
-	Out         RankRanges  `msgpack:"out,omitempty"`   // REPLACE: the processes replaced (they leave once FINALIZED)
-	OutSet      string      `msgpack:"os,omitempty"`    // REPLACE: the set of those, mpi://rte/<app>/rc/<n>/out
-	Placement   []Placement `msgpack:"pl,omitempty"`    // where the delta's processes run
-	NewSet      *PsetRef    `msgpack:"set,omitempty"`   // set published by the accept
-	Accepts     uint32      `msgpack:"accn,omitempty"`  // bound sets that accepted (a SUB needs one accept per bound set)
-	Reason      string      `msgpack:"why,omitempty"`   // abort reason
-	Times       RCTimes     `msgpack:"ts,omitempty"`    // step timestamps
-	Seq         uint64      `msgpack:"seq,omitempty"`   // update counter of this record (a daemon keeps the highest)
-	BoundRefs   []PsetRef   `msgpack:"bv,omitempty"`    // bound sets with the version whose members accept
-	Settled     bool        `msgpack:"done,omitempty"`  // final status reached and every process and slot of the change released
-	Ended       []ProcInfo  `msgpack:"end,omitempty"`   // the delta's processes that have ended, and how (rank, node, state, code, signal)
-	Cause       *RCCause    `msgpack:"cause,omitempty"` // set when the runtime made the change on its own (Requester ByRuntime)
+	Delta       string     `msgpack:"d,omitempty"`     // delta set name, mpi://rte/<app>/rc/<n>
+	Job         string     `msgpack:"j,omitempty"`     // job namespace
+	Type        string     `msgpack:"t,omitempty"`     // RCAdd, RCSub or RCReplace
+	Status      string     `msgpack:"st,omitempty"`    // one of the RC* statuses
+	Bound       []string   `msgpack:"b,omitempty"`     // bound set(s)
+	Requester   string     `msgpack:"by,omitempty"`    // ByTool, ByApp, BySched or ByRuntime
+	RequesterID string     `msgpack:"byid,omitempty"`  // e.g. "dynrc pid 4242" or "rank 3"
+	N           uint32     `msgpack:"n,omitempty"`     // number of processes added or removed
+	Ranks       RankRanges `msgpack:"r,omitempty"`     // the delta's ranks (ADD, REPLACE: the new processes; SUB: the leaving ones)
+	Out         RankRanges `msgpack:"out,omitempty"`   // REPLACE: the processes replaced (they leave once FINALIZED)
+	OutSet      string     `msgpack:"os,omitempty"`    // REPLACE: the set of those, mpi://rte/<app>/rc/<n>/out
+	Placement   Placements `msgpack:"pl,omitempty"`    // where the delta's processes run
+	NewSet      *PsetRef   `msgpack:"set,omitempty"`   // set published by the accept
+	Accepts     uint32     `msgpack:"accn,omitempty"`  // bound sets that accepted (a SUB needs one accept per bound set)
+	Reason      string     `msgpack:"why,omitempty"`   // abort reason
+	Times       RCTimes    `msgpack:"ts,omitempty"`    // step timestamps
+	Seq         uint64     `msgpack:"seq,omitempty"`   // update counter of this record (a daemon keeps the highest)
+	BoundRefs   []PsetRef  `msgpack:"bv,omitempty"`    // bound sets with the version whose members accept
+	Settled     bool       `msgpack:"done,omitempty"`  // final status reached and every process and slot of the change released
+	Ended       []ProcInfo `msgpack:"end,omitempty"`   // the delta's processes that have ended, and how (rank, node, state, code, signal)
+	Cause       *RCCause   `msgpack:"cause,omitempty"` // set when the runtime made the change on its own (Requester ByRuntime)
 }
 
 // RCRequest asks for a change. For SUB, Ranks may name the processes to
