@@ -1,9 +1,12 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -645,5 +648,33 @@ func TestFencedWholeJobByName(t *testing.T) {
 	}
 	if _, ok := s.remote[procKey{"other", 1}]; !ok {
 		t.Error("a fence over job j dropped another job's data")
+	}
+}
+
+// TestDropJobUnread: when a job ends, the collected data of that job alone
+// that no process read is dropped without being decoded (this one could
+// not be: decoding it would log a warning), while another job's unread
+// data stays and is read as before.
+func TestDropJobUnread(t *testing.T) {
+	var logs bytes.Buffer
+	d, err := newDaemon(Config{Node: "n0", Master: "/nowhere", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSessionState(d)
+	d.sess = s
+	if _, err := s.handleFenced(context.Background(), fencedReq(t, &wire.FenceData{Inst: 1, Job: "k", Data: []wire.ProcKV{{Job: "k", Rank: 3, Data: []wire.KV{{Key: "x", Value: []byte("v")}}}}})); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	s.unread = append(s.unread, unreadData{job: "j", onlyJob: true, raw: []byte{0xc1}})
+	s.mu.Unlock()
+	d.dropSessionJob("j")
+	if strings.Contains(logs.String(), "cannot be decoded") {
+		t.Errorf("the ended job's unread data was decoded: %s", logs.String())
+	}
+	rep, err := s.getRemote(context.Background(), procKey{"k", 3}, &wire.KVGetReq{Key: "x"})
+	if err != nil || string(rep.(*wire.KVGetReply).Value) != "v" {
+		t.Errorf("job k's data after job j ended: %v %v, want v", rep, err)
 	}
 }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/dynrt/dynrt/wire"
@@ -81,6 +82,10 @@ func (d *Daemon) dropSessionJob(job string) {
 func (s *sessionState) dropJob(job string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Collected data of the job alone not read yet goes undecoded: when a
+	// job that wired up ends, every daemon would otherwise decode every
+	// process's data only to drop it.
+	s.unread = slices.DeleteFunc(s.unread, func(u unreadData) bool { return u.onlyJob && u.job == job })
 	s.unreadLocked()
 	for _, m := range []map[procKey]map[string][]byte{s.staged, s.committed, s.remote} {
 		for k := range m {
