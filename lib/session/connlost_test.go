@@ -33,11 +33,14 @@ func (l *pipeListener) Close() error {
 }
 func (l *pipeListener) Addr() net.Addr { return &net.UnixAddr{Name: "pipe", Net: "unix"} }
 
-// fakeDaemon serves session.init and session.fin on in-memory pipes handed
-// to its listener; stop ends it and waits.
-func fakeDaemon() (ln *pipeListener, stop func()) {
+// fakeDaemon serves session.init and session.fin (and what extra adds) on
+// in-memory pipes handed to its listener; stop ends it and waits.
+func fakeDaemon(extra ...func(*wire.Mux)) (ln *pipeListener, stop func()) {
 	ln = &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
 	mux := wire.NewMux()
+	for _, f := range extra {
+		f(mux)
+	}
 	wire.HandleTyped(mux, wire.KindSessionInit, func(_ context.Context, _ *wire.Request, b *wire.SessionInitReq) (any, error) {
 		return &wire.SessionInfo{Job: b.Job, Rank: b.Rank}, nil
 	})
@@ -55,13 +58,9 @@ func fakeDaemon() (ln *pipeListener, stop func()) {
 	return ln, func() { cancel(); <-served }
 }
 
-// TestConnLostEndsEvents: when the daemon's connection ends without a
-// Finalize, the session's event goroutine ends too (a simulated process,
-// lib/simnode, would otherwise leave one behind per session).
-func TestConnLostEndsEvents(t *testing.T) {
-	ln, stop := fakeDaemon()
-	defer stop()
-
+// initPipe starts the session of rank 3 of job j with the fake daemon ln.
+func initPipe(t *testing.T, ln *pipeListener) *Session {
+	t.Helper()
 	env := map[string]string{"DYNRT_DAEMON": "pipe", "DYNRT_JOB": "j", "DYNRT_RANK": "3"}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -78,6 +77,67 @@ func TestConnLostEndsEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+// TestSubscribeRCOwnJob: a session's subscription to change events names
+// its job, so that the master and the daemon send it no other job's
+// changes; an event of another job that comes anyway (a subscription of
+// every job on the same connection) does not reach it.
+func TestSubscribeRCOwnJob(t *testing.T) {
+	subs := make(chan wire.EventSubReq, 1)
+	ln, stop := fakeDaemon(func(mux *wire.Mux) {
+		wire.HandleTyped(mux, wire.KindEventSub, func(_ context.Context, req *wire.Request, b *wire.EventSubReq) (any, error) {
+			subs <- *b
+			// Events go out before the answer, as a daemon's may.
+			for _, job := range []string{"other", "j"} {
+				ev := wire.Event{Seq: 1, Kind: wire.EvRCState, Job: job, RC: &wire.RC{Job: job, Delta: job + "-delta", Status: wire.RCAnnounced}}
+				if job == "j" {
+					ev.Seq = 2
+				}
+				if err := req.Conn.Notify(wire.KindEvent, &ev); err != nil {
+					return nil, err
+				}
+			}
+			return &wire.EventSubReply{ID: 1, Seq: 2}, nil
+		})
+	})
+	defer stop()
+	s := initPipe(t, ln)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	got := make(chan string, 2)
+	if _, err := s.SubscribeRC(ctx, func(rc wire.RC) { got <- rc.Delta }); err != nil {
+		t.Fatal(err)
+	}
+	if b := <-subs; b.Job != "j" || len(b.Kinds) != 1 || b.Kinds[0] != "rc." {
+		t.Errorf("event.sub %+v, want rc. of job j", b)
+	}
+	select {
+	case d := <-got:
+		if d != "j-delta" {
+			t.Errorf("first change seen: %s, want j-delta", d)
+		}
+	case <-ctx.Done():
+		t.Fatal("no change event of the session's job")
+	}
+	if err := s.Finalize(ctx); err != nil {
+		t.Error(err)
+	}
+	select {
+	case d := <-got:
+		t.Errorf("another change seen: %s", d)
+	default:
+	}
+}
+
+// TestConnLostEndsEvents: when the daemon's connection ends without a
+// Finalize, the session's event goroutine ends too (a simulated process,
+// lib/simnode, would otherwise leave one behind per session).
+func TestConnLostEndsEvents(t *testing.T) {
+	ln, stop := fakeDaemon()
+	defer stop()
+	s := initPipe(t, ln)
 	if s.Rank() != 3 {
 		t.Fatalf("rank %d, want 3", s.Rank())
 	}

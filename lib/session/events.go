@@ -30,11 +30,15 @@ const (
 type subscription struct {
 	id    uint64
 	kinds []string
+	job   string // "" = every job
 	fn    func(wire.Event)
 	last  uint64 // Seq of the last event delivered (events are never delivered twice)
 }
 
 func (sb *subscription) match(ev *wire.Event) bool {
+	if sb.job != "" && ev.Job != sb.job {
+		return false
+	}
 	if len(sb.kinds) == 0 {
 		return true
 	}
@@ -50,10 +54,18 @@ func (sb *subscription) match(ev *wire.Event) bool {
 // kinds (all events when kinds is empty), of any job. Events may arrive
 // before Subscribe returns. It returns an id for Unsubscribe.
 func (s *Session) Subscribe(ctx context.Context, kinds []string, fn func(wire.Event)) (uint64, error) {
+	return s.subscribe(ctx, kinds, "", fn)
+}
+
+// subscribe is Subscribe to the events of job only ("" = every job): the
+// master and the daemon then send this session no other job's events,
+// which it would decode only to drop (a change's record lists its
+// processes; docs/scale.md).
+func (s *Session) subscribe(ctx context.Context, kinds []string, job string, fn func(wire.Event)) (uint64, error) {
 	if fn == nil {
 		return 0, wire.Errorf(wire.ErrInvalid, "session: subscribe without a callback")
 	}
-	sb := &subscription{kinds: slices.Clone(kinds), fn: fn}
+	sb := &subscription{kinds: slices.Clone(kinds), job: job, fn: fn}
 	// Known before the request goes out: the first events may overtake
 	// the reply.
 	s.mu.Lock()
@@ -64,7 +76,7 @@ func (s *Session) Subscribe(ctx context.Context, kinds []string, fn func(wire.Ev
 	s.subs[key] = sb
 	s.mu.Unlock()
 	var rep wire.EventSubReply
-	err := s.call(ctx, wire.KindEventSub, &wire.EventSubReq{Kinds: kinds}, &rep)
+	err := s.call(ctx, wire.KindEventSub, &wire.EventSubReq{Kinds: kinds, Job: job}, &rep)
 	s.mu.Lock()
 	delete(s.subs, key)
 	if err == nil {

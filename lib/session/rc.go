@@ -341,8 +341,8 @@ func (s *Session) SubscribeRC(ctx context.Context, fn func(wire.RC)) (uint64, er
 	}
 	job := s.info.Job
 	// "rc." takes rc.update as well as rc.state: every update, not only
-	// the new statuses.
-	return s.Subscribe(ctx, []string{"rc."}, func(ev wire.Event) {
+	// the new statuses; of the caller's job only.
+	return s.subscribe(ctx, []string{"rc."}, job, func(ev wire.Event) {
 		if ev.Job == job && ev.RC != nil {
 			s.rc.saw(*ev.RC)
 			fn(*ev.RC)
