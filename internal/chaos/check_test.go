@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -245,4 +246,20 @@ func rank1Dead(s *Snapshot) {
 // REPLACE).
 func failureChange(delta, typ, status string, rank uint32) Change {
 	return Change{Delta: delta, Job: "d.1", Type: typ, Status: status, Settled: true, Requested: t0, Ranks: []uint32{rank}, Failure: true, Lost: []uint32{1}}
+}
+
+// TestCountWireUps: the summary counts the app's wire-up outcomes from its
+// output, as dynrun forwards it (with a rank tag or not).
+func TestCountWireUps(t *testing.T) {
+	out := "STATE {}\n" +
+		`WIREUP {"ok":true,"peer":1,"rank":0}` + "\n" +
+		`[1] WIREUP {"ok":true,"peer":0,"rank":1}` + "\n" +
+		`WIREUP {"code":"aborted","fence":"master: fence \"wireup\": rank 2 has ended","rank":3}` + "\n" +
+		`WIREUP {"get":"timed out","peer":2,"rank":1}` + "\n" +
+		`WIREUP {"got":"x","peer":2,"rank":1,"want":"addr-of-2"}` + "\n"
+	n := map[string]int{}
+	countWireUps(n, out)
+	if want := map[string]int{"ok": 2, "fence-aborted": 1, "get": 1, "wrong": 1}; !maps.Equal(n, want) {
+		t.Errorf("counted %v, want %v", n, want)
+	}
 }

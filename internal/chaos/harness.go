@@ -61,6 +61,11 @@ type Summary struct {
 	Refused int            // requests the DVM refused (no slots, busy, ...): not violations
 	Rejoins int            // nodes rejoined after their daemon died
 	Drained int            // SUBs made by shrinks with --drain (elastic runs)
+	// WireUps counts the processes' wire-ups (the malleable app's
+	// -wireup: a fence with collect at the start, then a peer's value
+	// read) by outcome: ok, fence (broken by a fault), get (the read
+	// failed), wrong (a wrong value: the process exits 7, a violation).
+	WireUps map[string]int
 	// FailureChanges counts the failure changes (-policy shrink) that
 	// reached a final status, by status.
 	FailureChanges map[string]int
@@ -105,6 +110,13 @@ func (s Summary) String() string {
 		fmt.Fprintf(&b, " %s=%d", k, s.Ops[k])
 	}
 	fmt.Fprintf(&b, " (refused requests: %d, rejoins: %d, drain SUBs: %d)\n", s.Refused, s.Rejoins, s.Drained)
+	if len(s.WireUps) > 0 {
+		b.WriteString("  wire-ups (fence with collect, then a peer's value):")
+		for _, k := range slices.Sorted(maps.Keys(s.WireUps)) {
+			fmt.Fprintf(&b, " %s=%d", k, s.WireUps[k])
+		}
+		b.WriteString("\n")
+	}
 	if len(s.FailureChanges) > 0 {
 		b.WriteString("  failure changes:")
 		for _, k := range slices.Sorted(maps.Keys(s.FailureChanges)) {
@@ -204,7 +216,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return Summary{}, err
 	}
 	h := &harness{cfg: cfg, dir: cfg.Dir, log: cfg.Log, limits: map[string]time.Duration{},
-		sum: Summary{Seed: cfg.Seed, Ops: map[Op]int{}, Faults: map[string]int{}}}
+		sum: Summary{Seed: cfg.Seed, Ops: map[Op]int{}, Faults: map[string]int{}, WireUps: map[string]int{}}}
 	if h.log == nil {
 		h.log = io.Discard
 	}
@@ -367,7 +379,9 @@ func (h *harness) collectEnded() {
 			keep = append(keep, j)
 			continue
 		}
-		j.facts.Report = lastLines(j.out.String(), 6)
+		out := j.out.String()
+		countWireUps(h.sum.WireUps, out)
+		j.facts.Report = lastLines(out, 6)
 		allowed, why := ExitRule(j.facts)
 		e := Ended{App: j.app, Code: j.code, Allowed: allowed, Why: why, Shrink: j.facts.Shrink}
 		if !slices.Contains(allowed, j.code) {
@@ -386,6 +400,33 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, " | ")
+}
+
+// countWireUps adds the outcomes of the WIREUP lines in a job's output
+// (internal/malleable's wireUp) to n.
+func countWireUps(n map[string]int, out string) {
+	for _, l := range strings.Split(out, "\n") {
+		_, rest, ok := strings.Cut(l, "WIREUP ")
+		if !ok {
+			continue
+		}
+		switch {
+		case strings.Contains(rest, `"ok":true`):
+			n["ok"]++
+		case strings.Contains(rest, `"fence":`):
+			// By the error's code: aborted (a participant ended),
+			// timeout (one stopped past the limit), ...
+			code := "?"
+			if _, c, ok := strings.Cut(rest, `"code":"`); ok {
+				code, _, _ = strings.Cut(c, `"`)
+			}
+			n["fence-"+code]++
+		case strings.Contains(rest, `"want":`):
+			n["wrong"]++
+		case strings.Contains(rest, `"get":`):
+			n["get"]++
+		}
+	}
 }
 
 // cleanOrphans kills the processes a violation of (c) named, so that they

@@ -186,7 +186,9 @@ func (h *harness) launch(ctx context.Context, s Step) error {
 		// The job splits by node (rank 0's and the others): spread it.
 		args = append(args, "--map-by", "node")
 	}
-	args = append(args, h.cfg.Malleable, "-timeout", "1000h")
+	// -wireup: the launch's processes fence with collect first, so that
+	// a fence's data travels (down the tree too) under the faults.
+	args = append(args, h.cfg.Malleable, "-timeout", "1000h", "-wireup")
 	if s.Split {
 		args = append(args, "-split")
 	}

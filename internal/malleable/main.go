@@ -54,6 +54,7 @@ type config struct {
 	bench     string // -bench query|lookup|psetop: rank 0 times benchN calls, then exit
 	benchN    int
 	timeout   time.Duration // overall limit
+	wireup    bool          // the launch's processes wire up first, as an MPI library does (wireUp)
 }
 
 func main() {
@@ -72,6 +73,7 @@ func main() {
 	flag.StringVar(&c.bench, "bench", "", "query, lookup or psetop: rank 0 times -n calls, then exit")
 	flag.IntVar(&c.benchN, "n", 1000, "calls of -bench")
 	flag.DurationVar(&c.timeout, "timeout", 60*time.Second, "overall limit")
+	flag.BoolVar(&c.wireup, "wireup", false, "the launch's processes first commit a value, fence with collect and check a peer's (a wrong value exits 7)")
 	idle := flag.Bool("idle", false, "no session: print a line, exit when stdin closes (the exit floor of the benchmarks)")
 	flag.Parse()
 	if *idle {
@@ -160,13 +162,21 @@ func run(ctx context.Context, c config) error {
 		if err := p.report(ctx, q.Delta, wire.RCFinalized); err != nil {
 			return err
 		}
-	} else if c.split {
-		if err := p.splitSets(ctx); err != nil {
-			return err
+	} else {
+		if c.wireup {
+			if err := p.wireUp(ctx); err != nil {
+				return err
+			}
 		}
-	} else if c.splitNode {
-		if err := p.splitByNode(ctx); err != nil {
-			return err
+		switch {
+		case c.split:
+			if err := p.splitSets(ctx); err != nil {
+				return err
+			}
+		case c.splitNode:
+			if err := p.splitByNode(ctx); err != nil {
+				return err
+			}
 		}
 	}
 	if c.requests != "" && p.me == 0 && q.Type == wire.RCNull {
@@ -366,6 +376,51 @@ func (p *proc) request(ctx context.Context) {
 			os.Exit(1)
 		}
 	}
+}
+
+// wireUpWrong is the exit status of a process that read a wrong value
+// after a fence with collect: no fault explains it (the chaos harness's
+// exit rule), so it counts as a violation.
+const wireUpWrong = 7
+
+// wireUp does what an MPI library does at start through PMI: every process
+// of the launch commits a value, all of them fence with collect (the data
+// then goes to every daemon, down the tree when there is one), and each
+// reads its neighbour's value from its daemon. A fence a fault breaks (a
+// participant ended or was stopped past the limit) is reported and
+// skipped; a wrong value after a fence that succeeded is a runtime bug.
+func (p *proc) wireUp(ctx context.Context) error {
+	s := p.s
+	n := uint32(s.Size())
+	if n == 0 || p.me >= n {
+		return nil
+	}
+	value := func(rank uint32) string { return "addr-of-" + strconv.FormatUint(uint64(rank), 10) }
+	if err := s.Put("wireup", []byte(value(p.me))); err != nil {
+		return err
+	}
+	if err := s.Commit(ctx); err != nil {
+		return err
+	}
+	fctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	err := s.FenceWith(fctx, session.FenceOptions{ID: "wireup", Procs: []wire.ProcRanges{{Ranks: wire.Span(0, n-1)}}, Collect: true})
+	if err != nil {
+		say("WIREUP", map[string]any{"rank": p.me, "fence": err.Error(), "code": string(wire.CodeOf(err))})
+		return nil
+	}
+	peer := (p.me + 1) % n
+	got, err := s.Get(fctx, peer, "wireup")
+	switch {
+	case err != nil:
+		say("WIREUP", map[string]any{"rank": p.me, "peer": peer, "get": err.Error()})
+	case string(got) != value(peer):
+		say("WIREUP", map[string]any{"rank": p.me, "peer": peer, "got": string(got), "want": value(peer)})
+		os.Exit(wireUpWrong)
+	default:
+		say("WIREUP", map[string]any{"rank": p.me, "peer": peer, "ok": true})
+	}
+	return nil
 }
 
 // splitSets makes mpi://app/<app>/a (the processes on rank 0's node) and
