@@ -257,9 +257,12 @@ func TestCountWireUps(t *testing.T) {
 		`WIREUP {"code":"aborted","fence":"master: fence \"wireup\": rank 2 has ended","rank":3}` + "\n" +
 		`WIREUP {"get":"timed out","peer":2,"rank":1}` + "\n" +
 		`WIREUP {"got":"x","peer":2,"rank":1,"want":"addr-of-2"}` + "\n"
-	n := map[string]int{}
-	countWireUps(n, out)
+	n, why := map[string]int{}, map[string]string{}
+	countWireUps(n, why, out)
 	if want := map[string]int{"ok": 2, "fence-aborted": 1, "get": 1, "wrong": 1}; !maps.Equal(n, want) {
 		t.Errorf("counted %v, want %v", n, want)
+	}
+	if len(why) != 3 || !strings.Contains(why["fence-aborted"], "rank 2 has ended") {
+		t.Errorf("examples %v, want one per outcome but ok", why)
 	}
 }

@@ -66,6 +66,9 @@ type Summary struct {
 	// read) by outcome: ok, fence (broken by a fault), get (the read
 	// failed), wrong (a wrong value: the process exits 7, a violation).
 	WireUps map[string]int
+	// WireUpWhy holds one line of each outcome but ok, as the process
+	// printed it.
+	WireUpWhy map[string]string
 	// FailureChanges counts the failure changes (-policy shrink) that
 	// reached a final status, by status.
 	FailureChanges map[string]int
@@ -116,6 +119,9 @@ func (s Summary) String() string {
 			fmt.Fprintf(&b, " %s=%d", k, s.WireUps[k])
 		}
 		b.WriteString("\n")
+		for _, k := range slices.Sorted(maps.Keys(s.WireUpWhy)) {
+			fmt.Fprintf(&b, "    %s, e.g.: %s\n", k, s.WireUpWhy[k])
+		}
 	}
 	if len(s.FailureChanges) > 0 {
 		b.WriteString("  failure changes:")
@@ -216,7 +222,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return Summary{}, err
 	}
 	h := &harness{cfg: cfg, dir: cfg.Dir, log: cfg.Log, limits: map[string]time.Duration{},
-		sum: Summary{Seed: cfg.Seed, Ops: map[Op]int{}, Faults: map[string]int{}, WireUps: map[string]int{}}}
+		sum: Summary{Seed: cfg.Seed, Ops: map[Op]int{}, Faults: map[string]int{}, WireUps: map[string]int{}, WireUpWhy: map[string]string{}}}
 	if h.log == nil {
 		h.log = io.Discard
 	}
@@ -380,7 +386,7 @@ func (h *harness) collectEnded() {
 			continue
 		}
 		out := j.out.String()
-		countWireUps(h.sum.WireUps, out)
+		countWireUps(h.sum.WireUps, h.sum.WireUpWhy, out)
 		j.facts.Report = lastLines(out, 6)
 		allowed, why := ExitRule(j.facts)
 		e := Ended{App: j.app, Code: j.code, Allowed: allowed, Why: why, Shrink: j.facts.Shrink}
@@ -403,16 +409,19 @@ func lastLines(s string, n int) string {
 }
 
 // countWireUps adds the outcomes of the WIREUP lines in a job's output
-// (internal/malleable's wireUp) to n.
-func countWireUps(n map[string]int, out string) {
+// (internal/malleable's wireUp) to n, and the first line of each outcome
+// but ok to why.
+func countWireUps(n map[string]int, why map[string]string, out string) {
 	for _, l := range strings.Split(out, "\n") {
 		_, rest, ok := strings.Cut(l, "WIREUP ")
 		if !ok {
 			continue
 		}
+		var k string
 		switch {
 		case strings.Contains(rest, `"ok":true`):
 			n["ok"]++
+			continue
 		case strings.Contains(rest, `"fence":`):
 			// By the error's code: aborted (a participant ended),
 			// timeout (one stopped past the limit), ...
@@ -420,11 +429,17 @@ func countWireUps(n map[string]int, out string) {
 			if _, c, ok := strings.Cut(rest, `"code":"`); ok {
 				code, _, _ = strings.Cut(c, `"`)
 			}
-			n["fence-"+code]++
+			k = "fence-" + code
 		case strings.Contains(rest, `"want":`):
-			n["wrong"]++
+			k = "wrong"
 		case strings.Contains(rest, `"get":`):
-			n["get"]++
+			k = "get"
+		default:
+			continue
+		}
+		n[k]++
+		if why[k] == "" {
+			why[k] = rest
 		}
 	}
 }
