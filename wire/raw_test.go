@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -142,7 +143,7 @@ func BenchmarkRelayBodyDecode(b *testing.B) {
 }
 
 // TestPlacementsDecode: the one-pass decoder of a placement list gives what
-// msgpack's reflection gives, for lists of every shape (nil, empty, a node
+// msgpack's reflection gives (and its encoder the same bytes), for lists of every shape (nil, empty, a node
 // without ranks, many nodes, an unknown key), under Unmarshal and under a
 // plain decoder; and it fails on a truncated or mistyped list.
 func TestPlacementsDecode(t *testing.T) {
@@ -161,6 +162,7 @@ func TestPlacementsDecode(t *testing.T) {
 	for name, pl := range map[string][]Placement{
 		"nil": nil, "empty": {}, "no ranks": {{Node: "n1"}}, "no node": {{Ranks: Span(3, 4)}},
 		"two": {{Node: "n1", Ranks: Span(0, 3)}, {Node: "n2", Ranks: RankRanges{{4, 4}, {9, 12}}}}, "many": many,
+		"long names": {{Node: strings.Repeat("h", 40), Ranks: Span(0, 0)}, {Node: strings.Repeat("h", 300)}},
 	} {
 		b, err := Marshal(&plain{Placement: pl, After: "end"})
 		if err != nil {
@@ -169,6 +171,14 @@ func TestPlacementsDecode(t *testing.T) {
 		var want plain
 		if err := msgpack.Unmarshal(b, &want); err != nil {
 			t.Fatal(err)
+		}
+		// Encoded as the reflection encodes []Placement, byte for byte.
+		mine, err := Marshal(&withList{Placement: pl, After: "end"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(mine, b) {
+			t.Errorf("%s: encoded\n% x\nwant\n% x", name, mine, b)
 		}
 		var got, viaDecoder withList
 		if err := Unmarshal(b, &got); err != nil {
@@ -181,6 +191,13 @@ func TestPlacementsDecode(t *testing.T) {
 			if g.After != "end" || !reflect.DeepEqual([]Placement(g.Placement), want.Placement) {
 				t.Errorf("%s: decoded %d entries %+v, want %d", name, len(g.Placement), g, len(want.Placement))
 			}
+		}
+	}
+	// As values of their own: nil and empty as the reflection has them.
+	for _, pl := range [][]Placement{nil, {}} {
+		want, _ := msgpack.Marshal(pl)
+		if got, err := Marshal(Placements(pl)); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%#v encoded % x (%v), want % x", pl, got, err, want)
 		}
 	}
 	// An unknown key in an entry is skipped, as the struct decoder does.
@@ -224,11 +241,6 @@ func BenchmarkPlacementsDecode(b *testing.B) {
 		}
 	})
 	b.Run("reflection", func(b *testing.B) {
-		type oldRC struct {
-			Job       string      `msgpack:"j,omitempty"`
-			Delta     string      `msgpack:"d,omitempty"`
-			Placement []Placement `msgpack:"pl,omitempty"`
-		}
 		b.SetBytes(int64(len(raw)))
 		for b.Loop() {
 			var r oldRC
@@ -237,4 +249,35 @@ func BenchmarkPlacementsDecode(b *testing.B) {
 			}
 		}
 	})
+}
+
+// oldRC has a record's placement list as it was before Placements.
+type oldRC struct {
+	Job       string      `msgpack:"j,omitempty"`
+	Delta     string      `msgpack:"d,omitempty"`
+	Placement []Placement `msgpack:"pl,omitempty"`
+}
+
+// BenchmarkPlacementsEncode: the same record encoded, as a daemon does in
+// its answers to queries and the master in its pushes.
+//
+//	go test -run '^$' -bench PlacementsEncode -benchmem ./wire
+func BenchmarkPlacementsEncode(b *testing.B) {
+	rec := RC{Job: "dvm1.7", Delta: "mpi://rte/app/rc/9"}
+	for i := range 1024 {
+		rec.Placement = append(rec.Placement, Placement{Node: "node" + strconv.Itoa(i), Ranks: Span(uint32(1024+i), uint32(1024+i))})
+	}
+	old := oldRC{Job: rec.Job, Delta: rec.Delta, Placement: rec.Placement}
+	for _, c := range []struct {
+		name string
+		v    any
+	}{{"Placements", &rec}, {"reflection", &old}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := Marshal(c.v); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
