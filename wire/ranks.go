@@ -178,11 +178,17 @@ func (rr RankRanges) String() string {
 // EncodeMsgpack writes [[lo, hi], ...] (nil for an empty set). The bytes
 // are produced directly (member lists are the bulk of pset traffic).
 func (rr RankRanges) EncodeMsgpack(enc *msgpack.Encoder) error {
+	return encodeAppended(enc, rr.appendMsgpack)
+}
+
+// encodeAppended writes what appendTo appends: in place when enc writes
+// to Marshal's buffer, else through a slice of its own.
+func encodeAppended(enc *msgpack.Encoder, appendTo func([]byte) []byte) error {
 	if w, ok := enc.Writer().(*buffer); ok {
-		w.b = rr.appendMsgpack(w.b)
+		w.b = appendTo(w.b)
 		return nil
 	}
-	_, err := enc.Writer().Write(rr.appendMsgpack(nil))
+	_, err := enc.Writer().Write(appendTo(nil))
 	return err
 }
 
