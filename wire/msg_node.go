@@ -92,6 +92,14 @@ type JobData struct {
 	// changed, not the whole job (docs/scale.md).
 	Delta bool   `msgpack:"dl,omitempty"`
 	Base  uint64 `msgpack:"base,omitempty"` // with Delta: the generation it applies to
+	// Pending is the delta set of a resource change in flight (not yet
+	// FINALIZED or ABORTED), whose result Placement and Size already
+	// show. Until it is FINALIZED, a process that is not one of Adding is
+	// told the job as it is (SessionInfo): a process of the launch that
+	// starts while a SUB of it is in flight still counts itself.
+	Pending string     `msgpack:"pend,omitempty"`
+	Adding  RankRanges `msgpack:"add,omitempty"` // with Pending: the ranks the change starts (in Placement)
+	Leaving RankRanges `msgpack:"lv,omitempty"`  // with Pending: the ranks it removes, still running (not in Placement)
 }
 
 // PMIxSpace is the PMIx namespace of the processes one ADD started in a

@@ -19,6 +19,10 @@ type SessionInitReq struct {
 	Job  string `msgpack:"j,omitempty"`   // job namespace
 	Rank uint32 `msgpack:"r,omitempty"`   // own rank
 	PID  int    `msgpack:"pid,omitempty"` // own pid
+	// Latest asks for the job as the daemon's data shows it, after a
+	// change in flight (Session.JobInfo). Without it, a process is told
+	// the job it belongs to until the change is FINALIZED (JobData.Pending).
+	Latest bool `msgpack:"latest,omitempty"`
 }
 
 // SessionInfo is the identity of a process and the job facts it needs at

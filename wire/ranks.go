@@ -105,6 +105,51 @@ func (rr RankRanges) Union(o RankRanges) RankRanges {
 	return out
 }
 
+// Intersect returns the ranks in both rr and o (both canonical), range by
+// range in O(len(rr)+len(o)).
+func (rr RankRanges) Intersect(o RankRanges) RankRanges {
+	var out RankRanges
+	for i, j := 0, 0; i < len(rr) && j < len(o); {
+		lo, hi := max(rr[i].Lo, o[j].Lo), min(rr[i].Hi, o[j].Hi)
+		if lo <= hi {
+			out = append(out, RankRange{lo, hi})
+		}
+		if rr[i].Hi < o[j].Hi {
+			i++
+		} else {
+			j++
+		}
+	}
+	return out
+}
+
+// Minus returns the ranks of rr that are not in o (both canonical), range
+// by range in O(len(rr)+len(o)).
+func (rr RankRanges) Minus(o RankRanges) RankRanges {
+	var out RankRanges
+	j := 0
+	for _, g := range rr {
+		for j < len(o) && o[j].Hi < g.Lo {
+			j++
+		}
+		lo, covered := g.Lo, false
+		for k := j; k < len(o) && o[k].Lo <= g.Hi; k++ {
+			if o[k].Lo > lo {
+				out = append(out, RankRange{lo, o[k].Lo - 1})
+			}
+			if o[k].Hi >= g.Hi {
+				covered = true
+				break
+			}
+			lo = o[k].Hi + 1
+		}
+		if !covered {
+			out = append(out, RankRange{lo, g.Hi})
+		}
+	}
+	return out
+}
+
 // Count returns the number of ranks.
 func (rr RankRanges) Count() int {
 	n := 0

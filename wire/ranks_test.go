@@ -98,6 +98,65 @@ func TestRankRangesProperties(t *testing.T) {
 	}
 }
 
+// TestRankRangesIntersectMinus checks Intersect and Minus against sets of
+// ranks, random ones and the edges of the rank space.
+func TestRankRangesIntersectMinus(t *testing.T) {
+	check := func(a, b RankRanges, universe []uint32) {
+		t.Helper()
+		in, out := a.Intersect(b), a.Minus(b)
+		for _, got := range []RankRanges{in, out} {
+			if err := got.Check(); err != nil {
+				t.Fatalf("%v, %v: %v", a, b, err)
+			}
+			for i := 1; i < len(got); i++ {
+				if got[i].Lo == got[i-1].Hi+1 {
+					t.Fatalf("%v, %v: not canonical: %v", a, b, got)
+				}
+			}
+		}
+		for _, r := range universe {
+			if in.Contains(r) != (a.Contains(r) && b.Contains(r)) {
+				t.Fatalf("%v ∩ %v = %v: wrong about %d", a, b, in, r)
+			}
+			if out.Contains(r) != (a.Contains(r) && !b.Contains(r)) {
+				t.Fatalf("%v − %v = %v: wrong about %d", a, b, out, r)
+			}
+		}
+		if in.Count()+out.Count() != a.Count() {
+			t.Fatalf("%v, %v: |∩| %d + |−| %d != %d", a, b, in.Count(), out.Count(), a.Count())
+		}
+	}
+	const top = math.MaxUint32
+	edges := []uint32{0, 1, 2, top - 2, top - 1, top}
+	for _, c := range []struct{ a, b RankRanges }{
+		{nil, nil},
+		{Span(0, top), nil},
+		{Span(0, top), Span(0, top)},
+		{Span(0, top), Span(1, top-1)},
+		{Span(0, top), RankRanges{{0, 0}, {top, top}}},
+		{RankRanges{{0, 1}, {top - 1, top}}, Span(1, top-1)},
+		{Span(top, top), Span(0, top-1)},
+	} {
+		check(c.a, c.b, edges)
+		check(c.b, c.a, edges)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	universe := make([]uint32, 120)
+	for i := range universe {
+		universe[i] = uint32(i)
+	}
+	for iter := 0; iter < 500; iter++ {
+		var a, b RankRanges
+		for i := rng.IntN(60); i > 0; i-- {
+			a = a.Add(uint32(rng.IntN(120)))
+		}
+		for i := rng.IntN(60); i > 0; i-- {
+			b = b.Add(uint32(rng.IntN(120)))
+		}
+		check(a, b, universe)
+	}
+}
+
 func TestRankRangesAllStopsEarly(t *testing.T) {
 	rr := RankRanges{{0, math.MaxUint32}}
 	n := 0

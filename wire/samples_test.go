@@ -44,7 +44,8 @@ func samples() map[string]any {
 	started := ProcStarted{Job: "dvm1.1", Rank: 4, PID: 999, Node: "n1", Time: 5}
 	push := PsetPush{Seq: 17, Job: "dvm1.1", Defined: []PsetInfo{pset}, Deleted: []string{"mpi://app/lu/old"}, Keep: 16}
 	jobData := JobData{Gen: 5, ID: 7, Job: "dvm1.7", App: "lu", Size: 8, NextRank: 12, Placement: pl, Gone: true, Psets: &push,
-		PMIx: []PMIxSpace{{Nspace: "dvm1.7.rc3", Ranks: RankRanges{{8, 11}}, Delta: "mpi://rte/lu/rc/3"}}, Delta: true, Base: 4}
+		PMIx: []PMIxSpace{{Nspace: "dvm1.7.rc3", Ranks: RankRanges{{8, 11}}, Delta: "mpi://rte/lu/rc/3"}}, Delta: true, Base: 4,
+		Pending: "mpi://rte/lu/rc/4", Adding: RankRanges{{12, 12}}, Leaving: RankRanges{{3, 3}}}
 	block := PMIBlock{Ranks: RankRanges{{0, 1}}, Argv: []string{"./master", "-v"}, Wdir: "/w/m", Env: []string{"OMPI_PARENT_PORT=123.0:456"}}
 	pmiJob := PMIJob{Mode: PMIPort, KVS: "kvs_dvm1.7", Universe: 16, Parent: "kvs_dvm1.6", ParentJob: "dvm1.6", ParentRank: 2, Preput: kv,
 		Blocks: []PMIBlock{block, {Ranks: RankRanges{{2, 7}}, Argv: []string{"./worker"}}}, KeepGoing: true}
@@ -61,7 +62,7 @@ func samples() map[string]any {
 			Err: &Error{Code: CodeBusy, Msg: "rc in flight"}},
 		"Error": &Error{Code: CodeNotFound, Msg: "no such set"},
 
-		"SessionInitReq": &SessionInitReq{Job: "dvm1.1", Rank: 3, PID: 1234},
+		"SessionInitReq": &SessionInitReq{Job: "dvm1.1", Rank: 3, PID: 1234, Latest: true},
 		"SessionInfo": &SessionInfo{Job: "dvm1.1", App: "lu", Rank: 3, UID: ProcUID(1, 3), Size: 8, Node: "n0",
 			LocalRank: 3, LocalPeers: RankRanges{{0, 3}}, DVM: "ab12cd", Delta: "mpi://rte/lu/rc/1"},
 		"SessionFinReq": &SessionFinReq{Job: "dvm1.1", Rank: 3},

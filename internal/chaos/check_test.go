@@ -256,13 +256,36 @@ func TestCountWireUps(t *testing.T) {
 		`[1] WIREUP {"ok":true,"peer":0,"rank":1}` + "\n" +
 		`WIREUP {"code":"aborted","fence":"master: fence \"wireup\": rank 2 has ended","rank":3}` + "\n" +
 		`WIREUP {"get":"timed out","peer":2,"rank":1}` + "\n" +
-		`WIREUP {"got":"x","peer":2,"rank":1,"want":"addr-of-2"}` + "\n"
+		`WIREUP {"got":"x","peer":2,"rank":1,"want":"addr-of-2"}` + "\n" +
+		`WIREUP {"rank":2,"skipped":"told a job size of 2 at init"}` + "\n"
 	n, why := map[string]int{}, map[string]string{}
 	countWireUps(n, why, out)
-	if want := map[string]int{"ok": 2, "fence-aborted": 1, "get": 1, "wrong": 1}; !maps.Equal(n, want) {
+	if want := map[string]int{"ok": 2, "fence-aborted": 1, "get": 1, "wrong": 1, "skipped": 1}; !maps.Equal(n, want) {
 		t.Errorf("counted %v, want %v", n, want)
 	}
-	if len(why) != 3 || !strings.Contains(why["fence-aborted"], "rank 2 has ended") {
+	if len(why) != 4 || !strings.Contains(why["fence-aborted"], "rank 2 has ended") {
 		t.Errorf("examples %v, want one per outcome but ok", why)
+	}
+}
+
+// TestDrainableNode: a node can be drained when every running job there
+// runs on another node too; ended jobs do not count.
+func TestDrainableNode(t *testing.T) {
+	pl := func(nodes ...string) wire.Placements {
+		var out wire.Placements
+		for i, n := range nodes {
+			out = append(out, wire.Placement{Node: n, Ranks: wire.Span(uint32(i), uint32(i))})
+		}
+		return out
+	}
+	st := wire.DVMState{Jobs: []wire.JobInfo{
+		{App: "spread", State: wire.JobStateRunning, Placement: pl("node1", "node2")},
+		{App: "alone", State: wire.JobStateRunning, Placement: pl("node3")},
+		{App: "ended", State: wire.JobStateDone, Placement: pl("node2")},
+	}}
+	for node, want := range map[string]bool{"node1": true, "node2": true, "node3": false, "node4": true} {
+		if got := drainableNode(st, node); got != want {
+			t.Errorf("drainableNode(%s) = %v, want %v", node, got, want)
+		}
 	}
 }

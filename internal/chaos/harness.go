@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -44,6 +46,10 @@ type Config struct {
 	// ConfirmTimeout of the harness's changes (0 = 10s); SettleLimit
 	// bounds the wait for the DVM to settle after a step (0 = 45s).
 	ConfirmTimeout, SettleLimit time.Duration
+	// JobLogs, when set, is a directory where each job's dynrun output
+	// (its processes' lines included) is written when the job ends, as
+	// <app>.out: what to read when a run goes wrong.
+	JobLogs string
 	// StopAtViolation ends the run at the first step that breaks an
 	// invariant (the replay then needs only the steps printed).
 	StopAtViolation bool
@@ -386,6 +392,11 @@ func (h *harness) collectEnded() {
 			continue
 		}
 		out := j.out.String()
+		if h.cfg.JobLogs != "" {
+			if err := os.WriteFile(filepath.Join(h.cfg.JobLogs, j.app+".out"), []byte(out), 0o600); err != nil {
+				h.note("job %s: %v", j.app, err)
+			}
+		}
 		countWireUps(h.sum.WireUps, h.sum.WireUpWhy, out)
 		j.facts.Report = lastLines(out, 6)
 		allowed, why := ExitRule(j.facts)
@@ -434,6 +445,10 @@ func countWireUps(n map[string]int, why map[string]string, out string) {
 			k = "wrong"
 		case strings.Contains(rest, `"get":`):
 			k = "get"
+		case strings.Contains(rest, `"skipped":`):
+			// The process started after a change that took processes of
+			// the launch out had finished: the launch is no longer whole.
+			k = "skipped"
 		default:
 			continue
 		}

@@ -114,15 +114,24 @@ func (h *harness) shrink(ctx context.Context, s Step) {
 		return
 	}
 	// A node where processes run, when there is one: that is what a drain
-	// is about.
+	// is about; better still one that each job there also runs beyond,
+	// which the master can drain (it refuses to take a job's every
+	// process: that is for the refusal steps, when no other node is
+	// busy).
 	cands := st.Nodes[1:]
-	var busy []wire.NodeInfo
+	var busy, drainable []wire.NodeInfo
 	for _, n := range cands {
 		if n.Used > 0 {
 			busy = append(busy, n)
+			if drainableNode(st, n.Name) {
+				drainable = append(drainable, n)
+			}
 		}
 	}
-	if len(busy) > 0 {
+	switch {
+	case len(drainable) > 0:
+		cands = drainable
+	case len(busy) > 0:
 		cands = busy
 	}
 	name := cands[int(s.NodePick%uint32(len(cands)))].Name
@@ -141,6 +150,31 @@ func (h *harness) shrink(ctx context.Context, s Step) {
 		ds = append(ds, rc.Delta+" "+rc.Ranks.String())
 	}
 	h.note("shrink %s --drain: left (drained: %s)", name, strings.Join(ds, ", "))
+}
+
+// drainableNode reports whether every running job with processes on node
+// also has processes on another node.
+func drainableNode(st wire.DVMState, node string) bool {
+	for _, j := range st.Jobs {
+		if j.State != wire.JobStateRunning {
+			continue
+		}
+		here, elsewhere := false, false
+		for _, pl := range j.Placement {
+			if len(pl.Ranks) == 0 {
+				continue
+			}
+			if pl.Node == node {
+				here = true
+			} else {
+				elsewhere = true
+			}
+		}
+		if here && !elsewhere {
+			return false
+		}
+	}
+	return true
 }
 
 func errOr(err error, ok string) string {

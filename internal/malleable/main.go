@@ -393,6 +393,7 @@ func (p *proc) wireUp(ctx context.Context) error {
 	s := p.s
 	n := uint32(s.Size())
 	if n == 0 || p.me >= n {
+		say("WIREUP", map[string]any{"rank": p.me, "skipped": fmt.Sprintf("told a job size of %d at init", n)})
 		return nil
 	}
 	value := func(rank uint32) string { return "addr-of-" + strconv.FormatUint(uint64(rank), 10) }

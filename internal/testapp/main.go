@@ -27,6 +27,14 @@
 //	                    after the accept ranks 0 and 1 fence and construct
 //	                    a group over every live process while rank 2 waits
 //	                    for them to end
+//	initduring DIR sub|add
+//	                    (3 ranks; add: 2 ranks and a free slot) rank 0
+//	                    asks for a SUB of rank 2 (an ADD of one process)
+//	                    and writes DIR/announced; the other ranks open
+//	                    their session only then, while the change is in
+//	                    flight; every process prints the size, local rank
+//	                    and local peers it was told, then all take part
+//	                    in the change
 //
 // Every line it prints starts with a word saying what it is; "ERROR" lines
 // mean a check failed (and the exit code is 1).
@@ -37,7 +45,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dynrt/dynrt/lib/procenv"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -65,6 +75,11 @@ func main() {
 func run(ctx context.Context, mode string, args []string) error {
 	if mode == "multi" {
 		return multi(ctx)
+	}
+	if mode == "initduring" && os.Getenv(procenv.Rank) != "0" {
+		if err := waitFile(ctx, filepath.Join(args[0], "announced")); err != nil {
+			return err
+		}
 	}
 	s, err := session.Init(ctx)
 	if err != nil {
@@ -109,6 +124,8 @@ func run(ctx context.Context, mode string, args []string) error {
 		return fenceAfterSub(ctx, s)
 	case "rcatstart":
 		return rcAtStart(ctx, s)
+	case "initduring":
+		return initDuring(ctx, s, args[0], args[1])
 	}
 	return fmt.Errorf("unknown mode %q", mode)
 }
@@ -676,17 +693,7 @@ func fenceAfterSub(ctx context.Context, s *session.Session) error {
 			return err
 		}
 	}
-	r, err := s.WaitRC(ctx, session.QueryOptions{Bound: app}, func(r session.RC) bool { return !r.Null() })
-	if err != nil {
-		return err
-	}
-	var o session.AcceptOptions
-	if s.Rank() == 0 {
-		if o.NewSet, err = s.SetAfter(ctx, app, r); err != nil {
-			return err
-		}
-	}
-	acc, err := s.Accept(ctx, r.Delta, o).Wait(ctx)
+	acc, err := acceptNext(ctx, s, app)
 	if err != nil {
 		return err
 	}
@@ -716,6 +723,22 @@ func fenceAfterSub(ctx context.Context, s *session.Session) error {
 	return nil
 }
 
+// acceptNext waits for the next change of set app and accepts it, rank 0
+// (the set's root) naming the set after the change.
+func acceptNext(ctx context.Context, s *session.Session, app string) (session.AcceptResult, error) {
+	r, err := s.WaitRC(ctx, session.QueryOptions{Bound: app}, func(r session.RC) bool { return !r.Null() })
+	if err != nil {
+		return session.AcceptResult{}, err
+	}
+	var o session.AcceptOptions
+	if s.Rank() == 0 {
+		if o.NewSet, err = s.SetAfter(ctx, app, r); err != nil {
+			return session.AcceptResult{}, err
+		}
+	}
+	return s.Accept(ctx, r.Delta, o).Wait(ctx)
+}
+
 // outcome is "ok" or the wire code of err.
 func outcome(err error) string {
 	if err == nil {
@@ -736,5 +759,59 @@ func rcAtStart(ctx context.Context, s *session.Session) error {
 		return err
 	}
 	fmt.Println("requested", rec.Type)
+	return nil
+}
+
+// waitFile waits until path exists.
+func waitFile(ctx context.Context, path string) error {
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w", path, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// initDuring: the processes other than rank 0 open their session while a
+// change rank 0 asked for is in flight (run waits for DIR/announced), and
+// print what they were told; then every process takes its part.
+func initDuring(ctx context.Context, s *session.Session, dir, typ string) error {
+	fmt.Printf("init size=%d localrank=%d peers=%v\n", s.Size(), s.LocalRank(), s.LocalPeers())
+	app := session.AppSet(s.App())
+	if s.Info().Delta != "" { // the ADD's new process
+		if _, err := s.Confirm(ctx, s.Info().Delta, session.ConfirmOptions{}); err != nil {
+			return err
+		}
+		fmt.Println("confirmed")
+		return nil
+	}
+	if s.Rank() == 0 {
+		o := session.RequestOptions{Grace: 20 * time.Second, ConfirmTimeout: 20 * time.Second}
+		t, n := wire.RCSub, 0
+		if typ == "add" {
+			t, n = wire.RCAdd, 1
+		} else {
+			o.Ranks = []uint32{2}
+		}
+		if _, err := s.RequestRC(ctx, t, n, o); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "announced"), nil, 0o600); err != nil {
+			return err
+		}
+	}
+	acc, err := acceptNext(ctx, s, app)
+	if err != nil {
+		return err
+	}
+	if acc.Terminate {
+		fmt.Println("left")
+		return nil
+	}
+	fmt.Println("accepted")
 	return nil
 }

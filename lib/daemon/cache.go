@@ -221,6 +221,37 @@ func (d *Daemon) forkedPid(k procKey, limit time.Duration) int {
 	}
 }
 
+// seenBy is the job's size and its ranks on this node as the process of
+// rank sees them. The data shows the job after the change in flight, if
+// any (wire.JobData.Pending); until that change is FINALIZED, a process
+// it does not start still belongs to the job before it: the ranks the
+// change removes count, the ones it adds do not. d.mu must be held.
+func (d *Daemon) seenBy(jc *jobCache, rank uint32) (uint32, wire.RankRanges) {
+	data := &jc.data
+	if data.Pending == "" || data.Adding.Contains(rank) {
+		return data.Size, jc.local
+	}
+	if jc.rcs != nil {
+		if rec := jc.rcs.byDelta[data.Pending]; rec != nil && rec.Status == wire.RCFinalized {
+			return data.Size, jc.local
+		}
+	}
+	size := int(data.Size) - data.Adding.Count() + data.Leaving.Count()
+	return uint32(max(size, 0)), jc.local.Minus(data.Adding).Union(d.leavingHere(jc))
+}
+
+// leavingHere are the ranks of the data's Leaving that run on this node.
+// d.mu must be held.
+func (d *Daemon) leavingHere(jc *jobCache) wire.RankRanges {
+	var out wire.RankRanges
+	for r := range jc.data.Leaving.All() {
+		if d.live[procKey{jc.data.Job, r}] != nil {
+			out = out.Add(r)
+		}
+	}
+	return out
+}
+
 func (d *Daemon) handleSessionInit(_ context.Context, req *wire.Request, b *wire.SessionInitReq) (any, error) {
 	c, err := CallerOf(req)
 	if err != nil {
@@ -235,12 +266,16 @@ func (d *Daemon) handleSessionInit(_ context.Context, req *wire.Request, b *wire
 	if jc == nil {
 		return nil, wire.Errorf(wire.ErrNotFound, "daemon %s: job %s is not known here", d.node, c.Job)
 	}
+	size, local := jc.data.Size, jc.local
+	if !b.Latest {
+		size, local = d.seenBy(jc, c.Rank)
+	}
 	info := &wire.SessionInfo{
 		Job: c.Job, App: jc.data.App, Rank: c.Rank, UID: wire.ProcUID(jc.data.ID, c.Rank),
-		Size: jc.data.Size, Node: d.node, LocalPeers: jc.local, DVM: d.dvm,
+		Size: size, Node: d.node, LocalPeers: local, DVM: d.dvm,
 		Delta: jc.launchDelta(c.Rank), // the ADD that started it (rc.go)
 	}
-	for r := range jc.local.All() {
+	for r := range local.All() {
 		if r == c.Rank {
 			break
 		}

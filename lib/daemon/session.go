@@ -112,12 +112,13 @@ func (d *Daemon) onMasterEvent(ev *wire.Request) {
 	d.sess.forward(kind, job, ev.Body)
 }
 
-// runsHere reports whether rank of job was placed on this node.
+// runsHere reports whether rank of job was placed on this node (a rank
+// that a change in flight removes still runs here).
 func (d *Daemon) runsHere(job string, rank uint32) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	jc := d.jobs[job]
-	return jc != nil && jc.local.Contains(rank)
+	return jc != nil && (jc.local.Contains(rank) || jc.data.Leaving.Contains(rank) && d.live[procKey{job, rank}] != nil)
 }
 
 // withTimeout bounds ctx by a request's timeout in ms (0 = no bound).

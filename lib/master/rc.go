@@ -973,19 +973,29 @@ func (s *state) pushJobDataWith(j *job, sets *wire.PsetPush, done func()) {
 
 // rcJobData describes j for the daemons: its live processes without those
 // a change is removing (SUB not aborted) or taking back (aborted ADD).
+// While the change is in flight the data also says what it changes
+// (Pending, Adding, Leaving), so that a process that starts meanwhile
+// sees the job as it is until the change is FINALIZED, not as it will be.
 func (s *state) rcJobData(j *job) wire.JobData {
-	var excl wire.RankRanges
+	var excl, adding wire.RankRanges
+	data := wire.JobData{Gen: j.gen, ID: j.id, Job: j.ns, App: j.app, NextRank: uint32(j.procs.len()), PMIx: j.pmixSpaces()}
 	if jr := s.rcs().jobs[j.ns]; jr != nil && jr.cur != nil {
 		cur := jr.cur
-		aborted := cur.r.Status() == rc.StatusAborted
+		st := cur.r.Status()
+		aborted := st == rc.StatusAborted
 		switch {
 		case (cur.typ == wire.RCSub && !aborted) || (cur.adds() && aborted):
 			excl = cur.delta
 		case cur.typ == wire.RCReplace:
 			excl = cur.outRR // the job after the change
 		}
+		if !aborted && st != rc.StatusFinalized {
+			data.Pending = cur.r.Delta()
+			if cur.adds() {
+				adding = cur.delta
+			}
+		}
 	}
-	data := wire.JobData{Gen: j.gen, ID: j.id, Job: j.ns, App: j.app, NextRank: uint32(j.procs.len()), PMIx: j.pmixSpaces()}
 	size := 0
 	for _, n := range s.nodes {
 		rr, ok := j.nodes[n.idx]
@@ -993,19 +1003,20 @@ func (s *state) rcJobData(j *job) wire.JobData {
 			continue
 		}
 		if len(excl) > 0 {
-			var keep wire.RankRanges
-			for r := range rr.All() {
-				if !excl.Contains(r) {
-					keep = keep.Add(r)
-				}
+			out := rr.Intersect(excl)
+			rr = rr.Minus(excl)
+			if len(out) > 0 && data.Pending != "" {
+				data.Leaving = data.Leaving.Union(out)
 			}
-			rr = keep
 		}
 		if len(rr) == 0 {
 			continue
 		}
 		size += rr.Count()
 		data.Placement = append(data.Placement, wire.Placement{Node: n.name, Ranks: rr})
+		if len(adding) > 0 {
+			data.Adding = data.Adding.Union(rr.Intersect(adding))
+		}
 	}
 	data.Size = uint32(size)
 	return data

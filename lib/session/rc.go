@@ -473,10 +473,11 @@ func (s *Session) RequestRC(ctx context.Context, typ string, n int, o RequestOpt
 
 // JobInfo reads the process's identity and the job data again from the
 // daemon: after a change the job size, the local peers and the local rank
-// differ from what Init saw.
+// differ from what Init saw. From the announcement of a change on, it
+// describes the job after the change (docs/session.md).
 func (s *Session) JobInfo(ctx context.Context) (wire.SessionInfo, error) {
 	var in wire.SessionInfo
-	err := s.call(ctx, wire.KindSessionInit, &wire.SessionInitReq{Job: s.info.Job, Rank: s.info.Rank, PID: os.Getpid()}, &in)
+	err := s.call(ctx, wire.KindSessionInit, &wire.SessionInitReq{Job: s.info.Job, Rank: s.info.Rank, PID: os.Getpid(), Latest: true}, &in)
 	return in, err
 }
 

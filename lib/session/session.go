@@ -225,7 +225,8 @@ func (s *Session) Node() string { return s.info.Node }
 func (s *Session) DVM() string { return s.info.DVM }
 
 // Size returns the number of processes of the job when the session was
-// opened.
+// opened. During a change in flight that is the job before the change,
+// except for the change's own new processes (docs/session.md, Identity).
 func (s *Session) Size() int { return int(s.info.Size) }
 
 // LocalRank returns the process's index among its job's processes on its

@@ -100,7 +100,8 @@ uint64_t dynrt_uid(const dynrt_session *s);
 uint32_t dynrt_size(const dynrt_session *s);    /* job size at init */
 /* Delta set of the change that started this process; "" if launched with the job. */
 const char *dynrt_launch_delta(const dynrt_session *s);
-/* The job's current number of processes, asked from the daemon. */
+/* The job's current number of processes, asked from the daemon (from a change's
+ * announcement on, the job after it). */
 int dynrt_job_size(dynrt_session *s, uint32_t *size);
 
 /* ---- Process sets ---------------------------------------------------- */

@@ -123,14 +123,19 @@ int copy_str(dynrt_session *s, char *buf, size_t len, const char *v, const char 
     return DYNRT_OK;
 }
 
-/* session.init again: the identity and the job's current size. */
+/* session.init: the identity and the job's size; again (first == 0) the
+ * size as the daemon's data shows it, after a change in flight ("latest",
+ * as Session.JobInfo). */
 static int session_info(dynrt_session *s, int first, uint32_t *size) {
     req r;
     req_begin(s, &r, "session.init", 1);
-    msgpack_pack_map(&r.pk, 3);
+    msgpack_pack_map(&r.pk, first ? 3 : 4);
     pk_kstr(&r.pk, "j", s->job);
     pk_kuint(&r.pk, "r", s->rank);
     pk_kint(&r.pk, "pid", getpid());
+    if (!first) {
+        pk_kbool(&r.pk, "latest", 1);
+    }
     dmsg *m;
     int rc = req_call(s, &r, &m);
     if (rc != DYNRT_OK) {

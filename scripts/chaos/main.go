@@ -46,6 +46,7 @@ func run() int {
 	quiet := flag.Bool("quiet", false, "print only violations and the summary, not every step")
 	radix := flag.Int("tree-radix", 0, "the DVM's --tree-radix: pushes to more daemons than this go down a tree of daemons (0: from the master to each)")
 	policy := flag.String("policy", "", "failure policy of every job: shrink or replace (each loss becomes a failure change, a SUB or a REPLACE of the lost ranks, docs/rc.md), or empty for the steps' own choice (abort or --keep-going)")
+	keep := flag.String("keep", "", "make this directory (it must not exist) and keep there the DVMs' directory and each job's output (<app>.out), instead of a temporary directory removed at the end")
 	flag.Parse()
 	fs, err := chaos.ParseFaults(*faults)
 	if err != nil {
@@ -65,12 +66,16 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "chaos: -policy %q: want shrink, replace or nothing\n", *policy)
 		return 2
 	}
-	dir, err := os.MkdirTemp("", "dynrt-chaos-")
+	dir := *keep
+	if dir != "" {
+		err = os.Mkdir(dir, 0o700)
+	} else if dir, err = os.MkdirTemp("", "dynrt-chaos-"); err == nil {
+		defer os.RemoveAll(dir)
+	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+		fmt.Fprintln(os.Stderr, "chaos:", err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
 	mark := make([]byte, 8)
 	_, _ = rand.Read(mark)
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -80,6 +85,9 @@ func run() int {
 		Seed: *seed, Steps: *steps, Faults: fs, FaultRate: *rate, Nodes: *nodes, Slots: *slots, StopAtViolation: *stop,
 		DVMArgs: []string{"--tree-radix", strconv.Itoa(*radix)}, Elastic: *elastic, Replace: *replace,
 		Policy: *policy,
+	}
+	if *keep != "" {
+		cfg.JobLogs = dir
 	}
 	if *quiet {
 		cfg.Log = violationsOnly{os.Stdout}
