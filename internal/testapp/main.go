@@ -33,8 +33,8 @@
 //	                    and writes DIR/announced; the other ranks open
 //	                    their session only then, while the change is in
 //	                    flight; every process prints the size, local rank
-//	                    and local peers it was told, then all take part
-//	                    in the change
+//	                    and local peers it was told and the members of
+//	                    mpi://self/shared, then all take part in the change
 //
 // Every line it prints starts with a word saying what it is; "ERROR" lines
 // mean a check failed (and the exit code is 1).
@@ -780,7 +780,11 @@ func waitFile(ctx context.Context, path string) error {
 // change rank 0 asked for is in flight (run waits for DIR/announced), and
 // print what they were told; then every process takes its part.
 func initDuring(ctx context.Context, s *session.Session, dir, typ string) error {
-	fmt.Printf("init size=%d localrank=%d peers=%v\n", s.Size(), s.LocalRank(), s.LocalPeers())
+	shared, err := s.PsetInfo(ctx, session.Shared)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("init size=%d localrank=%d peers=%v shared=%v\n", s.Size(), s.LocalRank(), s.LocalPeers(), shared.Members)
 	app := session.AppSet(s.App())
 	if s.Info().Delta != "" { // the ADD's new process
 		if _, err := s.Confirm(ctx, s.Info().Delta, session.ConfirmOptions{}); err != nil {

@@ -296,7 +296,10 @@ func (d *Daemon) localSet(kind pset.Kind, c Caller, jc *jobCache) (wire.PsetInfo
 	case pset.KindSelf:
 		return wire.PsetInfo{Name: pset.NameSelf, Job: c.Job, Active: true, Size: 1, Members: wire.Span(c.Rank, c.Rank)}, true
 	case pset.KindShared:
-		return wire.PsetInfo{Name: pset.NameShared, Job: c.Job, Active: true, Size: uint32(jc.local.Count()), Members: jc.local}, true
+		// The caller's peers as it sees the job (seenBy): during a change,
+		// a process the change removes still shares the node.
+		_, local := d.seenBy(jc, c.Rank)
+		return wire.PsetInfo{Name: pset.NameShared, Job: c.Job, Active: true, Size: uint32(local.Count()), Members: local}, true
 	}
 	return wire.PsetInfo{}, false
 }
@@ -445,7 +448,7 @@ func (d *Daemon) handlePsetQuery(ctx context.Context, req *wire.Request, b *wire
 				p, _ := d.localSet(pset.KindSelf, c, jc)
 				out.Sets = append(out.Sets, withMembers(p, b.Members))
 			}
-			if jc.local.Contains(c.Rank) && jc.local.Contains(r) {
+			if _, local := d.seenBy(jc, c.Rank); local.Contains(c.Rank) && local.Contains(r) {
 				p, _ := d.localSet(pset.KindShared, c, jc)
 				out.Sets = append(out.Sets, withMembers(p, b.Members))
 			}

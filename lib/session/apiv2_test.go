@@ -105,11 +105,12 @@ func TestRequestDuringLaunch(t *testing.T) {
 // TestInitDuringChange: a process of the launch that opens its session
 // while a change of its job is in flight is told the job as it is, not as
 // the change will leave it: during a SUB of rank 2, ranks 1 and 2 count
-// three processes and rank 2 is among its own local peers (they used to be
-// told a size of 2 and local peers without rank 2, so that rank 2 skipped
-// a fence over the launch that the others then waited on until it timed
-// out; seen in a CI run of TestChaosElastic). During an ADD, rank 1 counts
-// the two processes of the launch while the new process counts three.
+// three processes, and rank 2 is among its own local peers and in
+// mpi://self/shared (they used to be told a size of 2 and local peers
+// without rank 2, so that rank 2 skipped a fence over the launch that the
+// others then waited on until it timed out; seen in a CI run of
+// TestChaosElastic). During an ADD, rank 1 counts the two processes of
+// the launch while the new process counts three.
 func TestInitDuringChange(t *testing.T) {
 	tests := []struct {
 		typ          string
@@ -119,14 +120,14 @@ func TestInitDuringChange(t *testing.T) {
 		want         map[uint32][]string
 	}{
 		{"sub", 2, 2, 3, "node", map[uint32][]string{ // by node: ranks 0 and 2 on node1, 1 on node2
-			0: {"init size=3 localrank=0 peers=[0 2]", "accepted"},
-			1: {"init size=3 localrank=0 peers=[1]", "accepted"},
-			2: {"init size=3 localrank=1 peers=[0 2]", "left"},
+			0: {"init size=3 localrank=0 peers=[0 2] shared=0,2", "accepted"},
+			1: {"init size=3 localrank=0 peers=[1] shared=1", "accepted"},
+			2: {"init size=3 localrank=1 peers=[0 2] shared=0,2", "left"},
 		}},
 		{"add", 1, 3, 2, "", map[uint32][]string{
-			0: {"init size=2 localrank=0 peers=[0 1]", "accepted"},
-			1: {"init size=2 localrank=1 peers=[0 1]", "accepted"},
-			2: {"init size=3 localrank=2 peers=[0 1 2]", "confirmed"},
+			0: {"init size=2 localrank=0 peers=[0 1] shared=0-1", "accepted"},
+			1: {"init size=2 localrank=1 peers=[0 1] shared=0-1", "accepted"},
+			2: {"init size=3 localrank=2 peers=[0 1 2] shared=0-2", "confirmed"},
 		}},
 	}
 	for _, tt := range tests {
