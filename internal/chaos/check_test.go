@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -215,6 +216,7 @@ func TestExitRule(t *testing.T) {
 		{"shrink: every process lost", ExitFacts{Shrink: true, Failures: []JobFailure{kill(true), kill(true)}, Report: "job j1 (d.1): lost ranks 0-1 (...); " + CannotKeep}, []int{0, 137}},
 		{"replace: no slots for the new processes", ExitFacts{Shrink: true, Failures: []JobFailure{kill(true)}, Report: "job j1 (d.1): lost 4-7 (...); " + CannotReplace + " (...)"}, []int{0, 137}},
 		{"replace: the new processes failed", ExitFacts{Shrink: true, Failures: []JobFailure{kill(true)}, Report: "job j1 (d.1): lost 1 (...); " + ReplaceFailed + ": ..."}, []int{0, 137}},
+		{"replace: a whole set lost", ExitFacts{Shrink: true, Failures: []JobFailure{kill(true)}, Report: "job j2 (d.2): lost 1 (...); every member of mpi://app/j2/b was lost, " + NobodyToAccept + "; the other processes were terminated"}, []int{0, 137}},
 		{"shrink: ended by itself", ExitFacts{Shrink: true, Failures: []JobFailure{kill(true)}}, []int{0}},
 		// Chaos seed 11, step 526: a job launched while node1's daemon
 		// was stopped; the daemon was declared down as its rank there
@@ -286,6 +288,22 @@ func TestDrainableNode(t *testing.T) {
 	for node, want := range map[string]bool{"node1": true, "node2": true, "node3": false, "node4": true} {
 		if got := drainableNode(st, node); got != want {
 			t.Errorf("drainableNode(%s) = %v, want %v", node, got, want)
+		}
+	}
+}
+
+// TestRuleReadsWhatMasterSays: the exit rule recognises a job the master
+// could not keep by its words; each phrase it looks for must still be in
+// the master's source (lib/master/failure.go), or the rule would
+// silently stop matching and report a kept job's end as a violation.
+func TestRuleReadsWhatMasterSays(t *testing.T) {
+	src, err := os.ReadFile("../../lib/master/failure.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, phrase := range []string{CannotKeep, CannotReplace, ReplaceFailed, NobodyToAccept} {
+		if !strings.Contains(string(src), phrase) {
+			t.Errorf("lib/master/failure.go no longer says %q", phrase)
 		}
 	}
 }

@@ -37,13 +37,16 @@ type ExitFacts struct {
 // because of a loss (its program always accepts changes).
 const CannotKeep = "every process of the job was lost"
 
-// CannotReplace and ReplaceFailed are what the master says when a job
-// under --on-failure replace cannot be kept: no free slots for the new
-// processes (a full DVM that lost a node), or the new processes failed
-// too (docs/rc.md "Failures as changes").
+// CannotReplace, ReplaceFailed and NobodyToAccept are what the master
+// says when a job under --on-failure replace cannot be kept: no free
+// slots for the new processes (a full DVM that lost a node), the new
+// processes failed too, or every member of the set that held the lost
+// ranks was lost, so no member is left to accept the REPLACE (a split
+// job's part on one node) (docs/rc.md "Failures as changes").
 const (
-	CannotReplace = "no new processes can replace them"
-	ReplaceFailed = "the processes that were to replace them failed"
+	CannotReplace  = "no new processes can replace them"
+	ReplaceFailed  = "the processes that were to replace them failed"
+	NobodyToAccept = "so nobody could accept their replacement"
 )
 
 // How the harness ended a job (ExitFacts.EndedBy).
@@ -123,7 +126,7 @@ func shrinkRule(f ExitFacts) ([]int, string) {
 	if len(f.Failures) > 0 && strings.Contains(f.Report, CannotKeep) {
 		r.add(f.Failures[0].Code, "every process was lost: the job could not be kept")
 	}
-	if len(f.Failures) > 0 && (strings.Contains(f.Report, CannotReplace) || strings.Contains(f.Report, ReplaceFailed)) {
+	if len(f.Failures) > 0 && (strings.Contains(f.Report, CannotReplace) || strings.Contains(f.Report, ReplaceFailed) || strings.Contains(f.Report, NobodyToAccept)) {
 		r.add(f.Failures[0].Code, "replace: the lost processes could not be replaced, so the job could not be kept")
 	}
 	return r.result()
