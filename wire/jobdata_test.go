@@ -40,6 +40,9 @@ func TestJobDataDeltaRoundTrip(t *testing.T) {
 		k := 1 + r.IntN(12)
 		old := randomData(r, uint64(i), k, r.IntN(40))
 		next := randomData(r, uint64(i)+1, k, r.IntN(40))
+		if i%2 == 1 { // a change in flight: what it adds and removes rides whole
+			next.Pending, next.Adding, next.Leaving = "mpi://rte/a/rc/1", Span(40, 41), RangesOf([]uint32{3, 7})
+		}
 		delta := next.DeltaFrom(&old)
 		if !delta.Delta || delta.Base != old.Gen || delta.Gen != next.Gen {
 			t.Fatalf("delta header: %+v", delta)
@@ -47,6 +50,9 @@ func TestJobDataDeltaRoundTrip(t *testing.T) {
 		got := old.Apply(&delta)
 		if got.Delta || got.Base != 0 || got.Gen != next.Gen || got.Size != next.Size {
 			t.Fatalf("applied header: %+v", got)
+		}
+		if got.Pending != next.Pending || !slices.Equal(got.Adding, next.Adding) || !slices.Equal(got.Leaving, next.Leaving) {
+			t.Fatalf("case %d: the change in flight %q %v %v, want %q %v %v", i, got.Pending, got.Adding, got.Leaving, next.Pending, next.Adding, next.Leaving)
 		}
 		gm, nm := placementMap(got.Placement), placementMap(next.Placement)
 		if len(gm) != len(got.Placement) || len(gm) != len(nm) {
