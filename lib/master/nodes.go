@@ -153,6 +153,7 @@ func (s *state) declareDown(n *node, why error) {
 func (s *state) nodeDown(n *node, why error, declared bool) {
 	n.conn, n.up, n.suspect, n.holds = nil, false, false, nil
 	s.dropPushes(n)
+	s.relayGone(n)
 	msg := fmt.Sprintf("daemon of node %s lost", n.name)
 	switch {
 	case n.leaving:

@@ -208,11 +208,15 @@ func (s *state) settleRelay(f *relayFlight, i int, err error) {
 	f.settle(s, i, err)
 }
 
-// relayStalled sends each relay in flight directly to the nodes below
-// node n, n having become suspect: they would otherwise wait for the
-// relay's answer as long as the daemons above them wait for n. This holds
+// relayStalled sends each relay in flight directly to the other nodes of
+// node n's part, n having become suspect: the nodes below n may not have
+// got it, and the others' answers travel up through the part's head, which
+// waits for n's branch as long as the daemons above n wait for n. A node
+// that has applied the relay answers a direct copy at once (a relay is
+// applied once per number; a launch answers what it started). This holds
 // for every flight n is in: a push's (one per node at a time, its queue's
-// relay), and a fence's data or a ping round, which do not queue.
+// relay), a launch's, and a fence's data or a ping round, which do not
+// queue.
 func (s *state) relayStalled(n *node) {
 	if s.rc == nil {
 		return
@@ -222,11 +226,25 @@ func (s *state) relayStalled(n *node) {
 		if at < 0 || f.done[at] {
 			continue
 		}
-		lo, hi := wire.RelaySubtree(len(f.nodes), f.radix, at)
-		for i := lo; i < hi; i++ {
-			if !f.done[i] && !f.resent[i] {
+		for i := range f.nodes {
+			if i != at && !f.done[i] && !f.resent[i] {
 				s.resendDirect(f, i)
 			}
+		}
+	}
+}
+
+// relayGone settles n's place in every relay in flight, n having gone
+// down: nothing will answer for it (its head may wait for it until the
+// relay's own timeout), and a launch must learn now that its ranks there
+// did not start.
+func (s *state) relayGone(n *node) {
+	if s.rc == nil {
+		return
+	}
+	for f := range s.rc.flights {
+		if at := slices.Index(f.nodes, n); at >= 0 && !f.done[at] {
+			s.settleRelay(f, at, wire.Errorf(wire.ErrClosed, "master: node %s went down", n.name))
 		}
 	}
 }

@@ -3,6 +3,7 @@ package master
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"syscall"
 	"testing"
@@ -200,6 +201,89 @@ func TestTreeLaunchResend(t *testing.T) {
 		}
 	}
 	d.kill(job.Job)
+}
+
+// TestTreeStallLeaf: a relay over 6 nodes with radix 2 while node4, a
+// leaf below node3, is hung. Once node4 is suspect, node3 and node5 are
+// asked directly (node3's answer for its part waits for node4 until the
+// relay's own timeout, 22.5 s); once node4 is declared down, its place is
+// settled at once. A launch down the tree used to wait that long for the
+// answer of a node whose daemon hung during it, while the job's other
+// processes ran and a fence over them waited for a rank nobody had
+// declared lost (seen in a chaos run under load).
+func TestTreeStallLeaf(t *testing.T) {
+	const nodes = 6
+	d := startDVM(t, nodes, 1, func(c *Config) {
+		c.TreeRadix = 2
+		c.HeartbeatMisses = 1000 // down only when the test says so
+	})
+	raw, err := wire.Marshal(&wire.Ping{Seq: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type settled struct {
+		idx int
+		err error
+	}
+	ch := make(chan settled, 2*nodes)
+	relay := func(seq uint64, then func(s *state)) {
+		t.Helper()
+		if err := do(context.Background(), d.m, func(s *state) error {
+			s.relay(seq, 2, wire.KindPing, raw, s.nodes, func(s *state, f *relayFlight, i int, err error) {
+				ch <- settled{f.nodes[i].idx, err}
+			}, nil, nil)
+			if then != nil {
+				then(s)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[int]bool{}
+	wait := func(want ...int) {
+		t.Helper()
+		timeout := time.After(10 * time.Second)
+		for !allIn(got, want) {
+			select {
+			case st := <-ch:
+				if st.err != nil {
+					t.Errorf("node%d settled with %v", st.idx, st.err)
+				}
+				got[st.idx] = true
+			case <-timeout:
+				t.Fatalf("settled within 10 s: %v; want %v", got, want)
+			}
+		}
+	}
+	// A first round with every daemon up: node3 then holds a connection
+	// to node4, on which the next relay waits instead of failing to dial.
+	relay(1, nil)
+	wait(0, 1, 2, 3, 4, 5)
+	clear(got)
+	pid := d.stopDaemon(t, 4)
+	defer func() { _ = syscall.Kill(pid, syscall.SIGCONT) }()
+	relay(2, func(s *state) { s.release(s.nodes[4]) }) // what the heartbeat does when node4 misses a ping
+	wait(0, 1, 2, 3, 5)
+	if got[4] {
+		t.Fatal("node4 settled while hung and not yet down")
+	}
+	if err := do(context.Background(), d.m, func(s *state) error {
+		s.declareDown(s.nodes[4], errors.New("test: declared down"))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wait(4)
+}
+
+func allIn(got map[int]bool, want []int) bool {
+	for _, i := range want {
+		if !got[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // TestTreeStallUnqueued: a relay that does not go through the push queues
