@@ -82,20 +82,3 @@ func RelayParts(n, radix int) [][2]int {
 	}
 	return parts
 }
-
-// RelaySubtree returns the nodes below node i in the tree RelayParts makes
-// of n nodes whose first node is the head (the receiver of the relay), as
-// a [lo, hi) range: a part is contiguous, and so is every subtree.
-func RelaySubtree(n, radix, i int) (int, int) {
-	lo, hi := 0, n
-	for lo != i {
-		below := lo + 1
-		for _, p := range RelayParts(hi-below, radix) {
-			if a, b := below+p[0], below+p[1]; i >= a && i < b {
-				lo, hi = a, b
-				break
-			}
-		}
-	}
-	return lo + 1, hi
-}

@@ -448,8 +448,7 @@ func (d *Daemon) handlePsetQuery(ctx context.Context, req *wire.Request, b *wire
 				p, _ := d.localSet(pset.KindSelf, c, jc)
 				out.Sets = append(out.Sets, withMembers(p, b.Members))
 			}
-			if _, local := d.seenBy(jc, c.Rank); local.Contains(c.Rank) && local.Contains(r) {
-				p, _ := d.localSet(pset.KindShared, c, jc)
+			if p, _ := d.localSet(pset.KindShared, c, jc); p.Members.Contains(c.Rank) && p.Members.Contains(r) {
 				out.Sets = append(out.Sets, withMembers(p, b.Members))
 			}
 		}
