@@ -92,12 +92,43 @@ type FenceReq struct {
 	Local     RankRanges   `msgpack:"loc,omitempty"` // daemon→master: the participants this entry stands for
 	Job       string       `msgpack:"j,omitempty"`   // daemon→master: job of the ranks in Local (and of Procs entries without a job)
 	Stored    bool         `msgpack:"st,omitempty"`  // daemon→master, with Collect: the daemon keeps the data itself, so it may come down the tree (kv.fenced) and the reply say Stored
+	// Parts, daemon→daemon and daemon→master: the entries of several
+	// nodes gathered up the tree of daemons, each entered as a daemon's
+	// own entry would be (Local, Data, Collect, Stored and TimeoutMS of
+	// the request itself are then unused). Only for a fence over every
+	// live process of Job (Procs empty).
+	Parts []FencePart `msgpack:"pt,omitempty"`
+}
+
+// FencePart is one node's entry in a request gathered up the tree of
+// daemons (FenceReq.Parts). The reply answers each part in order
+// (FenceReply.Parts) once all of them are answered: the parts of one
+// request belong to one instance, which completes or fails as a whole.
+// At the earliest part's deadline every part not yet decided is taken
+// back: its own deadline passed, it gets timeout; else Again.
+type FencePart struct {
+	Node      string     `msgpack:"n"`             // the entering daemon's node
+	Local     RankRanges `msgpack:"loc"`           // the participants it stands for
+	Data      []ProcKV   `msgpack:"d,omitempty"`   // with Collect: their data
+	Collect   bool       `msgpack:"c,omitempty"`   // gather committed data
+	Stored    bool       `msgpack:"st,omitempty"`  // as FenceReq.Stored
+	TimeoutMS int64      `msgpack:"tmo,omitempty"` // give up after this many ms (0 = no limit)
+	Extra     bool       `msgpack:"x,omitempty"`   // not the node's whole entry (its scout, or a late process): a daemon gathering parts does not count it as the node's
+}
+
+// FencePartReply answers one part of a gathered request.
+type FencePartReply struct {
+	Err    *Error   `msgpack:"e,omitempty"` // the part failed
+	Again  bool     `msgpack:"a,omitempty"` // taken back at another part's deadline, not entered: send it again
+	Data   []ProcKV `msgpack:"d,omitempty"` // as FenceReply.Data
+	Stored bool     `msgpack:"s,omitempty"` // as FenceReply.Stored
 }
 
 // FenceReply completes a fence.
 type FenceReply struct {
-	Data   []ProcKV `msgpack:"d,omitempty"` // with Collect: the participants' data
-	Stored bool     `msgpack:"s,omitempty"` // master→daemon, with Collect: the data is not here; the daemon has applied it from kv.fenced already
+	Data   []ProcKV         `msgpack:"d,omitempty"`  // with Collect: the participants' data
+	Stored bool             `msgpack:"s,omitempty"`  // master→daemon, with Collect: the data is not here; the daemon has applied it from kv.fenced already
+	Parts  []FencePartReply `msgpack:"pt,omitempty"` // a gathered request (FenceReq.Parts): one answer per part, in order
 }
 
 // FenceData is a completed fence instance's collected data, sent once to

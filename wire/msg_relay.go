@@ -36,6 +36,13 @@ type NodeRelay struct {
 	Radix  uint32     `msgpack:"r,omitempty"`  // how many parts Below is cut into at each level (0 = 1)
 	Below  []RelayHop `msgpack:"bl,omitempty"` // the receiver's subtree, in tree order (RelayParts)
 	WaitMS int64      `msgpack:"w,omitempty"`  // how long the receiver waits for its subtree before it reports the rest as not reached
+	// Job names the job whose nodes the relay spans (its launch and its
+	// pushes), and From the relay address of the daemon that passed it on
+	// (empty: the master). A daemon gathers its entries into that job's
+	// fences up the same tree: to From, or to the master when it heads a
+	// part, merged with those of the daemons below it (FenceReq.Parts).
+	Job  string `msgpack:"j,omitempty"`  // the job whose launch or push this is (empty: a ping, a fence's data)
+	From string `msgpack:"fr,omitempty"` // the relay address of the daemon that passed it on (empty: the master)
 }
 
 // RelayHop is one daemon of a relay's subtree.

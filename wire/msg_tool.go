@@ -47,6 +47,8 @@ type TreeState struct {
 	Relays  uint64 `msgpack:"n,omitempty"`  // relays the master sent to the head of a part
 	Resends uint64 `msgpack:"rs,omitempty"` // relays it sent again directly to a daemon the tree did not reach
 	Fences  uint64 `msgpack:"fd,omitempty"` // fence instances whose collected data went down the tree (kv.fenced)
+	Up      uint64 `msgpack:"up,omitempty"` // fence requests gathered up the tree (FenceReq.Parts) the master served
+	UpParts uint64 `msgpack:"ud,omitempty"` // the daemons' entries they carried
 }
 
 // SlotUse says which process holds one slot. Slots are numbered globally

@@ -202,8 +202,8 @@ func TestExitCode(t *testing.T) {
 
 // TestFenceCollect: the simulated fence program's wire-up mode (commit a
 // value, fence with collect, as PMI's barrier does) over several nodes, on
-// a star and with a tree of radix 2 (the collected data then goes down the
-// tree, kv.fenced): rank 0 reads the last rank's value from its own daemon
+// a star and with a tree of radix 2 (the entries then go up the tree and
+// the collected data down it, kv.fenced): rank 0 reads the last rank's value from its own daemon
 // after the fences and reports the time; any process that fails prints
 // ERROR.
 func TestFenceCollect(t *testing.T) {
@@ -243,6 +243,11 @@ func TestFenceCollect(t *testing.T) {
 			// the tree when there is one.
 			if radix > 0 && (st.Fences != 3 || st.Resends != 0) || radix == 0 && st.Fences != 0 {
 				t.Errorf("radix %d: tree stats %+v, want 3 fences' data down the tree (none without a tree) and no resend", radix, st)
+			}
+			// ... and every daemon's entries go up the tree: at least one
+			// part per daemon and fence (its scout may be another).
+			if radix > 0 && st.UpParts < 3*nodes || radix == 0 && st.Up != 0 {
+				t.Errorf("radix %d: %d fence requests with %d daemons' entries gathered up the tree, want at least %d entries (none without a tree)", radix, st.Up, st.UpParts, 3*nodes)
 			}
 		})
 	}

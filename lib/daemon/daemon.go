@@ -117,6 +117,8 @@ type Daemon struct {
 	// the master may send node.launch before our register Call returns.
 	registered chan struct{}
 	lastPing   atomic.Int64 // unix ns of the master's last heartbeat (watchdog.go)
+	peerHB     atomic.Int64 // the master's heartbeat interval and dead time in ms (NodeRegisterReply), which
+	peerDead   atomic.Int64 // ... a daemon also uses for its parent in a fence's tree (fenceup.go)
 
 	// guard kills leftovers if the daemon dies; nil if it could not start.
 	// Set before registered is closed: read it only after that (jobGuard).
@@ -129,6 +131,7 @@ type Daemon struct {
 	stdin stdinTable // stdin streams fed by job.stdin (stdin.go)
 
 	relay relayState // the daemon's part in the master's tree (relay.go)
+	up    upState    // fence entries up the tree of daemons (fenceup.go)
 }
 
 type procKey struct {
@@ -380,6 +383,7 @@ func (d *Daemon) run(ctx context.Context) error {
 		d.removeDirs()
 	}()
 
+	d.relay.addr = relayAddr
 	var reg wire.NodeRegisterReply
 	err = mc.Call(ctx, wire.KindNodeRegister, &wire.NodeRegister{
 		Name: d.node, Host: d.cfg.Host, Slots: uint32(max(d.cfg.Slots, 0)), PID: os.Getpid(), Addr: d.sock,
@@ -404,6 +408,8 @@ func (d *Daemon) run(ctx context.Context) error {
 	d.guard = guard() // read only after d.registered
 	close(d.registered)
 	d.log.Debug("daemon: registered", "index", reg.Index, "dvm", d.dvm, "socket", d.sock)
+	d.peerHB.Store(reg.HeartbeatMS)
+	d.peerDead.Store(reg.DeadMS)
 	silent := make(chan error, 1)
 	if reg.DeadMS > 0 {
 		wctx, stopWatch := context.WithCancel(ctx)

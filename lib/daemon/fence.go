@@ -79,6 +79,9 @@ type fenceTable struct {
 }
 
 func (s *sessionState) handleFence(ctx context.Context, req *wire.Request, b *wire.FenceReq) (any, error) {
+	if req.Conn != nil && req.Conn.Peer().Role == wire.RoleDaemon {
+		return s.d.handleFenceUp(ctx, req, b) // entries gathered up the tree (fenceup.go)
+	}
 	c, err := CallerOf(req)
 	if err != nil {
 		return nil, err
@@ -389,7 +392,7 @@ func (s *sessionState) flushFence(r *fenceRound) {
 		t.mu.Unlock()
 
 		var rep wire.FenceReply
-		err := s.d.master.Call(context.Background(), wire.KindFence, body, &rep)
+		err := s.d.callFence(body, &rep, false)
 
 		t.mu.Lock()
 		switch {
@@ -564,7 +567,7 @@ func (s *sessionState) callAlone(job, id string, procs []wire.ProcRanges, e *fen
 		body.TimeoutMS = ceilMS(time.Until(e.deadline))
 	}
 	var rep wire.FenceReply
-	err := s.d.master.Call(context.Background(), wire.KindFence, body, &rep)
+	err := s.d.callFence(body, &rep, true)
 	if err == nil && !rep.Stored {
 		s.fenced(job, procs, e.collect, rep.Data)
 	}

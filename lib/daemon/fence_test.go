@@ -123,6 +123,13 @@ func fenceDaemon(t *testing.T, n uint32, want wire.RankRanges) (*Daemon, *fenceM
 	wire.HandleTyped(mux, wire.KindFence, func(_ context.Context, _ *wire.Request, b *wire.FenceReq) (any, error) {
 		return f.handle(b)
 	})
+	d.master = pipeMaster(t, mux)
+	return d, f
+}
+
+// pipeMaster returns a daemon's connection to a fake master served by mux.
+func pipeMaster(t *testing.T, mux *wire.Mux) *wire.Conn {
+	t.Helper()
 	a, b := net.Pipe()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -142,8 +149,7 @@ func fenceDaemon(t *testing.T, n uint32, want wire.RankRanges) (*Daemon, *fenceM
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { mc.Close() })
-	d.master = mc
-	return d, f
+	return mc
 }
 
 // next returns the next entry the daemon sent.

@@ -458,10 +458,12 @@ func (d *Daemon) handleJobData(_ context.Context, _ *wire.Request, b *wire.JobDa
 		}
 		d.cacheJob(b, b.Psets)
 		d.mu.Unlock()
+		d.upJobChanged(b.Job, b)
 		return nil, nil
 	}
 	delete(d.jobs, b.Job)
 	d.mu.Unlock()
+	d.upJobChanged(b.Job, nil)
 	// Outside d.mu: the session state has its own lock, never nested.
 	d.dropSessionJob(b.Job)
 	if g := d.jobGuard(); g != nil {

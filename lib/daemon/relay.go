@@ -28,7 +28,8 @@ import (
 const defaultRelayWait = 10 * time.Second
 
 type relayState struct {
-	id uint64 // NodeRegister.RelayID: set before registration, then read only
+	id   uint64 // NodeRegister.RelayID: set before registration, then read only
+	addr string // NodeRegister.Relay: likewise
 
 	// apply serialises the local application of relays; seen is the
 	// highest relay number applied (the master resends a relay that may
@@ -51,7 +52,7 @@ type peerConn struct {
 }
 
 // handleRelay serves a relay from the master or from the daemon above.
-func (d *Daemon) handleRelay(ctx context.Context, _ *wire.Request, b *wire.NodeRelay) (any, error) {
+func (d *Daemon) handleRelay(ctx context.Context, req *wire.Request, b *wire.NodeRelay) (any, error) {
 	if b.To != 0 && b.To != d.relay.id {
 		// Meant for the daemon this one replaced: the master has sent this
 		// one everything since it registered.
@@ -60,6 +61,9 @@ func (d *Daemon) handleRelay(ctx context.Context, _ *wire.Request, b *wire.NodeR
 	}
 	if !wire.Relayable(b.Kind) {
 		return nil, wire.Errorf(wire.ErrInvalid, "daemon %s: node.relay: %q cannot be relayed (only node.jobdata, pset.push, rc.push, kv.fenced, ping and node.launch)", d.node, b.Kind)
+	}
+	if b.Job != "" {
+		d.setUpLink(b, req.Conn) // before the daemons below can send their fence entries here
 	}
 	wait := time.Duration(b.WaitMS) * time.Millisecond
 	if wait <= 0 {
@@ -72,7 +76,8 @@ func (d *Daemon) handleRelay(ctx context.Context, _ *wire.Request, b *wire.NodeR
 	for _, p := range parts {
 		head, below := b.Below[p[0]], b.Below[p[0]+1:p[1]]
 		sub := &wire.NodeRelay{Seq: b.Seq, To: head.ID, Kind: b.Kind, Body: b.Body, Radix: b.Radix, Below: below,
-			WaitMS: (wait * 3 / 4).Milliseconds()} // so that this level still answers when one below it is late
+			WaitMS: (wait * 3 / 4).Milliseconds(), // so that this level still answers when one below it is late
+			Job:    b.Job, From: d.relay.addr}
 		go func() { results <- d.forward(ctx, head, sub) }()
 	}
 	var rep wire.NodeRelayReply

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/dynrt/dynrt/wire"
 )
@@ -20,6 +21,9 @@ import (
 // dead process. An entry whose requester gives up (timeout) is taken back.
 
 func (ss *sessState) handleFence(ctx context.Context, req *wire.Request, b *wire.FenceReq) (any, error) {
+	if len(b.Parts) > 0 {
+		return ss.handleFenceParts(ctx, req, b)
+	}
 	if b.Job == "" || len(b.Local) == 0 {
 		return nil, wire.Errorf(wire.ErrInvalid, "master: kv.fence without the entering processes")
 	}
@@ -80,6 +84,137 @@ func (ss *sessState) handleFence(ctx context.Context, req *wire.Request, b *wire
 		return nil, wire.Errorf(wire.ErrTimeout, "master: %s of %s: timed out", fenceName(b.ID), e.who[0])
 	}
 	return nil, wire.Errorf(wire.ErrCanceled, "master: %s of %s: %w", fenceName(b.ID), e.who[0], err)
+}
+
+// handleFenceParts serves the entries of several daemons gathered up the
+// tree (wire.FencePart): each part is entered as the entry of its node's
+// daemon would be, and the reply answers them all once every part is
+// decided. They belong to one instance (a daemon enters a fence over its
+// whole job again only once its last entry was answered), so waiting for
+// all costs nothing. At the earliest part's deadline, the parts not yet
+// decided are taken back: those whose own time is up get timeout, the
+// others Again, and their daemons send them again (as a daemon does with
+// the entries it holds when the master times out one of them).
+func (ss *sessState) handleFenceParts(ctx context.Context, req *wire.Request, b *wire.FenceReq) (any, error) {
+	if req.Conn == nil || req.Conn.Peer().Role != wire.RoleDaemon {
+		return nil, wire.Errorf(wire.ErrPermission, "master: kv.fence with parts comes from a daemon")
+	}
+	if b.Job == "" || len(b.Procs) > 0 {
+		return nil, wire.Errorf(wire.ErrInvalid, "master: kv.fence with parts: only a fence over every live process of a named job is gathered up the tree (job %q, %d participant entries)", b.Job, len(b.Procs))
+	}
+	n := len(b.Parts)
+	start := time.Now()
+	first := time.Time{} // the earliest part's deadline
+	for i, p := range b.Parts {
+		if p.Node == "" || len(p.Local) == 0 {
+			return nil, wire.Errorf(wire.ErrInvalid, "master: kv.fence part %d without its node or its entering processes", i)
+		}
+		if err := p.Local.Check(); err != nil {
+			return nil, fmt.Errorf("master: kv.fence part %d: %w", i, err)
+		}
+		if p.TimeoutMS > 0 {
+			if d := start.Add(time.Duration(p.TimeoutMS) * time.Millisecond); first.IsZero() || d.Before(first) {
+				first = d
+			}
+		}
+	}
+	rep := &wire.FenceReply{Parts: make([]wire.FencePartReply, n)}
+	entries := make([]*gentry, n)
+	settled := make([]bool, n) // on the loop
+	left := n                  // on the loop
+	done := make(chan struct{})
+	settle := func(i int, r wire.FencePartReply) { // on the loop
+		if settled[i] {
+			return
+		}
+		settled[i] = true
+		rep.Parts[i] = r
+		if left--; left == 0 {
+			close(done)
+		}
+	}
+	for i, p := range b.Parts {
+		e := &gentry{data: p.Data, stores: p.Collect && p.Stored}
+		for r := range p.Local.All() {
+			e.who = append(e.who, procRef{b.Job, r})
+		}
+		collect := p.Collect
+		e.finish = func(g *gather, err error) {
+			switch {
+			case err != nil:
+				settle(i, wire.FencePartReply{Err: wire.ToWire(err)})
+			case e.stored:
+				settle(i, wire.FencePartReply{Stored: true})
+			case collect:
+				settle(i, wire.FencePartReply{Data: g.collectedOnce()})
+			default:
+				settle(i, wire.FencePartReply{})
+			}
+		}
+		entries[i] = e
+	}
+	if !ss.m.post(func(s *state) {
+		ss.fenceUp++
+		ss.fenceUpParts += uint64(n)
+		for i, p := range b.Parts {
+			e := entries[i]
+			if nd := s.nodeByName[p.Node]; nd != nil {
+				e.conn = nd.conn // the collected data goes to the part's node (completeFence)
+			}
+			body := &wire.FenceReq{ID: b.ID, Job: b.Job, Collect: p.Collect}
+			if err := ss.fenceEnter(s, body, e); err != nil {
+				settle(i, wire.FencePartReply{Err: wire.ToWire(err)})
+			}
+		}
+	}) {
+		return nil, errStopped
+	}
+	var timer <-chan time.Time
+	if !first.IsZero() {
+		t := time.NewTimer(time.Until(first))
+		defer t.Stop()
+		timer = t.C
+	}
+	for {
+		select {
+		case <-done:
+			return rep, nil
+		case <-ss.m.loopDone:
+			return nil, errStopped
+		case <-timer:
+		case <-ctx.Done():
+		}
+		timer = nil
+		// Take back what is not decided; what is keeps its answer.
+		now := time.Now()
+		canceled := ctx.Err()
+		if !ss.m.post(func(*state) {
+			for i, p := range b.Parts {
+				if settled[i] || !ss.leaveFence(entries[i]) {
+					continue
+				}
+				switch {
+				case canceled != nil:
+					settle(i, wire.FencePartReply{Err: wire.ToWire(wire.Errorf(wire.ErrCanceled, "master: %s of %s: %v", fenceName(b.ID), entries[i].who[0], canceled))})
+				case p.TimeoutMS > 0 && !now.Before(start.Add(time.Duration(p.TimeoutMS)*time.Millisecond)):
+					settle(i, wire.FencePartReply{Err: wire.ToWire(wire.Errorf(wire.ErrTimeout, "master: %s of %s: timed out", fenceName(b.ID), entries[i].who[0]))})
+				default:
+					settle(i, wire.FencePartReply{Again: true})
+				}
+			}
+		}) {
+			return nil, errStopped
+		}
+		if canceled != nil {
+			// The daemon below went away: its answer has nowhere to go.
+			select {
+			case <-done:
+				return rep, nil
+			case <-ss.m.loopDone:
+				return nil, errStopped
+			}
+		}
+	}
 }
 
 func fenceName(id string) string {
@@ -193,7 +328,7 @@ func (ss *sessState) completeFence(s *state, g *gather) {
 	}
 	// Relay number 0: applied whenever it comes (the daemon applies each
 	// instance once by its own number), so it never hides a push's relay.
-	s.relay(0, radix, wire.KindFenced, raw, nodes, func(s *state, f *relayFlight, i int, err error) {
+	s.relay(0, radix, "", wire.KindFenced, raw, nodes, func(s *state, f *relayFlight, i int, err error) {
 		for _, e := range per[f.nodes[i]] {
 			e.stored = err == nil
 			e.finish(g, nil)

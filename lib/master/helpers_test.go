@@ -127,6 +127,10 @@ type sessionReport struct {
 //	pset NAME    print the set NAME as its daemon knows it (wire.PsetInfo, or {"err":...}) as JSON
 //	fence        enter a fence with no participant list, then one over ranks 0-2; print "<list>: ok" or
 //	             "<list>: <error code>" for each
+//	fenceloop N [MS] [SLEEP] [R]  N rounds of: commit a value, enter a fence with collect over the whole
+//	             job (timeout MS, 0 = none; rank R, default 1, sleeps SLEEP ms before entering the last),
+//	             read every rank's value, print "round I";
+//	             print "ok N", or "fence I: <error code>: <message>" and exit 1
 func appMain(args []string) int {
 	if len(args) == 0 {
 		return 2
@@ -206,6 +210,45 @@ func appMain(args []string) int {
 			}
 			fmt.Println(f.name + ": " + res)
 		}
+		return 0
+	case "fenceloop":
+		n, _ := strconv.Atoi(args[1])
+		var tmo, nap int64
+		if len(args) > 2 {
+			tmo, _ = strconv.ParseInt(args[2], 10, 64)
+		}
+		if len(args) > 3 {
+			nap, _ = strconv.ParseInt(args[3], 10, 64)
+		}
+		napper := uint64(1)
+		if len(args) > 4 {
+			napper, _ = strconv.ParseUint(args[4], 10, 32)
+		}
+		size, _ := strconv.ParseUint(os.Getenv(procenv.Size), 10, 32)
+		for i := range n {
+			key := "k" + strconv.Itoa(i)
+			val := []byte(rankS + "/" + strconv.Itoa(i))
+			if err := c.Call(ctx, wire.KindKVCommit, &wire.KVCommitReq{Job: job, Rank: uint32(rank), Data: []wire.KV{{Key: key, Value: val}}}, nil); err != nil {
+				fmt.Printf("commit %d: %v\n", i, err)
+				return 1
+			}
+			if rank == napper && i == n-1 && nap > 0 {
+				time.Sleep(time.Duration(nap) * time.Millisecond)
+			}
+			if err := c.Call(ctx, wire.KindFence, &wire.FenceReq{ID: "loop", Collect: true, TimeoutMS: tmo}, nil); err != nil {
+				fmt.Printf("fence %d: %s: %v\n", i, wire.CodeOf(err), err)
+				return 1
+			}
+			for r := range size {
+				var v wire.KVGetReply
+				if err := c.Call(ctx, wire.KindKVGet, &wire.KVGetReq{Rank: uint32(r), Key: key}, &v); err != nil || string(v.Value) != strconv.FormatUint(r, 10)+"/"+strconv.Itoa(i) {
+					fmt.Printf("fence %d: rank %d's value %q (%v)\n", i, r, v.Value, err)
+					return 1
+				}
+			}
+			fmt.Println("round", i)
+		}
+		fmt.Println("ok", n)
 		return 0
 	case "abort":
 		if rank != 0 {

@@ -411,7 +411,7 @@ func (s *state) relayLaunch(j *job, start *sharedBody, nodes []*node, calls []*n
 	}
 	settled := make(map[int]bool, len(nodes))
 	st.relaySeq++
-	s.relay(st.relaySeq, s.m.cfg.TreeRadix, wire.KindNodeLaunch, raw, nodes, func(s *state, f *relayFlight, i int, err error) {
+	s.relay(st.relaySeq, s.m.cfg.TreeRadix, j.ns, wire.KindNodeLaunch, raw, nodes, func(s *state, f *relayFlight, i int, err error) {
 		n := f.nodes[i]
 		q := s.rc.queues[n.idx]
 		q.busy, q.flight, q.relay = false, nil, nil

@@ -22,14 +22,16 @@ import (
 type sessState struct {
 	m *Master
 
-	fences     map[string][]*gather // open fence instances by key, oldest first
-	pending    map[string]*gather   // group constructs in progress, by key
-	groups     map[string]*group    // constructed groups, by key
-	lastCID    uint64               // context id counter (ids start at 1, never reused)
-	lastFenced uint64               // fence instances whose data went as kv.fenced (wire.FenceData.Inst)
-	treeFences uint64               // ... of them down the tree (dvm status)
-	pub        pubStore
-	dsubs      map[*wire.Conn]*daemonSubs // event subscriptions of daemons
+	fences       map[string][]*gather // open fence instances by key, oldest first
+	pending      map[string]*gather   // group constructs in progress, by key
+	groups       map[string]*group    // constructed groups, by key
+	lastCID      uint64               // context id counter (ids start at 1, never reused)
+	lastFenced   uint64               // fence instances whose data went as kv.fenced (wire.FenceData.Inst)
+	treeFences   uint64               // ... of them down the tree (dvm status)
+	fenceUp      uint64               // fence requests gathered up the tree (FenceReq.Parts)
+	fenceUpParts uint64               // ... the daemons' entries they carried
+	pub          pubStore
+	dsubs        map[*wire.Conn]*daemonSubs // event subscriptions of daemons
 }
 
 // sessionRoutes registers the session services: called once from routes.

@@ -25,7 +25,8 @@ import (
 // master, the others from the daemons above them.
 type relayFlight struct {
 	seq    uint64
-	base   int // index of nodes[0] among all the nodes of the relay
+	job    string // the job whose nodes it spans (NodeRelay.Job), if any
+	base   int    // index of nodes[0] among all the nodes of the relay
 	kind   string
 	raw    msgpack.RawMessage
 	radix  int
@@ -63,7 +64,7 @@ func (s *state) relayPush(kind string, sh *sharedBody, nodes []*node, items []*p
 	}
 	st.relaySeq++
 	seq, j := st.relaySeq, items[0].j
-	s.relay(seq, s.m.cfg.TreeRadix, kind, raw, nodes, func(s *state, f *relayFlight, i int, err error) {
+	s.relay(seq, s.m.cfg.TreeRadix, j.ns, kind, raw, nodes, func(s *state, f *relayFlight, i int, err error) {
 		n := f.nodes[i]
 		q := s.rc.queues[n.idx]
 		q.busy, q.flight, q.relay = false, nil, nil
@@ -88,14 +89,14 @@ func (s *state) markRelay(f *relayFlight, i int) {
 // flight before anything is sent; got, if not nil, with every answer (a
 // head's for its part, a node's own when sent to it directly) before the
 // nodes it answers for are settled.
-func (s *state) relay(seq uint64, radix int, kind string, raw msgpack.RawMessage, nodes []*node,
+func (s *state) relay(seq uint64, radix int, job, kind string, raw msgpack.RawMessage, nodes []*node,
 	settled func(s *state, f *relayFlight, i int, err error), mark func(f *relayFlight, i int),
 	got func(s *state, rep *wire.NodeRelayReply)) {
 	wait := (s.m.callTimeout * 3 / 4).Milliseconds() // the head answers before the master's call gives up
 	var flights []*relayFlight
 	for _, p := range wire.RelayParts(len(nodes), radix) {
 		part := nodes[p[0]:p[1]]
-		f := &relayFlight{seq: seq, base: p[0], kind: kind, raw: raw, radix: radix, nodes: part,
+		f := &relayFlight{seq: seq, job: job, base: p[0], kind: kind, raw: raw, radix: radix, nodes: part,
 			conns: make([]*wire.Conn, len(part)), done: make([]bool, len(part)), resent: make([]bool, len(part)), got: got,
 			left: len(part)}
 		f.settle = func(s *state, i int, err error) { settled(s, f, i, err) }
@@ -122,7 +123,7 @@ func (s *state) relay(seq uint64, radix int, kind string, raw msgpack.RawMessage
 		head := f.nodes[0]
 		rep := new(wire.NodeRelayReply)
 		sendNow(head, outMsg{kind: wire.KindNodeRelay, resp: rep,
-			body: &wire.NodeRelay{Seq: seq, To: head.relayID, Kind: kind, Body: wire.Raw(raw), Radix: uint32(radix), Below: below, WaitMS: wait},
+			body: &wire.NodeRelay{Seq: seq, To: head.relayID, Kind: kind, Body: wire.Raw(raw), Radix: uint32(radix), Below: below, WaitMS: wait, Job: job},
 			done: func(err error) {
 				m.post(func(s *state) {
 					if err == nil && f.got != nil {
@@ -176,7 +177,7 @@ func (s *state) resendDirect(f *relayFlight, i int) {
 	m := s.m
 	rep := new(wire.NodeRelayReply)
 	sendNow(n, outMsg{kind: wire.KindNodeRelay, resp: rep,
-		body: &wire.NodeRelay{Seq: f.seq, To: n.relayID, Kind: f.kind, Body: wire.Raw(f.raw)},
+		body: &wire.NodeRelay{Seq: f.seq, To: n.relayID, Kind: f.kind, Body: wire.Raw(f.raw), Job: f.job},
 		done: func(err error) {
 			m.post(func(s *state) {
 				if err == nil && f.got != nil {
@@ -257,7 +258,7 @@ func (s *state) treeState() *wire.TreeState {
 		return nil
 	}
 	st := s.rcs()
-	return &wire.TreeState{Radix: uint32(r), Relays: st.treeSent, Resends: st.treeResent, Fences: s.m.sess.treeFences}
+	return &wire.TreeState{Radix: uint32(r), Relays: st.treeSent, Resends: st.treeResent, Fences: s.m.sess.treeFences, Up: s.m.sess.fenceUp, UpParts: s.m.sess.fenceUpParts}
 }
 
 // TreeStats returns how the tree has been used (tests, benchmarks); the

@@ -229,7 +229,7 @@ func TestTreeStallLeaf(t *testing.T) {
 	relay := func(seq uint64, then func(s *state)) {
 		t.Helper()
 		if err := do(context.Background(), d.m, func(s *state) error {
-			s.relay(seq, 2, wire.KindPing, raw, s.nodes, func(s *state, f *relayFlight, i int, err error) {
+			s.relay(seq, 2, "", wire.KindPing, raw, s.nodes, func(s *state, f *relayFlight, i int, err error) {
 				ch <- settled{f.nodes[i].idx, err}
 			}, nil, nil)
 			if then != nil {
@@ -311,7 +311,7 @@ func TestTreeStallUnqueued(t *testing.T) {
 	settled := make(chan int, nodes)
 	before := d.treeStats()
 	if err := do(context.Background(), d.m, func(s *state) error {
-		s.relay(0, 2, wire.KindPing, raw, s.nodes, func(s *state, f *relayFlight, i int, err error) {
+		s.relay(0, 2, "", wire.KindPing, raw, s.nodes, func(s *state, f *relayFlight, i int, err error) {
 			settled <- f.nodes[i].idx
 		}, nil, nil)
 		s.release(s.nodes[3]) // what the heartbeat does when node3 misses a ping

@@ -406,10 +406,16 @@ func measure(ctx context.Context, exe string, nodes, slots, fenceSlots, k, histo
 	cpu2 := cpuTime()
 	r.modexCPU, r.modexHostCPU = ms(cpu2-cpu1), ms(procCPU(d.HostPid())-hcpu1)
 	// The master's share of one fence: the same job with 20 fences more.
+	tree0 := treeState(ctx, c)
 	if _, err = fenceJob(ctx, c, lines, r.fenceProcs, 23, false); err != nil {
 		return r, err
 	}
 	r.fenceEachCPU = (ms(cpuTime()-cpu2) - r.fenceCPU) / 20
+	if tree1 := treeState(ctx, c); tree1.Up > tree0.Up {
+		up, parts := tree1.Up-tree0.Up, tree1.UpParts-tree0.UpParts
+		fmt.Fprintf(stderr, "scalebench: %d nodes: 23 fences: %d requests gathered up the tree reached the master, %.1f per fence, %.1f daemons' entries each\n",
+			nodes, up, float64(up)/23, float64(parts)/float64(up))
+	}
 	fmt.Fprintf(stderr, "scalebench: %d nodes done\n", nodes)
 	return r, nil
 }
@@ -423,7 +429,8 @@ func fenceJob(ctx context.Context, c *tool.Client, lines <-chan string, n, count
 	if collect {
 		argv = append(argv, "collect")
 	}
-	fj, err := c.Launch(ctx, wire.JobLaunchReq{Argv: argv, N: uint32(n), MapBy: wire.MapBySlot, PMI: wire.PMINone, Output: wire.OutputFlags{Forward: true}})
+	// By node: fence-slots processes on every node (by slot they filled only an eighth of the nodes).
+	fj, err := c.Launch(ctx, wire.JobLaunchReq{Argv: argv, N: uint32(n), MapBy: wire.MapByNode, PMI: wire.PMINone, Output: wire.OutputFlags{Forward: true}})
 	if err != nil {
 		return 0, fmt.Errorf("launch the fence job %v: %w", argv, err)
 	}
@@ -579,4 +586,13 @@ func pingFloor(ctx context.Context, m *master.Master, nodes, radix int) (float64
 	}
 	slices.Sort(took)
 	return ms(took[len(took)/2]), nil
+}
+
+// treeState is the DVM's tree statistics (zero if it has none).
+func treeState(ctx context.Context, c *tool.Client) wire.TreeState {
+	st, err := c.State(ctx)
+	if err != nil || st.Tree == nil {
+		return wire.TreeState{}
+	}
+	return *st.Tree
 }

@@ -1,0 +1,124 @@
+package master
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dynrt/dynrt/wire"
+)
+
+// fenceLines runs the testapp's fenceloop with args on every node of d
+// (per processes a node) and returns each rank's last line.
+func (d *testDVM) fenceLines(nodes, per int, args ...string) (map[uint32]string, wire.JobInfo) {
+	d.t.Helper()
+	_, end := d.run(wire.JobLaunchReq{Argv: append([]string{d.exe(), "fenceloop"}, args...), N: uint32(nodes * per),
+		MapBy: wire.MapByNode, Name: "fencer", Env: []string{envRole + "=app"}, OnFailure: wire.OnFailureContinue})
+	lines := map[uint32]string{}
+	for _, l := range d.output(end.Job) {
+		lines[l.Rank] = string(l.Line)
+	}
+	return lines, end
+}
+
+// TestTreeFenceUp: with a tree of radix 2 over 7 nodes, a job of two
+// processes per node runs fences with collect over the whole job. Every
+// daemon sends its entries to the daemon it got the job's launch from
+// (node2 to node1, node1 and node3 to node0, ...), the heads send them to
+// the master, and every round exchanges every rank's data. Without the
+// tree, every daemon's entries reach the master on their own.
+func TestTreeFenceUp(t *testing.T) {
+	const nodes, per, rounds = 7, 2, 6
+	d := startDVM(t, nodes, per, func(c *Config) { c.TreeRadix = 2 })
+	before := d.treeStats()
+	lines, end := d.fenceLines(nodes, per, "6")
+	if end.State != wire.JobStateDone || len(lines) != nodes*per {
+		t.Fatalf("job %s %q, lines %v", end.State, end.Msg, lines)
+	}
+	for r, l := range lines {
+		if l != "ok 6" {
+			t.Errorf("rank %d: %q, want ok 6", r, l)
+		}
+	}
+	st := d.treeStats()
+	up, parts := st.Up-before.Up, st.UpParts-before.UpParts
+	// Each round, each node's whole entry is one part (its scout is
+	// another, sent ahead).
+	if parts < rounds*nodes || up == 0 {
+		t.Errorf("the master served %d gathered requests with %d parts over %d rounds on %d nodes; want at least %d parts", up, parts, rounds, nodes, rounds*nodes)
+	}
+	t.Logf("%d gathered requests, %d parts (%.1f per request)", up, parts, float64(parts)/float64(max(up, 1)))
+}
+
+// TestTreeFenceUpTimeout: rank 1 enters 3 s late into a fence with a
+// timeout of 800 ms. The gathered entries are taken back at their
+// deadline: a rank gets timeout (and the others, once a rank that timed
+// out has exited, aborted), not a hang until its own call gives up (20 s).
+func TestTreeFenceUpTimeout(t *testing.T) {
+	const nodes, per = 7, 1
+	d := startDVM(t, nodes, per, func(c *Config) { c.TreeRadix = 2 })
+	lines, _ := d.fenceLines(nodes, per, "1", "800", "3000")
+	timeouts := 0
+	for r := range uint32(nodes * per) {
+		switch l := lines[r]; {
+		case r == 1:
+		case strings.HasPrefix(l, "fence 0: timeout"):
+			timeouts++
+		case !strings.HasPrefix(l, "fence 0: aborted") || !strings.Contains(l, "exited before entering"):
+			t.Errorf("rank %d: %q, want fence 0: timeout, or aborted by a rank that exited", r, l)
+		}
+	}
+	if timeouts == 0 {
+		t.Errorf("no rank timed out: %v", lines)
+	}
+	if st := d.treeStats(); st.UpParts == 0 {
+		t.Errorf("no entry went up the tree: %+v", st)
+	}
+}
+
+// TestTreeFenceUpParentHung: node1's daemon, through which node2's fence
+// entries go up the tree (radix 2 over 7 nodes), hangs after a first
+// round (so node2 holds a connection to it) and before node2's process
+// enters the second. The master declares node1 down after its heartbeat's
+// dead time; the job goes on without its process (OnFailureContinue),
+// which had entered, so the instance waits for rank 2. node2 gives its
+// silent parent up after the same time: rank 2's entry fails (aborted,
+// naming node1), and once rank 2 has exited so does everyone's, instead
+// of all waiting until the processes give up (20 s).
+func TestTreeFenceUpParentHung(t *testing.T) {
+	const nodes = 7
+	d := startDVM(t, nodes, 1, func(c *Config) { c.TreeRadix = 2 })
+	rep, err := d.launch(wire.JobLaunchReq{Argv: []string{d.exe(), "fenceloop", "2", "0", "2000", "2"}, N: nodes,
+		MapBy: wire.MapByNode, Name: "fencer", Env: []string{envRole + "=app"}, OnFailure: wire.OnFailureContinue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.waitLines(rep.Job, nodes) // round 0 done everywhere
+	d.stopDaemon(t, 1)
+	start := time.Now()
+	d.wait(rep.Job)
+	took := time.Since(start)
+	lines := map[uint32]string{}
+	for _, l := range d.output(rep.Job) {
+		lines[l.Rank] = string(l.Line)
+	}
+	if l := lines[2]; !strings.HasPrefix(l, "fence 1: aborted") || !strings.Contains(l, "node node1") {
+		t.Errorf("rank 2 (node2, below node1): %q after %v, want fence 1: aborted, naming node1", l, took)
+	}
+	for _, r := range []uint32{0, 3, 4, 5, 6} {
+		if !strings.HasPrefix(lines[r], "fence 1: aborted") {
+			t.Errorf("rank %d: %q, want fence 1: aborted (rank 2 exited)", r, lines[r])
+		}
+	}
+}
+
+// exe is the test binary, which runs the test applications.
+func (d *testDVM) exe() string {
+	d.t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	return exe
+}
