@@ -34,12 +34,14 @@ import (
 //     (they are in one instance), and the answers go back down the way the
 //     entries came. At the earliest part's deadline, the parts not decided
 //     are taken back; those whose time is not up are sent again (Again).
-//   - A parent that fails (its connection breaks, or the job's data shows
-//     its node without any process of the job, as when the master has
-//     declared it lost) fails the entries it carries: its own processes
-//     were participants, so the instance fails anyway. They are not sent
-//     again directly: an entry the master may have entered and answered
-//     would join the next instance.
+//   - A parent that fails (its connection breaks, it is silent for the
+//     master's dead time, or the job's data shows its node without any
+//     process of the job, as when the master has declared it lost) fails
+//     the entries it carries: its own processes were participants, so the
+//     instance fails anyway. They are not sent again directly: an entry
+//     the master may have entered and answered would join the next
+//     instance. The job's later fences go to the master directly until
+//     a relay of the job shows this daemon its place again.
 //   - A daemon with no parent for the job (a star, a tree that does not
 //     span it, a job the tree has not reached yet) sends its entries to the
 //     master directly, as before.
@@ -348,6 +350,11 @@ func (d *Daemon) sendUp(ctx context.Context, b *upBatch, l upLink, f *upFlight) 
 		u := &d.up
 		u.mu.Lock()
 		delete(u.flights, f)
+		if err != nil && u.links[b.key.job] == l {
+			// Until the job's next relay shows the tree again, its fences
+			// go to the master directly rather than to a lost parent.
+			delete(u.links, b.key.job)
+		}
 		u.mu.Unlock()
 		f.cancel(nil)
 		if err != nil {

@@ -134,7 +134,8 @@ func TestGatherUp(t *testing.T) {
 
 // TestGatherUpParentUnreachable: entries whose parent daemon cannot be
 // reached fail as aborted, naming the parent's node; they are not sent to
-// the master behind its back (the parent may have entered them).
+// the master behind its back (the parent may have entered them), but the
+// job's later fences go to the master directly.
 func TestGatherUpParentUnreachable(t *testing.T) {
 	d, got := upDaemon(t)
 	d.up.links = map[string]upLink{"j": {addr: "unix:" + t.TempDir() + "/gone.sock", node: "n9"}}
@@ -149,4 +150,13 @@ func TestGatherUpParentUnreachable(t *testing.T) {
 		t.Fatalf("got %v, want aborted naming node n9", w.err)
 	}
 	nothingGathered(t, got)
+	// The job's next entries go to the master directly, not to the lost
+	// parent, until a relay shows the tree again.
+	if d.fenceUpward(&wire.FenceReq{Job: "j", Local: wire.Span(0, 0)}) {
+		t.Fatal("after its parent failed, the daemon still sends the job's fence entries up the tree")
+	}
+	d.setUpLink(&wire.NodeRelay{Job: "j", Below: []wire.RelayHop{{Node: "n1"}}}, nil)
+	if !d.fenceUpward(&wire.FenceReq{Job: "j", Local: wire.Span(0, 0)}) {
+		t.Fatal("a relay of the job did not put the daemon back in its tree")
+	}
 }
