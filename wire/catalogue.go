@@ -64,6 +64,7 @@ func Catalogue() []KindInfo {
 		{Kind: KindEventSub, Dir: "client→daemon→master, tool→master", Req: &EventSubReq{}, Reply: &EventSubReply{}},
 		{Kind: KindEventUnsub, Dir: "client→daemon→master, tool→master", Req: &EventUnsubReq{}},
 		{Kind: KindEventNotify, Dir: "client→daemon→master", Req: &EventNotifyReq{}},
+		{Kind: KindNodeEvent, Dir: "master→daemon (an event for its clients; also down the tree as a relay of event)", Event: true, Req: &NodeEvent{}},
 
 		{Kind: KindJobLaunch, Dir: "tool→master", Req: &JobLaunchReq{}, Reply: &JobLaunchReply{}},
 		{Kind: KindJobState, Dir: "tool→master", Req: &JobStateReq{}, Reply: &JobInfo{}},

@@ -9,7 +9,19 @@ const (
 	KindEventSub    = "event.sub"    // →master: EventSubReq → EventSubReply
 	KindEventUnsub  = "event.unsub"  // →master: EventUnsubReq → empty
 	KindEventNotify = "event.notify" // client→daemon→master: EventNotifyReq → empty
+	KindNodeEvent   = "node.event"   // master→daemon, pushed (id 0): NodeEvent
 )
+
+// NodeEvent is a bus event for a daemon's subscribers, with the Seq of the
+// event the master sent that daemon before it (Prev; 0: none). Events to a
+// daemon take two paths, its own connection and the tree of daemons (an
+// event relayed as KindEvent carries its Prev in NodeRelay.Prev and
+// RelayHop.Prev), and may arrive out of order: the daemon holds an event
+// until the one before it has come, so its clients get them in Seq order.
+type NodeEvent struct {
+	Prev uint64 `msgpack:"p,omitempty"` // Seq of the event sent to this daemon before this one
+	Ev   Raw    `msgpack:"e"`           // the encoded Event, as for its other subscribers
+}
 
 // Event kinds (Event.Kind).
 const (

@@ -21,7 +21,7 @@ const (
 // refuses a relay of any other.
 func Relayable(kind string) bool {
 	switch kind {
-	case KindNodeJobData, KindPsetPush, KindRCPush, KindPing, KindFenced, KindNodeLaunch:
+	case KindNodeJobData, KindPsetPush, KindRCPush, KindPing, KindFenced, KindNodeLaunch, KindEvent:
 		return true
 	}
 	return false
@@ -31,7 +31,7 @@ func Relayable(kind string) bool {
 type NodeRelay struct {
 	Seq    uint64     `msgpack:"q"`            // the master's relay number; a daemon applies each once (numbers only grow; 0 = always, for pings)
 	To     uint64     `msgpack:"to,omitempty"` // the receiving daemon's RelayID (0 = any): a daemon that replaced it since does not apply a late copy
-	Kind   string     `msgpack:"k"`            // kind of the inner request: node.jobdata, pset.push, rc.push, kv.fenced, ping or node.launch
+	Kind   string     `msgpack:"k"`            // kind of the inner request: node.jobdata, pset.push, rc.push, kv.fenced, ping, node.launch or event
 	Body   Raw        `msgpack:"b,omitempty"`  // its body, encoded once by the master
 	Radix  uint32     `msgpack:"r,omitempty"`  // how many parts Below is cut into at each level (0 = 1)
 	Below  []RelayHop `msgpack:"bl,omitempty"` // the receiver's subtree, in tree order (RelayParts)
@@ -43,6 +43,7 @@ type NodeRelay struct {
 	// part, merged with those of the daemons below it (FenceReq.Parts).
 	Job  string `msgpack:"j,omitempty"`  // the job whose launch or push this is (empty: a ping, a fence's data)
 	From string `msgpack:"fr,omitempty"` // the relay address of the daemon that passed it on (empty: the master)
+	Prev uint64 `msgpack:"pv,omitempty"` // event: the Seq of the event sent to the receiver before this one (NodeEvent.Prev)
 }
 
 // RelayHop is one daemon of a relay's subtree.
@@ -50,6 +51,7 @@ type RelayHop struct {
 	Node string `msgpack:"n"`            // node name
 	Addr string `msgpack:"a"`            // where its daemon takes relays (NodeRegister.Relay)
 	ID   uint64 `msgpack:"id,omitempty"` // its daemon's NodeRegister.RelayID
+	Prev uint64 `msgpack:"pv,omitempty"` // event: as NodeRelay.Prev, for this daemon
 }
 
 // NodeRelayReply lists the nodes of the subtree that did not apply the

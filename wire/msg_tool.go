@@ -49,6 +49,7 @@ type TreeState struct {
 	Fences  uint64 `msgpack:"fd,omitempty"` // fence instances whose collected data went down the tree (kv.fenced)
 	Up      uint64 `msgpack:"up,omitempty"` // fence requests gathered up the tree (FenceReq.Parts) the master served
 	UpParts uint64 `msgpack:"ud,omitempty"` // the daemons' entries they carried
+	Events  uint64 `msgpack:"ev,omitempty"` // bus events sent down the tree to the daemons' subscribers
 }
 
 // SlotUse says which process holds one slot. Slots are numbered globally

@@ -41,6 +41,7 @@ type treeJSON struct {
 	Fences  uint64 `json:"fences"`  // fence instances whose collected data went down the tree
 	Up      uint64 `json:"up"`      // fence requests gathered up the tree that reached the master
 	Entries uint64 `json:"entries"` // the daemons' entries they carried
+	Events  uint64 `json:"events"`  // bus events sent down the tree to the daemons' subscribers
 }
 
 type nodeEventJSON struct {
@@ -96,7 +97,7 @@ func toStatusJSON(st wire.DVMState, name string) statusJSON {
 		Nodes: []nodeJSON{}, Jobs: []jobJSON{}, Launcher: st.Launcher,
 	}
 	if t := st.Tree; t != nil {
-		out.Tree = &treeJSON{Radix: t.Radix, Relays: t.Relays, Resends: t.Resends, Fences: t.Fences, Up: t.Up, Entries: t.UpParts}
+		out.Tree = &treeJSON{Radix: t.Radix, Relays: t.Relays, Resends: t.Resends, Fences: t.Fences, Up: t.Up, Entries: t.UpParts, Events: t.Events}
 	}
 	for _, ev := range st.NodeLog {
 		out.NodeLog = append(out.NodeLog, nodeEventJSON{Time: unixNS(ev.Time), Event: ev.Kind, Node: ev.Node, Msg: ev.Msg})
@@ -164,8 +165,8 @@ func writeStatus(w io.Writer, s statusJSON) error {
 		fmt.Fprintf(w, "launcher %s\n", s.LauncherInfo)
 	}
 	if t := s.Tree; t != nil {
-		fmt.Fprintf(w, "tree of daemons: radix %d, %d relays (%d fences' data), %d sent again directly; %d fence requests gathered up it (%d daemons' entries)\n",
-			t.Radix, t.Relays, t.Fences, t.Resends, t.Up, t.Entries)
+		fmt.Fprintf(w, "tree of daemons: radix %d, %d relays (%d fences' data, %d events), %d sent again directly; %d fence requests gathered up it (%d daemons' entries)\n",
+			t.Radix, t.Relays, t.Fences, t.Events, t.Resends, t.Up, t.Entries)
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -139,7 +139,7 @@ func TestBar(t *testing.T) {
 func sampleState() wire.DVMState {
 	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano()
 	return wire.DVMState{
-		ID: "abcd2345", PID: 4242, Started: t0, Uptime: int64(95 * time.Second), Version: "v0.3.0", Tree: &wire.TreeState{Radix: 16, Relays: 40, Resends: 2, Fences: 3, Up: 12, UpParts: 96}, LauncherInfo: "slurm: job 12, 3 nodes, slots from SLURM_TASKS_PER_NODE (chosen because SLURM_JOB_ID is set)",
+		ID: "abcd2345", PID: 4242, Started: t0, Uptime: int64(95 * time.Second), Version: "v0.3.0", Tree: &wire.TreeState{Radix: 16, Relays: 40, Resends: 2, Fences: 3, Up: 12, UpParts: 96, Events: 7}, LauncherInfo: "slurm: job 12, 3 nodes, slots from SLURM_TASKS_PER_NODE (chosen because SLURM_JOB_ID is set)",
 		Nodes: []wire.NodeInfo{
 			{Name: "node0", Index: 0, Host: "hostA", Slots: 28, Used: 28, PID: 4242, State: wire.NodeUp},
 			{Name: "node1", Index: 1, Host: "hostA", Slots: 28, Used: 3, PID: 4250, State: wire.NodeUp},

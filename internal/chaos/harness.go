@@ -78,9 +78,13 @@ type Summary struct {
 	// FailureChanges counts the failure changes (-policy shrink) that
 	// reached a final status, by status.
 	FailureChanges map[string]int
-	Violations     []Report
-	Elapsed        time.Duration
-	Leftover       []int // marked processes alive after the final stop (must be none)
+	// FenceUp counts the fence requests gathered up the tree of daemons
+	// that reached the masters (-tree-radix), and FenceUpEntries the
+	// daemons' entries in them, as dvm status showed them before each step.
+	FenceUp, FenceUpEntries uint64
+	Violations              []Report
+	Elapsed                 time.Duration
+	Leftover                []int // marked processes alive after the final stop (must be none)
 }
 
 // Report is a step that broke an invariant.
@@ -129,6 +133,9 @@ func (s Summary) String() string {
 			fmt.Fprintf(&b, "    %s, e.g.: %s\n", k, s.WireUpWhy[k])
 		}
 	}
+	if s.FenceUp > 0 {
+		fmt.Fprintf(&b, "  fences up the tree: %d gathered requests with %d daemons' entries\n", s.FenceUp, s.FenceUpEntries)
+	}
 	if len(s.FailureChanges) > 0 {
 		b.WriteString("  failure changes:")
 		for _, k := range slices.Sorted(maps.Keys(s.FailureChanges)) {
@@ -171,6 +178,7 @@ type harness struct {
 	nextID  int
 	limits  map[string]time.Duration // change limits by delta
 	failed  map[string]bool          // failure changes counted in the summary, by job and delta
+	tree    map[int]wire.TreeState   // the last tree statistics seen, by master pid (a DVM's restart starts them again)
 	did     []string                 // what the current step did
 	refused []string                 // jobs a request of the current step was refused for
 	ended   []Ended                  // dynruns that ended, not yet checked
@@ -241,6 +249,10 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	// nothing is left.
 	h.finish(ctx)
 	h.sum.Elapsed = time.Since(t0)
+	for _, t := range h.tree {
+		h.sum.FenceUp += t.Up
+		h.sum.FenceUpEntries += t.UpParts
+	}
 	return h.sum, err
 }
 
@@ -304,6 +316,12 @@ func (h *harness) prepare(ctx context.Context) error {
 	st, err := h.d.cl.State(ctx)
 	if err != nil {
 		return fmt.Errorf("chaos: dvm status: %w", err)
+	}
+	if st.Tree != nil {
+		if h.tree == nil {
+			h.tree = make(map[int]wire.TreeState)
+		}
+		h.tree[st.PID] = *st.Tree
 	}
 	for _, n := range st.Nodes {
 		if n.State != wire.NodeDown {

@@ -132,6 +132,7 @@ type Daemon struct {
 
 	relay relayState // the daemon's part in the master's tree (relay.go)
 	up    upState    // fence entries up the tree of daemons (fenceup.go)
+	evs   evOrdered  // the master's events, in its order (evorder.go)
 }
 
 type procKey struct {

@@ -60,7 +60,7 @@ func (d *Daemon) handleRelay(ctx context.Context, req *wire.Request, b *wire.Nod
 			Err: &wire.Error{Code: wire.CodeClosed, Msg: "daemon " + d.node + ": relay for an earlier daemon of this node"}}}}, nil
 	}
 	if !wire.Relayable(b.Kind) {
-		return nil, wire.Errorf(wire.ErrInvalid, "daemon %s: node.relay: %q cannot be relayed (only node.jobdata, pset.push, rc.push, kv.fenced, ping and node.launch)", d.node, b.Kind)
+		return nil, wire.Errorf(wire.ErrInvalid, "daemon %s: node.relay: %q cannot be relayed (only node.jobdata, pset.push, rc.push, kv.fenced, ping, node.launch and event)", d.node, b.Kind)
 	}
 	if b.Job != "" {
 		d.setUpLink(b, req.Conn) // before the daemons below can send their fence entries here
@@ -75,13 +75,19 @@ func (d *Daemon) handleRelay(ctx context.Context, req *wire.Request, b *wire.Nod
 	results := make(chan wire.NodeRelayReply, len(parts))
 	for _, p := range parts {
 		head, below := b.Below[p[0]], b.Below[p[0]+1:p[1]]
-		sub := &wire.NodeRelay{Seq: b.Seq, To: head.ID, Kind: b.Kind, Body: b.Body, Radix: b.Radix, Below: below,
+		sub := &wire.NodeRelay{Seq: b.Seq, To: head.ID, Kind: b.Kind, Body: b.Body, Radix: b.Radix, Below: below, Prev: head.Prev,
 			WaitMS: (wait * 3 / 4).Milliseconds(), // so that this level still answers when one below it is late
 			Job:    b.Job, From: d.relay.addr}
 		go func() { results <- d.forward(ctx, head, sub) }()
 	}
 	var rep wire.NodeRelayReply
-	started, err := d.applyRelay(ctx, b)
+	var started []wire.ProcStarted
+	var err error
+	if b.Kind == wire.KindEvent {
+		err = d.relayedEvent(b) // not a request: handed to the clients in the master's order
+	} else {
+		started, err = d.applyRelay(ctx, b)
+	}
 	if err != nil {
 		rep.Failed = append(rep.Failed, wire.RelayFailure{Node: d.node, Err: wire.ToWire(err)})
 	}

@@ -97,19 +97,23 @@ func (s *sessionState) dropJob(job string) {
 }
 
 // onMasterEvent takes the events the master pushes to this daemon: bus
-// events for the subscriptions of local clients. It runs on the master
-// connection's reader goroutine and never blocks.
+// events for the subscriptions of local clients (evorder.go). It runs on
+// the master connection's reader goroutine and never blocks for long.
 func (d *Daemon) onMasterEvent(ev *wire.Request) {
-	if ev.Kind != wire.KindEvent || d.sess == nil {
+	if d.sess == nil || ev.Kind != wire.KindNodeEvent && ev.Kind != wire.KindEvent {
 		d.log.Debug("daemon: ignored event from master", "kind", ev.Kind)
 		return
 	}
-	kind, job, err := wire.EventHead(ev.Body)
-	if err != nil {
+	var ne wire.NodeEvent
+	if ev.Kind == wire.KindEvent {
+		ne.Ev = wire.Raw(ev.Body)
+	} else if err := wire.Unmarshal(ev.Body, &ne); err != nil {
 		d.log.Warn("daemon: bad event from master", "err", err)
 		return
 	}
-	d.sess.forward(kind, job, ev.Body)
+	if err := d.deliverEvent(ne.Prev, ne.Ev); err != nil {
+		d.log.Warn("daemon: bad event from master", "err", err)
+	}
 }
 
 // runsHere reports whether rank of job was placed on this node (a rank

@@ -93,6 +93,9 @@ func (s *state) publish(ev wire.Event) {
 			s.unsubscribe(sb)
 		}
 	}
+	if ss := s.m.sess; ss != nil {
+		ss.sendEvents(s, &ev) // the daemons' share, down the tree when it can (events.go)
+	}
 }
 
 func (sb *sub) ownerName() string {

@@ -333,7 +333,7 @@ func (ss *sessState) completeFence(s *state, g *gather) {
 			e.stored = err == nil
 			e.finish(g, nil)
 		}
-	}, nil, nil)
+	}, nil, nil, nil)
 }
 
 // dropFence removes an instance from the open ones.

@@ -1,7 +1,9 @@
 package master
 
 import (
+	"context"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -121,4 +123,50 @@ func (d *testDVM) exe() string {
 		d.t.Fatal(err)
 	}
 	return exe
+}
+
+// TestTreeEvents: with a tree of radix 2 over 6 nodes, app events for a
+// process on every node go down the tree. For every third event node3 is
+// marked suspect, so that it gets that event over its own connection
+// while its previous one came down the tree: the two paths mix, and each
+// process must still get every event once and in order (its daemon holds
+// one that overtook the event before it, lib/daemon/evorder.go).
+func TestTreeEvents(t *testing.T) {
+	const nodes, n = 6, 30
+	d := startDVM(t, nodes, 1, func(c *Config) { c.TreeRadix = 2 })
+	rep, err := d.launch(wire.JobLaunchReq{Argv: []string{d.exe(), "events", strconv.Itoa(n)}, N: nodes,
+		MapBy: wire.MapByNode, Name: "listener", Env: []string{envRole + "=app"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.waitLines(rep.Job, nodes) // every process subscribed
+	before := d.treeStats()
+	for i := range n {
+		if err := do(context.Background(), d.m, func(s *state) error {
+			n3 := s.nodes[3]
+			was := n3.suspect
+			n3.suspect = i%3 == 1
+			s.publish(wire.Event{Kind: wire.EvApp, Job: rep.Job, Msg: strconv.Itoa(i)})
+			n3.suspect = was
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	end := d.wait(rep.Job)
+	lines := map[uint32]string{}
+	for _, l := range d.output(rep.Job) {
+		lines[l.Rank] = string(l.Line)
+	}
+	for r := range uint32(nodes) {
+		if lines[r] != "ok "+strconv.Itoa(n) {
+			t.Errorf("rank %d: %q, want ok %d", r, lines[r], n)
+		}
+	}
+	if end.State != wire.JobStateDone {
+		t.Errorf("job %s %q", end.State, end.Msg)
+	}
+	if st := d.treeStats(); st.Events-before.Events != n {
+		t.Errorf("%d events went down the tree, want all %d", st.Events-before.Events, n)
+	}
 }

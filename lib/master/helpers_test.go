@@ -127,6 +127,8 @@ type sessionReport struct {
 //	pset NAME    print the set NAME as its daemon knows it (wire.PsetInfo, or {"err":...}) as JSON
 //	fence        enter a fence with no participant list, then one over ranks 0-2; print "<list>: ok" or
 //	             "<list>: <error code>" for each
+//	events N     subscribe to the job's app events, print "ready", then take N: their Msg must be 0..N-1 in
+//	             order, with Seqs increasing; print "ok N", or what was wrong and exit 1
 //	fenceloop N [MS] [SLEEP] [R]  N rounds of: commit a value, enter a fence with collect over the whole
 //	             job (timeout MS, 0 = none; rank R, default 1, sleeps SLEEP ms before entering the last),
 //	             read every rank's value, print "round I";
@@ -210,6 +212,46 @@ func appMain(args []string) int {
 			}
 			fmt.Println(f.name + ": " + res)
 		}
+		return 0
+	case "events":
+		n, _ := strconv.Atoi(args[1])
+		got := make(chan wire.Event, n+16)
+		ec, err := wire.Dial(ctx, "unix", os.Getenv(procenv.Daemon), wire.Hello{
+			Role: wire.RoleClient, Name: procenv.ClientName(job, uint32(rank)), Token: os.Getenv(procenv.Token),
+		}, wire.Options{OnEvent: func(ev *wire.Request) {
+			var e wire.Event
+			if wire.Unmarshal(ev.Body, &e) == nil {
+				select {
+				case got <- e:
+				default:
+				}
+			}
+		}})
+		if err != nil {
+			fmt.Println("dial:", err)
+			return 1
+		}
+		defer ec.Close()
+		if err := ec.Call(ctx, wire.KindEventSub, &wire.EventSubReq{Kinds: []string{wire.EvApp}, Job: job}, nil); err != nil {
+			fmt.Println("event.sub:", err)
+			return 1
+		}
+		fmt.Println("ready")
+		var last uint64
+		for i := range n {
+			select {
+			case e := <-got:
+				if e.Seq <= last || e.Msg != strconv.Itoa(i) {
+					fmt.Printf("event %d: seq %d after %d, msg %q\n", i, e.Seq, last, e.Msg)
+					return 1
+				}
+				last = e.Seq
+			case <-ctx.Done():
+				fmt.Printf("event %d: %v\n", i, ctx.Err())
+				return 1
+			}
+		}
+		fmt.Println("ok", n)
 		return 0
 	case "fenceloop":
 		n, _ := strconv.Atoi(args[1])

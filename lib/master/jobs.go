@@ -433,7 +433,7 @@ func (s *state) relayLaunch(j *job, start *sharedBody, nodes []*node, calls []*n
 				c.rep.Started = append(c.rep.Started, ps)
 			}
 		}
-	})
+	}, nil)
 	return true
 }
 

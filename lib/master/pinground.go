@@ -57,7 +57,7 @@ func (m *Master) PingRound(ctx context.Context, radix int) (time.Duration, int, 
 			}
 			// Seq 0: a ping is applied whenever it comes, so it never
 			// hides a push's relay number from a daemon.
-			s.relay(0, radix, "", wire.KindPing, raw, tree, func(s *state, _ *relayFlight, _ int, err error) { finish(s, err) }, nil, nil)
+			s.relay(0, radix, "", wire.KindPing, raw, tree, func(s *state, _ *relayFlight, _ int, err error) { finish(s, err) }, nil, nil, nil)
 		}
 		finish(s, nil)
 	})

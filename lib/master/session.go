@@ -30,6 +30,9 @@ type sessState struct {
 	treeFences   uint64               // ... of them down the tree (dvm status)
 	fenceUp      uint64               // fence requests gathered up the tree (FenceReq.Parts)
 	fenceUpParts uint64               // ... the daemons' entries they carried
+	evOut        []*daemonSubs        // the daemons the event being published goes to (sendEvents)
+	evRelays     int                  // events in flight down the tree
+	treeEvents   uint64               // events sent down the tree (dvm status)
 	pub          pubStore
 	dsubs        map[*wire.Conn]*daemonSubs // event subscriptions of daemons
 }

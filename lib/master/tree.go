@@ -25,8 +25,9 @@ import (
 // master, the others from the daemons above them.
 type relayFlight struct {
 	seq    uint64
-	job    string // the job whose nodes it spans (NodeRelay.Job), if any
-	base   int    // index of nodes[0] among all the nodes of the relay
+	job    string           // the job whose nodes it spans (NodeRelay.Job), if any
+	prev   map[*node]uint64 // an event: the Seq each node got before it (NodeRelay.Prev)
+	base   int              // index of nodes[0] among all the nodes of the relay
 	kind   string
 	raw    msgpack.RawMessage
 	radix  int
@@ -73,7 +74,7 @@ func (s *state) relayPush(kind string, sh *sharedBody, nodes []*node, items []*p
 		}
 		items[f.base+i].ack()
 		s.pump(n.idx)
-	}, s.markRelay, nil)
+	}, s.markRelay, nil, nil)
 	return true
 }
 
@@ -91,12 +92,12 @@ func (s *state) markRelay(f *relayFlight, i int) {
 // nodes it answers for are settled.
 func (s *state) relay(seq uint64, radix int, job, kind string, raw msgpack.RawMessage, nodes []*node,
 	settled func(s *state, f *relayFlight, i int, err error), mark func(f *relayFlight, i int),
-	got func(s *state, rep *wire.NodeRelayReply)) {
+	got func(s *state, rep *wire.NodeRelayReply), prev map[*node]uint64) {
 	wait := (s.m.callTimeout * 3 / 4).Milliseconds() // the head answers before the master's call gives up
 	var flights []*relayFlight
 	for _, p := range wire.RelayParts(len(nodes), radix) {
 		part := nodes[p[0]:p[1]]
-		f := &relayFlight{seq: seq, job: job, base: p[0], kind: kind, raw: raw, radix: radix, nodes: part,
+		f := &relayFlight{seq: seq, job: job, prev: prev, base: p[0], kind: kind, raw: raw, radix: radix, nodes: part,
 			conns: make([]*wire.Conn, len(part)), done: make([]bool, len(part)), resent: make([]bool, len(part)), got: got,
 			left: len(part)}
 		f.settle = func(s *state, i int, err error) { settled(s, f, i, err) }
@@ -118,12 +119,12 @@ func (s *state) relay(seq uint64, radix int, job, kind string, raw msgpack.RawMe
 		st.treeSent++
 		below := make([]wire.RelayHop, 0, len(f.nodes)-1)
 		for _, n := range f.nodes[1:] {
-			below = append(below, wire.RelayHop{Node: n.name, Addr: n.relay, ID: n.relayID})
+			below = append(below, wire.RelayHop{Node: n.name, Addr: n.relay, ID: n.relayID, Prev: prev[n]})
 		}
 		head := f.nodes[0]
 		rep := new(wire.NodeRelayReply)
 		sendNow(head, outMsg{kind: wire.KindNodeRelay, resp: rep,
-			body: &wire.NodeRelay{Seq: seq, To: head.relayID, Kind: kind, Body: wire.Raw(raw), Radix: uint32(radix), Below: below, WaitMS: wait, Job: job},
+			body: &wire.NodeRelay{Seq: seq, To: head.relayID, Kind: kind, Body: wire.Raw(raw), Radix: uint32(radix), Below: below, WaitMS: wait, Job: job, Prev: prev[head]},
 			done: func(err error) {
 				m.post(func(s *state) {
 					if err == nil && f.got != nil {
@@ -177,7 +178,7 @@ func (s *state) resendDirect(f *relayFlight, i int) {
 	m := s.m
 	rep := new(wire.NodeRelayReply)
 	sendNow(n, outMsg{kind: wire.KindNodeRelay, resp: rep,
-		body: &wire.NodeRelay{Seq: f.seq, To: n.relayID, Kind: f.kind, Body: wire.Raw(f.raw), Job: f.job},
+		body: &wire.NodeRelay{Seq: f.seq, To: n.relayID, Kind: f.kind, Body: wire.Raw(f.raw), Job: f.job, Prev: f.prev[n]},
 		done: func(err error) {
 			m.post(func(s *state) {
 				if err == nil && f.got != nil {
@@ -258,7 +259,7 @@ func (s *state) treeState() *wire.TreeState {
 		return nil
 	}
 	st := s.rcs()
-	return &wire.TreeState{Radix: uint32(r), Relays: st.treeSent, Resends: st.treeResent, Fences: s.m.sess.treeFences, Up: s.m.sess.fenceUp, UpParts: s.m.sess.fenceUpParts}
+	return &wire.TreeState{Radix: uint32(r), Relays: st.treeSent, Resends: st.treeResent, Fences: s.m.sess.treeFences, Up: s.m.sess.fenceUp, UpParts: s.m.sess.fenceUpParts, Events: s.m.sess.treeEvents}
 }
 
 // TreeStats returns how the tree has been used (tests, benchmarks); the

@@ -231,7 +231,7 @@ func TestTreeStallLeaf(t *testing.T) {
 		if err := do(context.Background(), d.m, func(s *state) error {
 			s.relay(seq, 2, "", wire.KindPing, raw, s.nodes, func(s *state, f *relayFlight, i int, err error) {
 				ch <- settled{f.nodes[i].idx, err}
-			}, nil, nil)
+			}, nil, nil, nil)
 			if then != nil {
 				then(s)
 			}
@@ -313,7 +313,7 @@ func TestTreeStallUnqueued(t *testing.T) {
 	if err := do(context.Background(), d.m, func(s *state) error {
 		s.relay(0, 2, "", wire.KindPing, raw, s.nodes, func(s *state, f *relayFlight, i int, err error) {
 			settled <- f.nodes[i].idx
-		}, nil, nil)
+		}, nil, nil, nil)
 		s.release(s.nodes[3]) // what the heartbeat does when node3 misses a ping
 		return nil
 	}); err != nil {
