@@ -157,7 +157,8 @@ func hostsRanks(pl wire.Placements, node string) bool {
 }
 
 // fenceUpward reports whether body, an entry of this node into a fence,
-// goes up the tree, and where.
+// goes up the job's tree (to a parent daemon, or to the master as the
+// head of a part) rather than to the master on its own.
 func (d *Daemon) fenceUpward(body *wire.FenceReq) bool {
 	if len(body.Procs) > 0 || body.Job == "" {
 		return false // only fences over a whole job follow its tree
