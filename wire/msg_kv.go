@@ -95,8 +95,8 @@ type FenceReq struct {
 	// Parts, daemon→daemon and daemon→master: the entries of several
 	// nodes gathered up the tree of daemons, each entered as a daemon's
 	// own entry would be (Local, Data, Collect, Stored and TimeoutMS of
-	// the request itself are then unused). Only for a fence over every
-	// live process of Job (Procs empty).
+	// the request itself are then unused). The parts are of processes of
+	// Job, entering the fence ID over Procs.
 	Parts []FencePart `msgpack:"pt,omitempty"`
 }
 

@@ -13,9 +13,9 @@ import (
 // sends a job's launch or pushes down the tree (wire.NodeRelay.Job), each
 // daemon of the job learns where it sits: the daemon that passed the
 // relay on is its parent, or the master when this daemon heads a part,
-// and the relay's Below is its subtree. For a fence over every live
-// process of that job, a daemon's entries then go to its parent instead
-// of the master; a parent gathers its own node's and its subtree's entries
+// and the relay's Below is its subtree. A daemon's entries into a fence
+// of a process of that job (over the whole job or over named processes)
+// then go to its parent instead of the master; a parent gathers its own node's and its subtree's entries
 // and sends them on as one request. The master's share of a fence is then
 // radix requests instead of one per daemon (docs/scale.md).
 //
@@ -44,7 +44,11 @@ import (
 //     a relay of the job shows this daemon its place again.
 //   - A daemon with no parent for the job (a star, a tree that does not
 //     span it, a job the tree has not reached yet) sends its entries to the
-//     master directly, as before.
+//     master directly, as before. So does one whose participant list the
+//     master will refuse: it says why.
+//   - A fence over some of the job's processes gathers like one over all:
+//     a parent expects its whole subtree, and when the first instance
+//     went without some nodes, the next ones expect only those that came.
 
 // upWait is how long a parent holds the entries of a fence before it
 // sends what it has (upState.wait, for tests, if set).
@@ -83,6 +87,7 @@ type upLink struct {
 // upBatch is what a daemon holds of one fence.
 type upBatch struct {
 	key   fenceKey
+	procs []wire.ProcRanges // the participant list, as the first entry gave it
 	parts []wire.FencePart
 	at    []time.Time // when each part came (its TimeoutMS counts from then)
 	waits []*upResult
@@ -147,6 +152,13 @@ func (d *Daemon) upJobChanged(job string, data *wire.JobData) {
 	}
 }
 
+// upKey is the key of a fence entry's batch: its job, name and canonical
+// participant list (the master's instance key).
+func upKey(b *wire.FenceReq) (fenceKey, bool) {
+	spec, ok := fenceSpec(b.Job, b.Procs)
+	return fenceKey{job: b.Job, id: b.ID, procs: spec}, ok && b.Job != ""
+}
+
 func hostsRanks(pl wire.Placements, node string) bool {
 	for _, p := range pl {
 		if p.Node == node {
@@ -160,8 +172,8 @@ func hostsRanks(pl wire.Placements, node string) bool {
 // goes up the job's tree (to a parent daemon, or to the master as the
 // head of a part) rather than to the master on its own.
 func (d *Daemon) fenceUpward(body *wire.FenceReq) bool {
-	if len(body.Procs) > 0 || body.Job == "" {
-		return false // only fences over a whole job follow its tree
+	if body.Job == "" {
+		return false
 	}
 	u := &d.up
 	u.mu.Lock()
@@ -182,14 +194,17 @@ func (d *Daemon) callFence(body *wire.FenceReq, rep *wire.FenceReply, extra bool
 	if body.TimeoutMS > 0 {
 		deadline = time.Now().Add(time.Duration(body.TimeoutMS) * time.Millisecond)
 	}
-	key := fenceKey{job: body.Job, id: body.ID}
+	key, ok := upKey(body)
+	if !ok { // the master explains what is wrong with it
+		return d.master.Call(context.Background(), wire.KindFence, body, rep)
+	}
 	for {
 		part := wire.FencePart{Node: d.node, Local: body.Local, Data: body.Data, Collect: body.Collect, Stored: body.Stored, Extra: extra}
 		if !deadline.IsZero() {
 			part.TimeoutMS = ceilMS(time.Until(deadline))
 		}
 		w := &upResult{done: make(chan struct{})}
-		d.gatherUp(key, part, w)
+		d.gatherUp(key, body.Procs, part, w)
 		<-w.done
 		switch {
 		case w.err != nil:
@@ -206,14 +221,14 @@ func (d *Daemon) callFence(body *wire.FenceReq, rep *wire.FenceReply, extra bool
 
 // handleFenceUp serves a child daemon's gathered entries.
 func (d *Daemon) handleFenceUp(_ context.Context, req *wire.Request, b *wire.FenceReq) (any, error) {
-	if len(b.Parts) == 0 || b.Job == "" || len(b.Procs) > 0 {
-		return nil, wire.Errorf(wire.ErrInvalid, "daemon %s: kv.fence from a daemon carries the parts of a fence over a whole job", d.node)
+	key, ok := upKey(b)
+	if len(b.Parts) == 0 || !ok {
+		return nil, wire.Errorf(wire.ErrInvalid, "daemon %s: kv.fence from a daemon carries the parts of a fence of a named job, with a valid participant list", d.node)
 	}
-	key := fenceKey{job: b.Job, id: b.ID}
 	waits := make([]*upResult, len(b.Parts))
 	for i, p := range b.Parts {
 		waits[i] = &upResult{done: make(chan struct{})}
-		d.gatherUp(key, p, waits[i])
+		d.gatherUp(key, b.Procs, p, waits[i])
 	}
 	// An entry whose sender goes away stays entered (as at the master):
 	// its answer is awaited all the same, and then dropped.
@@ -231,7 +246,7 @@ func (d *Daemon) handleFenceUp(_ context.Context, req *wire.Request, b *wire.Fen
 
 // gatherUp adds part to what this daemon holds of the fence key and sends
 // it on when the subtree is complete; w gets the part's answer.
-func (d *Daemon) gatherUp(key fenceKey, part wire.FencePart, w *upResult) {
+func (d *Daemon) gatherUp(key fenceKey, procs []wire.ProcRanges, part wire.FencePart, w *upResult) {
 	u := &d.up
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -259,7 +274,7 @@ func (d *Daemon) gatherUp(key fenceKey, part wire.FencePart, w *upResult) {
 		cyc.next(len(cyc.whole))
 	}
 	if b == nil {
-		b = &upBatch{key: key}
+		b = &upBatch{key: key, procs: procs}
 		u.batches[key] = b
 		wait := u.wait
 		if wait <= 0 {
@@ -335,7 +350,7 @@ func (d *Daemon) sendUp(ctx context.Context, b *upBatch, l upLink, f *upFlight) 
 			p.TimeoutMS = max(p.TimeoutMS-now.Sub(b.at[i]).Milliseconds(), 1)
 		}
 	}
-	body := &wire.FenceReq{ID: b.key.id, Job: b.key.job, Parts: b.parts}
+	body := &wire.FenceReq{ID: b.key.id, Job: b.key.job, Procs: b.procs, Parts: b.parts}
 	var rep wire.FenceReply
 	var err error
 	if f == nil {

@@ -92,7 +92,7 @@ func TestGatherUp(t *testing.T) {
 	key := fenceKey{job: "j", id: "f"}
 	gather := func(p wire.FencePart) *upResult {
 		w := &upResult{done: make(chan struct{})}
-		d.gatherUp(key, p, w)
+		d.gatherUp(key, nil, p, w)
 		return w
 	}
 
@@ -140,7 +140,7 @@ func TestGatherUpParentUnreachable(t *testing.T) {
 	d, got := upDaemon(t)
 	d.up.links = map[string]upLink{"j": {addr: "unix:" + t.TempDir() + "/gone.sock", node: "n9"}}
 	w := &upResult{done: make(chan struct{})}
-	d.gatherUp(fenceKey{job: "j", id: "f"}, part("n0", false), w)
+	d.gatherUp(fenceKey{job: "j", id: "f"}, nil, part("n0", false), w)
 	select {
 	case <-w.done:
 	case <-time.After(5 * time.Second):

@@ -99,8 +99,8 @@ func (ss *sessState) handleFenceParts(ctx context.Context, req *wire.Request, b 
 	if req.Conn == nil || req.Conn.Peer().Role != wire.RoleDaemon {
 		return nil, wire.Errorf(wire.ErrPermission, "master: kv.fence with parts comes from a daemon")
 	}
-	if b.Job == "" || len(b.Procs) > 0 {
-		return nil, wire.Errorf(wire.ErrInvalid, "master: kv.fence with parts: only a fence over every live process of a named job is gathered up the tree (job %q, %d participant entries)", b.Job, len(b.Procs))
+	if b.Job == "" {
+		return nil, wire.Errorf(wire.ErrInvalid, "master: kv.fence with parts: no job (the entering processes' job, which the participant list is read against)")
 	}
 	n := len(b.Parts)
 	start := time.Now()
@@ -161,7 +161,7 @@ func (ss *sessState) handleFenceParts(ctx context.Context, req *wire.Request, b 
 			if nd := s.nodeByName[p.Node]; nd != nil {
 				e.conn = nd.conn // the collected data goes to the part's node (completeFence)
 			}
-			body := &wire.FenceReq{ID: b.ID, Job: b.Job, Collect: p.Collect}
+			body := &wire.FenceReq{ID: b.ID, Job: b.Job, Procs: b.Procs, Collect: p.Collect}
 			if err := ss.fenceEnter(s, body, e); err != nil {
 				settle(i, wire.FencePartReply{Err: wire.ToWire(err)})
 			}

@@ -3,6 +3,7 @@ package master
 import (
 	"context"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -168,5 +169,34 @@ func TestTreeEvents(t *testing.T) {
 	}
 	if st := d.treeStats(); st.Events-before.Events != n {
 		t.Errorf("%d events went down the tree, want all %d", st.Events-before.Events, n)
+	}
+}
+
+// TestTreeFenceUpNamed: a fence over named processes goes up the tree as
+// one over the whole job does. Radix 2 over 7 nodes of one process each;
+// every process enters a fence over the whole job, then one over ranks
+// 0-2: those three complete it, and the master refuses the others' parts
+// one by one (invalid: not a participant) without failing the rest.
+func TestTreeFenceUpNamed(t *testing.T) {
+	const nodes = 7
+	d := startDVM(t, nodes, 1, func(c *Config) { c.TreeRadix = 2 })
+	before := d.treeStats()
+	_, end := d.run(wire.JobLaunchReq{Argv: []string{d.exe(), "fence"}, N: nodes, MapBy: wire.MapByNode, Name: "named",
+		Env: []string{envRole + "=app"}})
+	got := map[uint32][]string{}
+	for _, l := range d.output(end.Job) {
+		got[l.Rank] = append(got[l.Rank], string(l.Line))
+	}
+	for r := range uint32(nodes) {
+		want := []string{"empty: ok", "0-2: ok"}
+		if r > 2 {
+			want[1] = "0-2: " + string(wire.CodeInvalid)
+		}
+		if !slices.Equal(got[r], want) {
+			t.Errorf("rank %d: %v, want %v", r, got[r], want)
+		}
+	}
+	if st := d.treeStats(); st.UpParts-before.UpParts < 2*nodes {
+		t.Errorf("%d daemons' entries went up the tree, want at least %d (each node's, in both fences)", st.UpParts-before.UpParts, 2*nodes)
 	}
 }
