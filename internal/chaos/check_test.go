@@ -218,6 +218,12 @@ func TestExitRule(t *testing.T) {
 		{"replace: the new processes failed", ExitFacts{Shrink: true, Failures: []JobFailure{kill(true)}, Report: "job j1 (d.1): lost 1 (...); " + ReplaceFailed + ": ..."}, []int{0, 137}},
 		{"replace: a whole set lost", ExitFacts{Shrink: true, Failures: []JobFailure{kill(true)}, Report: "job j2 (d.2): lost 1 (...); every member of mpi://app/j2/b was lost, " + NobodyToAccept + "; the other processes were terminated"}, []int{0, 137}},
 		{"shrink: ended by itself", ExitFacts{Shrink: true, Failures: []JobFailure{kill(true)}}, []int{0}},
+		// Chaos seed 92 (-policy replace), step 57: a job whose earlier
+		// loss (status 1) had become a failure change lost its last
+		// process to kill -9 while an ADD was in flight; dynrun ended with
+		// that loss's 137, and the rule allowed the first loss's 1.
+		{"replace: every process lost, the last of two losses", ExitFacts{Shrink: true, Failures: []JobFailure{{Code: 1, Sure: true, Step: 20, What: "exit 1"}, {Code: 137, Sure: true, Step: 57, What: "kill -9"}},
+			Report: "job j7 (d.7): lost 2 (...); " + CannotKeep + "; the other processes were terminated"}, []int{0, 137}},
 		// Chaos seed 11, step 526: a job launched while node1's daemon
 		// was stopped; the daemon was declared down as its rank there
 		// started, and dynrun said "rank 1 on node1 could not start"

@@ -108,8 +108,8 @@ func ExitRule(f ExitFacts) ([]int, string) {
 
 // shrinkRule is ExitRule for a job with --on-failure shrink: a loss is a
 // failure change, so the job ends as the harness ended it (143) or by
-// itself (0), unless every process was lost (the first lost rank's
-// status, 137 here). A loss in the step that ended the job may be judged
+// itself (0), unless every process was lost (the status of the loss it
+// could not be kept after, 137 here: the last). A loss in the step that ended the job may be judged
 // as a failure, as under abort: the job was being killed.
 func shrinkRule(f ExitFacts) ([]int, string) {
 	r := &rule{}
@@ -123,13 +123,29 @@ func shrinkRule(f ExitFacts) ([]int, string) {
 	} else {
 		r.add(0, "ended by itself (shrink: its losses were failure changes)")
 	}
-	if len(f.Failures) > 0 && strings.Contains(f.Report, CannotKeep) {
-		r.add(f.Failures[0].Code, "every process was lost: the job could not be kept")
+	if strings.Contains(f.Report, CannotKeep) {
+		r.addLast(f.Failures, "every process was lost: the job could not be kept")
 	}
-	if len(f.Failures) > 0 && (strings.Contains(f.Report, CannotReplace) || strings.Contains(f.Report, ReplaceFailed) || strings.Contains(f.Report, NobodyToAccept)) {
-		r.add(f.Failures[0].Code, "replace: the lost processes could not be replaced, so the job could not be kept")
+	if strings.Contains(f.Report, CannotReplace) || strings.Contains(f.Report, ReplaceFailed) || strings.Contains(f.Report, NobodyToAccept) {
+		r.addLast(f.Failures, "replace: the lost processes could not be replaced, so the job could not be kept")
 	}
 	return r.result()
+}
+
+// addLast allows the statuses of the losses of the last step that had
+// any: under shrink and replace the earlier ones became failure changes
+// and the job went on; the last is the one it could not be kept after,
+// and dynrun ends with its status.
+func (r *rule) addLast(fs []JobFailure, why string) {
+	if len(fs) == 0 {
+		return
+	}
+	last := fs[len(fs)-1].Step
+	for _, fl := range fs {
+		if fl.Step == last {
+			r.add(fl.Code, why)
+		}
+	}
 }
 
 // rule collects the statuses a rule allows, each with why.
