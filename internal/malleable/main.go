@@ -407,7 +407,7 @@ func (p *proc) wireUp(ctx context.Context) error {
 	defer cancel()
 	err := s.FenceWith(fctx, session.FenceOptions{ID: "wireup", Procs: []wire.ProcRanges{{Ranks: wire.Span(0, n-1)}}, Collect: true})
 	if err != nil {
-		say("WIREUP", map[string]any{"rank": p.me, "fence": err.Error(), "code": string(wire.CodeOf(err))})
+		say("WIREUP", map[string]any{"rank": p.me, "fence": err.Error(), "code": string(wire.CodeOf(err)), "over": wire.Span(0, n-1).String()})
 		return nil
 	}
 	peer := (p.me + 1) % n
