@@ -160,3 +160,26 @@ func TestGatherUpParentUnreachable(t *testing.T) {
 		t.Fatal("a relay of the job did not put the daemon back in its tree")
 	}
 }
+
+// TestFenceUpBadInput: a daemon refuses gathered entries without parts,
+// without a job, or with a participant list the master would refuse,
+// naming what is wrong; nothing is held for them.
+func TestFenceUpBadInput(t *testing.T) {
+	d, got := upDaemon(t)
+	for _, b := range []*wire.FenceReq{
+		{Job: "j", ID: "f"},
+		{ID: "f", Parts: []wire.FencePart{part("n1", false)}},
+		{Job: "j", ID: "f", Procs: []wire.ProcRanges{{Ranks: wire.RankRanges{{Lo: 5, Hi: 2}}}}, Parts: []wire.FencePart{part("n1", false)}},
+	} {
+		_, err := d.handleFenceUp(context.Background(), nil, b)
+		if !errors.Is(err, wire.ErrInvalid) || !strings.Contains(err.Error(), "parts of a fence") {
+			t.Errorf("%+v: %v, want invalid naming what a gathered request carries", b, err)
+		}
+	}
+	nothingGathered(t, got)
+	d.up.mu.Lock()
+	defer d.up.mu.Unlock()
+	if len(d.up.batches) != 0 {
+		t.Errorf("%d batches held after refusals", len(d.up.batches))
+	}
+}

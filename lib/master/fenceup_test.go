@@ -2,6 +2,8 @@ package master
 
 import (
 	"context"
+	"errors"
+	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -198,5 +200,52 @@ func TestTreeFenceUpNamed(t *testing.T) {
 	}
 	if st := d.treeStats(); st.UpParts-before.UpParts < 2*nodes {
 		t.Errorf("%d daemons' entries went up the tree, want at least %d (each node's, in both fences)", st.UpParts-before.UpParts, 2*nodes)
+	}
+}
+
+// TestFencePartsBadInput: the master refuses a gathered fence request
+// from anything but a daemon, without a job, or with a part that names no
+// node or no processes, before anything is entered.
+func TestFencePartsBadInput(t *testing.T) {
+	a, b := net.Pipe()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	accepted := make(chan *wire.Conn, 1)
+	go func() {
+		c, err := wire.Accept(ctx, b, wire.AcceptPolicy{Open: true}, wire.Options{})
+		if err != nil {
+			t.Error(err)
+		}
+		accepted <- c
+	}()
+	dc, err := wire.Client(ctx, a, wire.Hello{Role: wire.RoleDaemon, Name: "n1"}, wire.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dc.Close()
+	fromDaemon := <-accepted
+	if fromDaemon == nil {
+		t.Fatal("no connection")
+	}
+	defer fromDaemon.Close()
+	ss := &sessState{} // refused before the master is asked anything
+	part := wire.FencePart{Node: "n1", Local: wire.Span(0, 1)}
+	for _, tc := range []struct {
+		name string
+		conn *wire.Conn
+		b    wire.FenceReq
+		want error
+		frag string
+	}{
+		{"not from a daemon", nil, wire.FenceReq{Job: "j", Parts: []wire.FencePart{part}}, wire.ErrPermission, "comes from a daemon"},
+		{"no job", fromDaemon, wire.FenceReq{Parts: []wire.FencePart{part}}, wire.ErrInvalid, "no job"},
+		{"a part without its node", fromDaemon, wire.FenceReq{Job: "j", Parts: []wire.FencePart{part, {Local: wire.Span(2, 2)}}}, wire.ErrInvalid, "part 1 without its node"},
+		{"a part without processes", fromDaemon, wire.FenceReq{Job: "j", Parts: []wire.FencePart{{Node: "n2"}}}, wire.ErrInvalid, "part 0 without"},
+		{"a part with bad ranges", fromDaemon, wire.FenceReq{Job: "j", Parts: []wire.FencePart{{Node: "n2", Local: wire.RankRanges{{Lo: 4, Hi: 1}}}}}, wire.ErrInvalid, "part 0"},
+	} {
+		_, err := ss.handleFenceParts(ctx, &wire.Request{Kind: wire.KindFence, Conn: tc.conn}, &tc.b)
+		if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.frag) {
+			t.Errorf("%s: %v, want %v naming %q", tc.name, err, tc.want, tc.frag)
+		}
 	}
 }
