@@ -392,7 +392,7 @@ func (s *sessionState) flushFence(r *fenceRound) {
 		t.mu.Unlock()
 
 		var rep wire.FenceReply
-		err := s.d.callFence(body, &rep, false)
+		err := s.d.callFence(body, &rep, false, r)
 
 		t.mu.Lock()
 		switch {
@@ -567,7 +567,7 @@ func (s *sessionState) callAlone(job, id string, procs []wire.ProcRanges, e *fen
 		body.TimeoutMS = ceilMS(time.Until(e.deadline))
 	}
 	var rep wire.FenceReply
-	err := s.d.callFence(body, &rep, true)
+	err := s.d.callFence(body, &rep, true, e.round)
 	if err == nil && !rep.Stored {
 		s.fenced(job, procs, e.collect, rep.Data)
 	}

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -62,10 +63,11 @@ const maxUpCycles = 4096
 type upState struct {
 	wait    time.Duration // upWait if 0; set before use
 	mu      sync.Mutex
-	links   map[string]upLink      // by job: where its fences go
-	batches map[fenceKey]*upBatch  // entries waiting to go up
-	cycles  map[fenceKey]*upCycle  // what came of each fence since its subtree was last complete
-	flights map[*upFlight]struct{} // requests at a parent daemon, not answered yet
+	links   map[string]upLink          // by job: where its fences go
+	batches map[fenceKey]*upBatch      // entries waiting to go up
+	cycles  map[fenceKey]*upCycle      // what came of each fence since its subtree was last complete
+	flights map[*upFlight]struct{}     // requests at a parent daemon, not answered yet
+	own     map[fenceKey][]*fenceRound // this node's rounds with entries on their way up, one per entry
 }
 
 // upCycle tracks the entries of one fence instance from this daemon's
@@ -182,21 +184,28 @@ func (d *Daemon) fenceUpward(body *wire.FenceReq) bool {
 	return ok && (l.addr != "" || l.below > 0)
 }
 
-// callFence enters body, an entry of this node, into its fence: up the
-// tree when the job has one here, else at the master. extra says it is
-// not the node's whole entry (a scout, a late process, one of an entry
-// split after invalid).
-func (d *Daemon) callFence(body *wire.FenceReq, rep *wire.FenceReply, extra bool) error {
+// callFence enters body, an entry of this node's round r into its fence:
+// up the tree when the job has one here, else at the master. extra says
+// it is not the node's whole entry (a scout, a late process, one of an
+// entry split after invalid).
+func (d *Daemon) callFence(body *wire.FenceReq, rep *wire.FenceReply, extra bool, r *fenceRound) error {
 	if !d.fenceUpward(body) {
 		return d.master.Call(context.Background(), wire.KindFence, body, rep)
 	}
+	key, ok := upKey(body)
+	if !ok || !d.upOwn(key, r) {
+		// The master explains what is wrong with the list; or another
+		// round of this fence is on its way up from here (a process
+		// entered it twice at once): this one goes on its own, so that a
+		// request up the tree never holds two instances of one fence (the
+		// master answers it when all its parts are decided, and the later
+		// instance may wait for a process whose earlier answer it holds).
+		return d.master.Call(context.Background(), wire.KindFence, body, rep)
+	}
+	defer d.upOwnDone(key, r)
 	var deadline time.Time
 	if body.TimeoutMS > 0 {
 		deadline = time.Now().Add(time.Duration(body.TimeoutMS) * time.Millisecond)
-	}
-	key, ok := upKey(body)
-	if !ok { // the master explains what is wrong with it
-		return d.master.Call(context.Background(), wire.KindFence, body, rep)
 	}
 	for {
 		part := wire.FencePart{Node: d.node, Local: body.Local, Data: body.Data, Collect: body.Collect, Stored: body.Stored, Extra: extra}
@@ -428,4 +437,38 @@ func (d *Daemon) watchParent(c *wire.Conn, f *upFlight, stop <-chan struct{}) {
 // peerHeartbeat is the master's heartbeat interval and dead time.
 func (d *Daemon) peerHeartbeat() (hb, dead time.Duration) {
 	return time.Duration(d.peerHB.Load()) * time.Millisecond, time.Duration(d.peerDead.Load()) * time.Millisecond
+}
+
+// upOwn books an entry of round r of this node going up for key, unless
+// an entry of another round of key is on its way up already.
+func (d *Daemon) upOwn(key fenceKey, r *fenceRound) bool {
+	u := &d.up
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, x := range u.own[key] {
+		if x != r {
+			return false
+		}
+	}
+	if u.own == nil {
+		u.own = make(map[fenceKey][]*fenceRound)
+	}
+	u.own[key] = append(u.own[key], r)
+	return true
+}
+
+// upOwnDone ends what upOwn booked.
+func (d *Daemon) upOwnDone(key fenceKey, r *fenceRound) {
+	u := &d.up
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	list := u.own[key]
+	if i := slices.Index(list, r); i >= 0 {
+		list = slices.Delete(list, i, i+1)
+	}
+	if len(list) == 0 {
+		delete(u.own, key)
+		return
+	}
+	u.own[key] = list
 }

@@ -183,3 +183,62 @@ func TestFenceUpBadInput(t *testing.T) {
 		t.Errorf("%d batches held after refusals", len(d.up.batches))
 	}
 }
+
+// TestFenceUpTwoRounds: while an entry of one round of a fence is on its
+// way up the tree, an entry of another round of the same fence (a process
+// that entered it twice at once) goes to the master on its own: a request
+// up the tree must not hold two instances of one fence, since the master
+// answers it once all its parts are decided and the later instance may
+// wait for a process whose earlier answer the request holds.
+func TestFenceUpTwoRounds(t *testing.T) {
+	d, err := newDaemon(Config{Node: "n0", Master: "/nowhere"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	kinds := make(chan string, 4)
+	mux := wire.NewMux()
+	wire.HandleTyped(mux, wire.KindFence, func(_ context.Context, _ *wire.Request, b *wire.FenceReq) (any, error) {
+		if len(b.Parts) == 0 {
+			kinds <- "direct"
+			return &wire.FenceReply{}, nil
+		}
+		kinds <- "up"
+		<-release
+		return &wire.FenceReply{Parts: make([]wire.FencePartReply, len(b.Parts))}, nil
+	})
+	d.master = pipeMaster(t, mux)
+	d.setUpLink(&wire.NodeRelay{Job: "j"}, nil) // heads a part of its own: sends up at once
+	d.up.links["j"] = upLink{below: 1}
+	body := func() *wire.FenceReq { return &wire.FenceReq{Job: "j", ID: "f", Local: wire.Span(0, 0)} }
+	r1, r2 := &fenceRound{}, &fenceRound{}
+	first := make(chan error, 1)
+	go func() { first <- d.callFence(body(), &wire.FenceReply{}, false, r1) }()
+	if k := <-kinds; k != "up" {
+		t.Fatalf("the first round's entry went %s, want up", k)
+	}
+	second := make(chan error, 1)
+	go func() { second <- d.callFence(body(), &wire.FenceReply{}, false, r2) }()
+	select {
+	case k := <-kinds:
+		if k != "direct" {
+			close(release) // let the master answer both before the test ends
+			t.Fatalf("the second round's entry went %s while the first was on its way up, want direct", k)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the second round's entry reached nobody")
+	}
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := d.callFence(body(), &wire.FenceReply{}, false, r2); err != nil {
+		t.Fatal(err)
+	}
+	if k := <-kinds; k != "up" {
+		t.Fatalf("once the first round was answered, the next entry went %s, want up", k)
+	}
+}
