@@ -16,8 +16,8 @@ import (
 // relay on is its parent, or the master when this daemon heads a part,
 // and the relay's Below is its subtree. A daemon's entries into a fence
 // of a process of that job (over the whole job or over named processes)
-// then go to its parent instead of the master; a parent gathers its own node's and its subtree's entries
-// and sends them on as one request. The master's share of a fence is then
+// then go to its parent instead of the master; a parent gathers its own
+// node's and its subtree's entries and sends them on as one request. The master's share of a fence is then
 // radix requests instead of one per daemon (docs/scale.md).
 //
 //   - A parent sends what it holds for a fence once every node of its
@@ -38,10 +38,11 @@ import (
 //   - A parent that fails (its connection breaks, it is silent for the
 //     master's dead time, or the job's data shows its node without any
 //     process of the job, as when the master has declared it lost) fails
-//     the entries it carries: its own processes were participants, so the
-//     instance fails anyway. They are not sent again directly: an entry
-//     the master may have entered and answered would join the next
-//     instance. The job's later fences go to the master directly until
+//     the entries it carries: in a fence over the whole job its own
+//     processes were participants, so the instance fails anyway (in one
+//     over named processes it may go on, and a process whose entry failed
+//     so may enter again). They are not sent again directly: an entry the
+//     master may have entered and answered would join the next instance. The job's later fences go to the master directly until
 //     a relay of the job shows this daemon its place again.
 //   - A daemon with no parent for the job (a star, a tree that does not
 //     span it, a job the tree has not reached yet) sends its entries to the
