@@ -12,14 +12,16 @@ const (
 	KindNodeEvent   = "node.event"   // master→daemon, pushed (id 0): NodeEvent
 )
 
-// NodeEvent is a bus event for a daemon's subscribers, with the Seq of the
-// event the master sent that daemon before it (Prev; 0: none). Events to a
-// daemon take two paths, its own connection and the tree of daemons (an
-// event relayed as KindEvent carries its Prev in NodeRelay.Prev and
+// NodeEvent is a bus event for a daemon's subscribers, with the number of
+// events the master sent that daemon before it (Prev). Events to a daemon
+// take two paths, its own connection and the tree of daemons (an event
+// relayed as KindEvent carries its Prev in NodeRelay.Prev and
 // RelayHop.Prev), and may arrive out of order: the daemon holds an event
-// until the one before it has come, so its clients get them in Seq order.
+// until those before it have come, so its clients get them in the order
+// the master sent them (a replay for a new subscription sends older
+// events again: the count orders them, not Seq).
 type NodeEvent struct {
-	Prev uint64 `msgpack:"p,omitempty"` // Seq of the event sent to this daemon before this one
+	Prev uint64 `msgpack:"p,omitempty"` // how many events the master sent this daemon before this one
 	Ev   Raw    `msgpack:"e"`           // the encoded Event, as for its other subscribers
 }
 

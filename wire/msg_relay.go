@@ -43,7 +43,7 @@ type NodeRelay struct {
 	// part, merged with those of the daemons below it (FenceReq.Parts).
 	Job  string `msgpack:"j,omitempty"`  // the job whose launch or push this is (empty: a ping, a fence's data)
 	From string `msgpack:"fr,omitempty"` // the relay address of the daemon that passed it on (empty: the master)
-	Prev uint64 `msgpack:"pv,omitempty"` // event: the Seq of the event sent to the receiver before this one (NodeEvent.Prev)
+	Prev uint64 `msgpack:"pv,omitempty"` // event: how many events the master sent the receiver before this one (NodeEvent.Prev)
 }
 
 // RelayHop is one daemon of a relay's subtree.

@@ -43,42 +43,32 @@ func (r *Raw) DecodeMsgpack(dec *msgpack.Decoder) error {
 // before any field but Seq and Time, and the read stops at the first
 // other field. b must have passed the frame check (Request.Body has).
 func EventHead(b []byte) (kind, job string, err error) {
-	kind, job, _, err = EventHeadSeq(b)
-	return kind, job, err
-}
-
-// EventHeadSeq is EventHead with the event's Seq.
-func EventHeadSeq(b []byte) (kind, job string, seq uint64, err error) {
 	n, off, err := readMapLen(b, 0)
 	if err != nil {
-		return "", "", 0, Errorf(ErrMalformed, "wire: event: %v", err)
+		return "", "", Errorf(ErrMalformed, "wire: event: %v", err)
 	}
 	for range n {
 		var key, v []byte
 		if key, off, err = readStr(b, off); err != nil {
-			return "", "", 0, Errorf(ErrMalformed, "wire: event: %v", err)
+			return "", "", Errorf(ErrMalformed, "wire: event: %v", err)
 		}
 		switch string(key) {
 		case "k", "j":
 			if v, off, err = readStr(b, off); err != nil {
-				return "", "", 0, Errorf(ErrMalformed, "wire: event: field %s: %v", key, err)
+				return "", "", Errorf(ErrMalformed, "wire: event: field %s: %v", key, err)
 			}
 			if key[0] == 'k' {
 				kind = string(v)
 			} else {
 				job = string(v)
 			}
-		case "seq":
-			if seq, off, err = readUint(b, off); err != nil {
-				return "", "", 0, Errorf(ErrMalformed, "wire: event: field seq: %v", err)
-			}
-		case "t":
+		case "seq", "t":
 			if off, err = checkValue(b, off); err != nil {
-				return "", "", 0, Errorf(ErrMalformed, "wire: event: %v", err)
+				return "", "", Errorf(ErrMalformed, "wire: event: %v", err)
 			}
 		default:
-			return kind, job, seq, nil
+			return kind, job, nil
 		}
 	}
-	return kind, job, seq, nil
+	return kind, job, nil
 }

@@ -10,11 +10,13 @@ import (
 
 // Events from the master take two paths to a daemon: its own connection
 // (wire.NodeEvent) and, for an event that goes to more daemons than the
-// tree's radix, the tree of daemons (a relay of kind event). Each names
-// the event the master sent this daemon before it (Prev), and the daemon
-// hands an event to its clients only after that one: the session library
+// tree's radix, the tree of daemons (a relay of kind event). Each says
+// how many events the master sent this daemon before it (Prev), and the
+// daemon hands them to its clients in that order: the session library
 // drops an event older than the last it delivered, so an event overtaken
-// on the way would be lost to it.
+// on the way would be lost to it. The count, not the event's Seq, orders
+// them: a new subscription's replay sends older events again, after newer
+// ones.
 
 // Bounds on holding: an event whose predecessor does not come (a relay
 // refused it, which the master does not send again) must not hold the
@@ -27,48 +29,48 @@ const (
 // evOrder puts the events back in the order the master sent them. Pure
 // logic, under its user's lock.
 type evOrder struct {
-	last  uint64               // Seq of the last event handed on
+	next  uint64               // events handed on so far: the Prev of the next one
 	held  map[uint64]heldEvent // by Prev
 	since time.Time            // when the oldest held event came
 }
 
 type heldEvent struct {
-	seq       uint64
+	prev      uint64
 	kind, job string
 	raw       []byte
 }
 
-// take files an event and returns those that can be handed on now, in
-// order: it and the held ones that follow it, or nothing while the event
-// before it is missing. A copy of one handed on (the tree's and the
-// master's resend) is dropped.
-func (o *evOrder) take(prev uint64, ev heldEvent, now time.Time) []heldEvent {
-	if ev.seq <= o.last {
+// take files the event ev, the master's prev-th to this daemon (from 0),
+// and returns those that can be handed on now, in order: it and the held
+// ones that follow it, or nothing while one before it is missing. A copy
+// of one handed on (the tree's and the master's resend) is dropped.
+func (o *evOrder) take(ev heldEvent, now time.Time) []heldEvent {
+	if ev.prev < o.next {
 		return nil
 	}
-	if prev > o.last {
+	if ev.prev > o.next {
 		if o.held == nil {
 			o.held = make(map[uint64]heldEvent)
 		}
 		if len(o.held) == 0 {
 			o.since = now
 		}
-		o.held[prev] = ev
+		o.held[ev.prev] = ev
 		if len(o.held) > evHoldMax || now.Sub(o.since) >= evHoldLimit {
 			return o.flush()
 		}
 		return nil
 	}
 	out := []heldEvent{ev}
-	o.last = ev.seq
+	o.next++
 	for {
-		h, ok := o.held[o.last]
+		h, ok := o.held[o.next]
 		if !ok {
 			break
 		}
-		delete(o.held, o.last)
+		delete(o.held, o.next)
 		out = append(out, h)
-		o.last = h.seq
+		o.next++
 	}
 	if len(o.held) == 0 {
 		o.since = time.Time{}
@@ -76,29 +78,26 @@ func (o *evOrder) take(prev uint64, ev heldEvent, now time.Time) []heldEvent {
 	return out
 }
 
-// flush hands on everything held, in Seq order: what they wait for is not
+// flush hands on everything held, in order: what they wait for is not
 // coming.
 func (o *evOrder) flush() []heldEvent {
 	out := make([]heldEvent, 0, len(o.held))
 	for _, h := range o.held {
-		if h.seq > o.last {
-			out = append(out, h)
-		}
+		out = append(out, h)
 	}
 	clear(o.held)
 	o.since = time.Time{}
 	slices.SortFunc(out, func(a, b heldEvent) int {
 		switch {
-		case a.seq < b.seq:
+		case a.prev < b.prev:
 			return -1
-		case a.seq > b.seq:
+		case a.prev > b.prev:
 			return 1
 		}
 		return 0
 	})
-	out = slices.CompactFunc(out, func(a, b heldEvent) bool { return a.seq == b.seq })
 	if len(out) > 0 {
-		o.last = out[len(out)-1].seq
+		o.next = out[len(out)-1].prev + 1
 	}
 	return out
 }
@@ -110,21 +109,21 @@ type evOrdered struct {
 	timer *time.Timer // flushes what is held too long
 }
 
-// deliverEvent hands the encoded event raw, which the master sent after
-// the event prev, to the local subscribers in the master's order.
+// deliverEvent hands the encoded event raw, the master's prev-th event to
+// this daemon, to the local subscribers in the master's order.
 func (d *Daemon) deliverEvent(prev uint64, raw []byte) error {
 	s := d.sess
 	if s == nil {
 		return nil
 	}
-	kind, job, seq, err := wire.EventHeadSeq(raw)
+	kind, job, err := wire.EventHead(raw)
 	if err != nil {
 		return err
 	}
 	e := &d.evs
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for _, h := range e.order.take(prev, heldEvent{seq: seq, kind: kind, job: job, raw: raw}, time.Now()) {
+	for _, h := range e.order.take(heldEvent{prev: prev, kind: kind, job: job, raw: raw}, time.Now()) {
 		s.forward(h.kind, h.job, h.raw)
 	}
 	if len(e.order.held) > 0 && e.timer == nil {
@@ -146,7 +145,7 @@ func (d *Daemon) flushEvents() {
 		e.timer = time.AfterFunc(wait, d.flushEvents)
 		return
 	}
-	d.log.Warn("daemon: events from the master held too long for one before them; handing them on", "n", len(e.order.held), "last", e.order.last)
+	d.log.Warn("daemon: events from the master held too long for one before them; handing them on", "n", len(e.order.held), "next", e.order.next)
 	for _, h := range e.order.flush() {
 		d.sess.forward(h.kind, h.job, h.raw)
 	}

@@ -104,10 +104,17 @@ func (d *Daemon) onMasterEvent(ev *wire.Request) {
 		d.log.Debug("daemon: ignored event from master", "kind", ev.Kind)
 		return
 	}
+	if ev.Kind == wire.KindEvent { // without its place in the order
+		kind, job, err := wire.EventHead(ev.Body)
+		if err != nil {
+			d.log.Warn("daemon: bad event from master", "err", err)
+			return
+		}
+		d.sess.forward(kind, job, ev.Body)
+		return
+	}
 	var ne wire.NodeEvent
-	if ev.Kind == wire.KindEvent {
-		ne.Ev = wire.Raw(ev.Body)
-	} else if err := wire.Unmarshal(ev.Body, &ne); err != nil {
+	if err := wire.Unmarshal(ev.Body, &ne); err != nil {
 		d.log.Warn("daemon: bad event from master", "err", err)
 		return
 	}

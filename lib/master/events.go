@@ -13,7 +13,7 @@ import (
 // many of its subscriptions match, and the daemon hands them on to its
 // clients. An event for more daemons than the tree's radix
 // (Config.TreeRadix) goes down the tree of daemons, else through each
-// daemon's outq; each names the event sent to that daemon before it
+// daemon's outq; each says how many events went to that daemon before it
 // (wire.NodeEvent.Prev), and the daemon restores the order
 // (lib/daemon/evorder.go).
 
@@ -27,7 +27,7 @@ type daemonSubs struct {
 	q       *outq
 	subs    map[uint64]*sub
 	lastSeq uint64 // last event queued, so overlapping subscriptions send it once
-	sent    uint64 // last event sent, by either path (wire.NodeEvent.Prev)
+	sent    uint64 // events sent to the daemon, by either path (wire.NodeEvent.Prev)
 }
 
 func (ss *sessState) handleEventSub(ctx context.Context, req *wire.Request, b *wire.EventSubReq) (any, error) {
@@ -118,7 +118,7 @@ func (ds *daemonSubs) send(ev *wire.Event, body any) bool {
 	if err != nil || !ds.q.push(wire.KindNodeEvent, &wire.NodeEvent{Prev: ds.sent, Ev: raw}) {
 		return false
 	}
-	ds.sent = ev.Seq
+	ds.sent++
 	return true
 }
 
@@ -161,13 +161,13 @@ func (ss *sessState) sendEvents(s *state, ev *wire.Event) {
 		prev := make(map[*node]uint64, len(tree))
 		for _, n := range tree {
 			prev[n] = by[n].sent
-			by[n].sent = ev.Seq
+			by[n].sent++
 		}
 		left := len(tree)
 		ss.evRelays++
 		ss.treeEvents++
 		// Relay number 0: applied whenever it comes; the daemon drops a
-		// copy by the event's Seq.
+		// copy by its place in the order (Prev).
 		s.relay(0, radix, "", wire.KindEvent, raw, tree, func(*state, *relayFlight, int, error) {
 			if left--; left == 0 {
 				ss.evRelays--

@@ -133,7 +133,9 @@ func (d *testDVM) exe() string {
 // marked suspect, so that it gets that event over its own connection
 // while its previous one came down the tree: the two paths mix, and each
 // process must still get every event once and in order (its daemon holds
-// one that overtook the event before it, lib/daemon/evorder.go).
+// one that overtook the event before it, lib/daemon/evorder.go). Then each
+// subscribes again from the first event's Seq and must get all 30 again:
+// the master's replay of older events after newer ones.
 func TestTreeEvents(t *testing.T) {
 	const nodes, n = 6, 30
 	d := startDVM(t, nodes, 1, func(c *Config) { c.TreeRadix = 2 })

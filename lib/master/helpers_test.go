@@ -128,7 +128,8 @@ type sessionReport struct {
 //	fence        enter a fence with no participant list, then one over ranks 0-2; print "<list>: ok" or
 //	             "<list>: <error code>" for each
 //	events N     subscribe to the job's app events, print "ready", then take N: their Msg must be 0..N-1 in
-//	             order, with Seqs increasing; print "ok N", or what was wrong and exit 1
+//	             order, with Seqs increasing; subscribe again from the first one's Seq and take the same N
+//	             again (the replay); print "ok N", or what was wrong and exit 1
 //	fenceloop N [MS] [SLEEP] [R]  N rounds of: commit a value, enter a fence with collect over the whole
 //	             job (timeout MS, 0 = none; rank R, default 1, sleeps SLEEP ms before entering the last),
 //	             read every rank's value, print "round I";
@@ -237,19 +238,38 @@ func appMain(args []string) int {
 			return 1
 		}
 		fmt.Println("ready")
-		var last uint64
-		for i := range n {
-			select {
-			case e := <-got:
-				if e.Seq <= last || e.Msg != strconv.Itoa(i) {
-					fmt.Printf("event %d: seq %d after %d, msg %q\n", i, e.Seq, last, e.Msg)
-					return 1
+		take := func(what string) (first uint64, ok bool) {
+			var last uint64
+			for i := range n {
+				select {
+				case e := <-got:
+					if e.Seq <= last || e.Msg != strconv.Itoa(i) {
+						fmt.Printf("%s %d: seq %d after %d, msg %q\n", what, i, e.Seq, last, e.Msg)
+						return 0, false
+					}
+					if i == 0 {
+						first = e.Seq
+					}
+					last = e.Seq
+				case <-ctx.Done():
+					fmt.Printf("%s %d: %v\n", what, i, ctx.Err())
+					return 0, false
 				}
-				last = e.Seq
-			case <-ctx.Done():
-				fmt.Printf("event %d: %v\n", i, ctx.Err())
-				return 1
 			}
+			return first, true
+		}
+		first, ok := take("event")
+		if !ok {
+			return 1
+		}
+		// A second subscription asks for the same events again (a replay
+		// from the master's ring), after newer ones reached this daemon.
+		if err := ec.Call(ctx, wire.KindEventSub, &wire.EventSubReq{Kinds: []string{wire.EvApp}, Job: job, Since: first - 1}, nil); err != nil {
+			fmt.Println("event.sub again:", err)
+			return 1
+		}
+		if _, ok := take("replayed"); !ok {
+			return 1
 		}
 		fmt.Println("ok", n)
 		return 0
