@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"slices"
 	"sync"
 	"time"
@@ -87,15 +88,7 @@ func (o *evOrder) flush() []heldEvent {
 	}
 	clear(o.held)
 	o.since = time.Time{}
-	slices.SortFunc(out, func(a, b heldEvent) int {
-		switch {
-		case a.prev < b.prev:
-			return -1
-		case a.prev > b.prev:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b heldEvent) int { return cmp.Compare(a.prev, b.prev) })
 	if len(out) > 0 {
 		o.next = out[len(out)-1].prev + 1
 	}
@@ -149,9 +142,4 @@ func (d *Daemon) flushEvents() {
 	for _, h := range e.order.flush() {
 		d.sess.forward(h.kind, h.job, h.raw)
 	}
-}
-
-// relayedEvent takes an event that came down the tree of daemons.
-func (d *Daemon) relayedEvent(b *wire.NodeRelay) error {
-	return d.deliverEvent(b.Prev, b.Body)
 }

@@ -84,7 +84,7 @@ func (d *Daemon) handleRelay(ctx context.Context, req *wire.Request, b *wire.Nod
 	var started []wire.ProcStarted
 	var err error
 	if b.Kind == wire.KindEvent {
-		err = d.relayedEvent(b) // not a request: handed to the clients in the master's order
+		err = d.deliverEvent(b.Prev, b.Body) // not a request: handed to the clients in the master's order (evorder.go)
 	} else {
 		started, err = d.applyRelay(ctx, b)
 	}
